@@ -1,0 +1,125 @@
+//! The Catch-up frame, about once a second: every claimed lane with its name
+//! spelled out and its open spans, so a viewer that attached mid-session, or
+//! lost frames, labels lanes correctly and sees a stall while it happens.
+//!
+//! Payload:
+//! ```text
+//! 8  timestamp (host clock ticks), u64 LE
+//! v  lane count
+//! per lane: v lane id, 1 kind, v name id, str name, v true open depth,
+//!           v open spans listed, then per span: v span id, v name id, v start
+//! ```
+//! (`v` is a LEB128 varint, `str` a varint length then UTF-8 bytes.)
+
+use crate::cursor::{Reader, Writer};
+use crate::error::{DecodeError, EncodeError};
+use crate::event::{LaneKind, OpenSpan};
+use crate::frame::{write_frame, FrameKind};
+use crate::lane::{LaneInfo, Lanes, MAX_OPEN_SPANS};
+use crate::names::NameSource;
+use crate::section::Entries;
+
+/// Writes a Catch-up frame of every lane in `lanes` at host time `now`.
+pub fn write_catchup<const L: usize, const N: usize>(
+    out: &mut [u8],
+    seq: u32,
+    now: u64,
+    lanes: &Lanes<L, N>,
+    names: &impl NameSource,
+) -> Result<usize, EncodeError> {
+    write_frame(out, FrameKind::CatchUp, seq, |w| {
+        w.u64(now);
+        w.varint(lanes.iter().count() as u64);
+        for lane in lanes.iter() {
+            write_lane(w, lanes, names, lane);
+        }
+        Ok(())
+    })
+}
+
+fn write_lane<const L: usize, const N: usize>(
+    w: &mut Writer<'_>,
+    lanes: &Lanes<L, N>,
+    names: &impl NameSource,
+    lane: LaneInfo,
+) {
+    w.varint(u64::from(lane.id));
+    w.u8(lane.kind.to_byte());
+    w.varint(u64::from(lane.name));
+    w.str(names.get(lane.name).unwrap_or(""));
+    let mut open = [OpenSpan::default(); MAX_OPEN_SPANS];
+    let (listed, depth) = lanes.open_spans(lane.id, &mut open).unwrap_or((0, 0));
+    w.varint(u64::from(depth));
+    w.varint(listed as u64);
+    for span in &open[..listed] {
+        w.varint(u64::from(span.id));
+        w.varint(u64::from(span.name));
+        w.varint(span.start);
+    }
+}
+
+/// One lane of a Catch-up frame.
+#[derive(Clone)]
+pub struct CatchUpLane<'a> {
+    /// Lane identity.
+    pub info: LaneInfo,
+    /// The lane's name.
+    pub name: &'a str,
+    /// How many spans are open, which may exceed the spans listed.
+    pub open_depth: u32,
+    /// The outermost open spans.
+    pub open: Entries<'a, OpenSpan>,
+}
+
+fn parse_open(r: &mut Reader<'_>) -> Result<OpenSpan, DecodeError> {
+    Ok(OpenSpan {
+        id: r.varint_u32("open span id")?,
+        name: r.varint_u32("open span name")?,
+        start: r.varint("open span start")?,
+    })
+}
+
+fn parse_lane<'a>(r: &mut Reader<'a>) -> Result<CatchUpLane<'a>, DecodeError> {
+    let id = r.varint_u16("catch-up lane id")?;
+    let kind = LaneKind::from_byte(r.u8("catch-up lane kind")?);
+    let name_id = r.varint_u32("catch-up lane name id")?;
+    let name = r.str("catch-up lane name")?;
+    let open_depth = r.varint_u32("open span depth")?;
+    let listed = r.varint("open span count")?;
+    let start = *r;
+    *r = Entries::new(start, listed, parse_open).check()?;
+    Ok(CatchUpLane {
+        info: LaneInfo {
+            id,
+            name: name_id,
+            kind,
+        },
+        name,
+        open_depth,
+        open: Entries::new(start, listed, parse_open),
+    })
+}
+
+/// A checked Catch-up frame.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CatchUpView<'a> {
+    /// Host clock when it was written.
+    pub time: u64,
+    body: &'a [u8],
+}
+
+impl<'a> CatchUpView<'a> {
+    /// Parses and checks a Catch-up payload.
+    pub fn parse(payload: &'a [u8]) -> Result<Self, DecodeError> {
+        let mut r = Reader::new(payload);
+        let time = r.u64("catch-up timestamp")?;
+        let body = r.rest();
+        Entries::check_counted(body, "catch-up has trailing bytes", parse_lane)?;
+        Ok(CatchUpView { time, body })
+    }
+
+    /// The lanes.
+    pub fn lanes(&self) -> Entries<'a, CatchUpLane<'a>> {
+        Entries::counted(self.body, parse_lane)
+    }
+}

@@ -1,0 +1,67 @@
+//! The Definitions frame: names interned and lanes claimed after a reader's
+//! Init. Never dropped by a sender, so a reader can always name every id it
+//! receives: it is sent before the first Block that uses what it defines.
+//!
+//! Payload: a names section (ids `first..first + count`) and a lanes section
+//! (the whole current lane table), both as in Init.
+
+use crate::error::{DecodeError, EncodeError};
+use crate::frame::{write_frame, FrameKind};
+use crate::lane::LaneInfo;
+use crate::names::NameSource;
+use crate::section::{self, tag, Entries, LaneTable, Names, Sections};
+
+/// Writes a Definitions frame with names `first..names.count()` and the lanes.
+pub fn write_definitions(
+    out: &mut [u8],
+    seq: u32,
+    names: &impl NameSource,
+    first: u32,
+    lanes: impl Iterator<Item = LaneInfo> + Clone,
+) -> Result<usize, EncodeError> {
+    let count = names.count().saturating_sub(first);
+    write_frame(out, FrameKind::Definitions, seq, |w| {
+        section::write_names(w, first, count, |id| names.get(id))?;
+        section::write_lanes(w, lanes)
+    })
+}
+
+/// A checked Definitions frame.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DefinitionsView<'a> {
+    payload: &'a [u8],
+}
+
+impl<'a> DefinitionsView<'a> {
+    /// Parses and checks a Definitions payload.
+    pub fn parse(payload: &'a [u8]) -> Result<Self, DecodeError> {
+        let mut sections = Sections::new(payload);
+        while let Some((tag, body)) = sections.next_section()? {
+            match tag {
+                tag::NAMES => {
+                    Names::parse(body)?;
+                }
+                tag::LANES => Entries::check_counted(
+                    body,
+                    "lane table has trailing bytes",
+                    section::parse_lane,
+                )?,
+                _ => {}
+            }
+        }
+        Ok(DefinitionsView { payload })
+    }
+
+    /// The names defined, as `(id, name)`.
+    pub fn names(&self) -> Names<'a> {
+        Names::parse(Sections::find(self.payload, tag::NAMES)).unwrap_or(Names::EMPTY)
+    }
+
+    /// The lane table at the time of writing.
+    pub fn lanes(&self) -> LaneTable<'a> {
+        Entries::counted(
+            Sections::find(self.payload, tag::LANES),
+            section::parse_lane,
+        )
+    }
+}

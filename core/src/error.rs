@@ -1,0 +1,150 @@
+//! The two error types of the core: one for writing frames, one for reading.
+//!
+//! Reading separates "need more bytes" (not an error: the decoder answers
+//! `Ok(None)`) from damage, which names what was wrong and where.
+
+use core::fmt;
+
+/// Why a frame could not be written into the caller's buffer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[non_exhaustive]
+pub enum EncodeError {
+    /// The output buffer is too small; `needed` bytes would have fitted the frame.
+    BufferTooSmall {
+        /// Size of buffer that would have been enough.
+        needed: usize,
+    },
+    /// The payload is larger than a frame can carry (`u32::MAX` bytes).
+    PayloadTooLarge {
+        /// Length of the payload in bytes.
+        len: usize,
+    },
+    /// A table or string does not fit its length field on the wire.
+    TooManyItems {
+        /// Which table or field overflowed.
+        what: &'static str,
+    },
+}
+
+impl fmt::Display for EncodeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            EncodeError::BufferTooSmall { needed } => {
+                write!(f, "output buffer too small: {needed} bytes needed")
+            }
+            EncodeError::PayloadTooLarge { len } => {
+                write!(f, "payload of {len} bytes exceeds the frame limit")
+            }
+            EncodeError::TooManyItems { what } => write!(f, "{what} does not fit its length field"),
+        }
+    }
+}
+
+impl core::error::Error for EncodeError {}
+
+/// What was wrong with the bytes being decoded.
+///
+/// Stream-level variants carry `offset`, the byte position in the stream
+/// (counted from the first byte ever fed) at which the damage starts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[non_exhaustive]
+pub enum DecodeError {
+    /// The bytes at a frame boundary are not the frame magic.
+    BadMagic {
+        /// Stream offset of the bad bytes.
+        offset: u64,
+    },
+    /// The frame header's own checksum does not match: the header is damaged.
+    HeaderChecksum {
+        /// Stream offset of the header.
+        offset: u64,
+    },
+    /// The frame's checksum over header and payload does not match.
+    ChecksumMismatch {
+        /// Sequence number the (intact) header claims.
+        seq: u32,
+        /// Stream offset of the frame.
+        offset: u64,
+    },
+    /// The frame is longer than the decoder accepts; it was skipped whole.
+    FrameTooLarge {
+        /// Total frame length the header claims.
+        len: u64,
+        /// Largest frame this decoder accepts.
+        max: u64,
+        /// Stream offset of the frame.
+        offset: u64,
+    },
+    /// The input ended inside a frame.
+    Truncated {
+        /// Stream offset of the incomplete frame.
+        offset: u64,
+        /// Bytes of it that were present.
+        have: u64,
+        /// Bytes the frame needs (0 if even its header was incomplete).
+        need: u64,
+    },
+    /// A frame kind this version does not know; skip the frame.
+    UnknownKind {
+        /// The kind byte.
+        kind: u8,
+    },
+    /// A payload field is inconsistent: `what` names it.
+    Malformed {
+        /// The field or rule that was violated.
+        what: &'static str,
+    },
+    /// A Block's compressed data failed to decompress.
+    Lz4 {
+        /// Why LZ4 refused it.
+        what: &'static str,
+    },
+    /// A Block's uncompressed length is larger than the caller's buffer.
+    BlockTooLarge {
+        /// Uncompressed length the Block claims.
+        len: u32,
+        /// Size of the buffer offered.
+        max: u32,
+    },
+    /// The Init frame has a format version this decoder cannot read.
+    UnsupportedVersion {
+        /// The version found.
+        version: u16,
+    },
+}
+
+impl fmt::Display for DecodeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            DecodeError::BadMagic { offset } => write!(f, "bad frame magic at byte {offset}"),
+            DecodeError::HeaderChecksum { offset } => {
+                write!(f, "frame header checksum mismatch at byte {offset}")
+            }
+            DecodeError::ChecksumMismatch { seq, offset } => {
+                write!(f, "checksum mismatch in frame seq {seq} at byte {offset}")
+            }
+            DecodeError::FrameTooLarge { len, max, offset } => write!(
+                f,
+                "frame at byte {offset} is {len} bytes, larger than the {max}-byte limit"
+            ),
+            DecodeError::Truncated { offset, have, need } => write!(
+                f,
+                "stream ends inside the frame at byte {offset} ({have} of {need} bytes present)"
+            ),
+            DecodeError::UnknownKind { kind } => write!(f, "unknown frame kind {kind:#04x}"),
+            DecodeError::Malformed { what } => write!(f, "malformed payload: {what}"),
+            DecodeError::Lz4 { what } => write!(f, "block does not decompress: {what}"),
+            DecodeError::BlockTooLarge { len, max } => write!(
+                f,
+                "block expands to {len} bytes, larger than the {max}-byte buffer"
+            ),
+            DecodeError::UnsupportedVersion { version } => {
+                write!(f, "unsupported format version {version}")
+            }
+        }
+    }
+}
+
+impl core::error::Error for DecodeError {}

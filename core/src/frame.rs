@@ -1,0 +1,186 @@
+//! The frame envelope shared by every frame kind (see `docs/FORMAT.md`).
+//!
+//! ```text
+//! 0   2  magic "TL"
+//! 2   1  kind
+//! 3   1  flags (reserved, written 0, ignored by readers)
+//! 4   4  sequence number, u32 LE
+//! 8   4  payload length, u32 LE
+//! 12  4  header check: CRC-32C of bytes 0..12, u32 LE
+//! 16  n  payload
+//! 16+n 4 frame check: CRC-32C of bytes 0..16+n, u32 LE
+//! ```
+//! The header check lets a reader reject a false magic at once, before
+//! waiting for a payload length that garbage made up.
+
+use crate::cursor::Writer;
+use crate::error::{DecodeError, EncodeError};
+
+/// First two bytes of every frame.
+pub const MAGIC: [u8; 2] = *b"TL";
+/// Bytes before the payload.
+pub const HEADER_LEN: usize = 16;
+/// Bytes after the payload.
+pub const TRAILER_LEN: usize = 4;
+/// Header plus trailer.
+pub const OVERHEAD: usize = HEADER_LEN + TRAILER_LEN;
+
+/// The frame kinds of format version 1.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum FrameKind {
+    /// Session header and metadata; first frame of every connection or file.
+    Init,
+    /// A compressed batch of events. Droppable.
+    Block,
+    /// Names and lanes created after the Init. Never dropped.
+    Definitions,
+    /// Claimed lanes and their open spans, about once a second. Droppable.
+    CatchUp,
+    /// The clean end of a session, with totals. Never dropped.
+    Shutdown,
+}
+
+impl FrameKind {
+    /// The wire byte of this kind.
+    pub const fn to_byte(self) -> u8 {
+        match self {
+            FrameKind::Init => 1,
+            FrameKind::Block => 2,
+            FrameKind::Definitions => 3,
+            FrameKind::CatchUp => 4,
+            FrameKind::Shutdown => 5,
+        }
+    }
+
+    /// The kind for a wire byte.
+    pub const fn from_byte(byte: u8) -> Result<Self, DecodeError> {
+        Ok(match byte {
+            1 => FrameKind::Init,
+            2 => FrameKind::Block,
+            3 => FrameKind::Definitions,
+            4 => FrameKind::CatchUp,
+            5 => FrameKind::Shutdown,
+            kind => return Err(DecodeError::UnknownKind { kind }),
+        })
+    }
+
+    /// Whether a sender may drop this frame when the reader is slow.
+    pub const fn is_droppable(self) -> bool {
+        matches!(self, FrameKind::Block | FrameKind::CatchUp)
+    }
+
+    /// Whether the frame takes a sequence number. Init does not: it is sent
+    /// to one reader and names the number the next frame will carry.
+    pub const fn is_sequenced(self) -> bool {
+        !matches!(self, FrameKind::Init)
+    }
+}
+
+#[cfg(target_pointer_width = "64")]
+type CrcTable = crc::Table<16>;
+#[cfg(not(target_pointer_width = "64"))]
+type CrcTable = crc::Table<1>;
+
+const CRC32C: crc::Crc<u32, CrcTable> = crc::Crc::<u32, CrcTable>::new(&crc::CRC_32_ISCSI);
+
+/// CRC-32C (Castagnoli) of `bytes`.
+pub fn checksum(bytes: &[u8]) -> u32 {
+    CRC32C.checksum(bytes)
+}
+
+/// Whether `stored` is the checksum of `bytes`. Always true when built for
+/// fuzzing, so the fuzzer reaches the code behind the check.
+pub(crate) fn checksum_ok(bytes: &[u8], stored: u32) -> bool {
+    if cfg!(fuzzing) {
+        return true;
+    }
+    checksum(bytes) == stored
+}
+
+/// A parsed, checked frame header.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Header {
+    pub kind: u8,
+    pub flags: u8,
+    pub seq: u32,
+    pub payload_len: u32,
+}
+
+impl Header {
+    /// Total length of the frame this header starts.
+    pub fn frame_len(&self) -> u64 {
+        u64::from(self.payload_len) + OVERHEAD as u64
+    }
+
+    /// Parses a header; the caller has checked the magic.
+    pub fn parse(bytes: &[u8; HEADER_LEN]) -> Option<Header> {
+        let word = |at: usize| {
+            u32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]])
+        };
+        if !checksum_ok(&bytes[..12], word(12)) {
+            return None;
+        }
+        Some(Header {
+            kind: bytes[2],
+            flags: bytes[3],
+            seq: word(4),
+            payload_len: word(8),
+        })
+    }
+}
+
+/// Writes one whole frame into `out`: header, the payload that `payload`
+/// writes, trailer. Returns the frame length, or how large `out` must be.
+pub(crate) fn write_frame(
+    out: &mut [u8],
+    kind: FrameKind,
+    seq: u32,
+    payload: impl FnOnce(&mut Writer<'_>) -> Result<(), EncodeError>,
+) -> Result<usize, EncodeError> {
+    write_frame_with_kind(out, kind.to_byte(), seq, payload)
+}
+
+/// Writes a frame with any kind byte around an already encoded payload:
+/// for tools that relay frames and for tests that forge them.
+pub fn write_raw_frame(
+    out: &mut [u8],
+    kind: u8,
+    seq: u32,
+    payload: &[u8],
+) -> Result<usize, EncodeError> {
+    write_frame_with_kind(out, kind, seq, |w| {
+        w.bytes(payload);
+        Ok(())
+    })
+}
+
+fn write_frame_with_kind(
+    out: &mut [u8],
+    kind: u8,
+    seq: u32,
+    payload: impl FnOnce(&mut Writer<'_>) -> Result<(), EncodeError>,
+) -> Result<usize, EncodeError> {
+    let mut w = Writer::new(out);
+    w.bytes(&MAGIC);
+    w.u8(kind);
+    w.u8(0);
+    w.u32(seq);
+    w.u32(0); // payload length, patched below
+    w.u32(0); // header check, patched below
+    payload(&mut w)?;
+    let payload_len = w.position() - HEADER_LEN;
+    let payload_len = u32::try_from(payload_len)
+        .map_err(|_| EncodeError::PayloadTooLarge { len: payload_len })?;
+    if w.overflowed() {
+        return Err(EncodeError::BufferTooSmall {
+            needed: w.position() + TRAILER_LEN,
+        });
+    }
+    w.patch_u32(8, payload_len);
+    let header_check = w.written().map_or(0, |b| checksum(&b[..12]));
+    w.patch_u32(12, header_check);
+    let frame_check = w.written().map_or(0, checksum);
+    w.u32(frame_check);
+    w.finish()
+}

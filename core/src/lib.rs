@@ -1,0 +1,104 @@
+//! The `no_std`, allocation-free core of typhon-live.
+//!
+//! Everything that touches bytes lives here, so that it embeds in
+//! constrained runtimes and its decoder can be fuzzed alone:
+//!
+//! - [`lane`] and [`ring`]: per-thread lanes with wait-free, fixed-capacity
+//!   event rings that can live in a `static`; [`names`]: string interning.
+//! - [`frame`], [`init`], [`block`], [`definitions`], [`catchup`],
+//!   [`shutdown`]: the wire format, encoded into caller buffers. The format
+//!   is specified byte by byte in `docs/FORMAT.md`.
+//! - [`exporter`]: the sans-IO state machine that any transport drives.
+//! - [`decode`]: the streaming decoder for live viewers and trace files.
+//!
+//! The core never reads a clock: the host passes timestamps in its own
+//! ticks and states their frequency in the Init frame.
+//!
+//! # Example
+//! Record on a lane, export, and read the stream back:
+//! ```
+//! use typhon_live_core::{Decoder, Exporter, LaneKind, Lanes, Metadata, NameTable, Payload};
+//!
+//! static LANES: Lanes<4, 1024> = Lanes::new(); // 4 threads, 1024 events each
+//! let mut names: NameTable<64, 1024> = NameTable::new();
+//! let tick = names.intern("Tick").unwrap();
+//! let lane = LANES.claim(names.intern("Main").unwrap(), LaneKind::Main).unwrap();
+//!
+//! let span = lane.begin(tick, 100); // wait-free, no allocation
+//! lane.end(span, 350, None);
+//!
+//! let meta = Metadata { ticks_per_second: 1_000_000, process_name: "doc", ..Metadata::default() };
+//! let mut scratch = [0u8; 4096]; // one Block's events
+//! let mut exporter: Exporter<'_, 4> = Exporter::new(meta, &mut scratch);
+//! exporter.attach(); // a viewer connected
+//! exporter.request_drain();
+//! let (mut out, mut stream) = ([0u8; 8192], Vec::new());
+//! while let Some(frame) = exporter.poll(400, &LANES, &names, &mut out).unwrap() {
+//!     // A transport sends out[..frame.len], or calls exporter.frame_dropped().
+//!     stream.extend_from_slice(&out[..frame.len]);
+//! }
+//!
+//! let mut buf = vec![0u8; 1 << 16];
+//! let mut decoder = Decoder::new(&mut buf);
+//! decoder.feed(&stream);
+//! let mut events = Vec::new();
+//! while let Some(frame) = decoder.next().unwrap() {
+//!     if let Payload::Block(block) = frame.parse().unwrap() {
+//!         let mut raw = vec![0u8; block.uncompressed_len as usize];
+//!         events.extend(block.decompress(&mut raw).unwrap().map(Result::unwrap));
+//!     }
+//! }
+//! assert_eq!(events.len(), 1); // the span, on lane 0
+//! ```
+//!
+//! # Features
+//! | feature | effect | cost |
+//! |---|---|---|
+//! | *(none)* | silent: no logging at all | nothing |
+//! | `log` | logs through the `log` crate | `log` dependency |
+//! | `defmt` | logs through `defmt`, and derives `defmt::Format` on public types | `defmt` dependency; needs a defmt logger to link |
+//!
+//! `log` and `defmt` are exclusive. Logging goes through the `defmt-or-log`
+//! crate's macros (the embassy `fmt.rs` pattern, packaged), with default
+//! features off so that "neither" stays a valid, silent build.
+//!
+//! # Panics
+//! No function panics on any input read from bytes. `unsafe` is forbidden.
+#![cfg_attr(not(test), no_std)]
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
+#[cfg(all(feature = "log", feature = "defmt"))]
+compile_error!("features `log` and `defmt` are exclusive: enable one of them, or neither");
+
+mod cursor;
+mod section;
+
+pub mod block;
+pub mod catchup;
+pub mod decode;
+pub mod definitions;
+pub mod error;
+pub mod event;
+pub mod exporter;
+pub mod frame;
+pub mod init;
+pub mod lane;
+pub mod names;
+pub mod ring;
+pub mod shutdown;
+
+pub use block::{BlockBuilder, BlockEvents, BlockView};
+pub use catchup::{CatchUpLane, CatchUpView};
+pub use decode::{Decoder, Frame, Payload, DEFAULT_MAX_FRAME};
+pub use definitions::DefinitionsView;
+pub use error::{DecodeError, EncodeError};
+pub use event::{Event, GaugeValue, LaneId, LaneKind, NameId, OpenSpan, SpanId};
+pub use exporter::{Emitted, Exporter, Totals};
+pub use frame::FrameKind;
+pub use init::{InitView, Metadata, FORMAT_VERSION};
+pub use lane::{LaneHandle, LaneInfo, Lanes, SpanToken, MAX_OPEN_SPANS};
+pub use names::{NameError, NameSource, NameTable};
+pub use ring::EventRing;
+pub use section::{Entries, LaneTable, Names};
+pub use shutdown::Shutdown;

@@ -1,0 +1,198 @@
+//! Name interning: strings (systems, queries, gauges, lane names) become
+//! dense numeric ids, so events carry a small integer instead of text.
+//!
+//! [`NameTable`] is fixed-capacity and allocation-free: `N` names in an
+//! arena of `BYTES` bytes, found again through an open-addressing index.
+//! Interning takes `&mut self`; a multi-threaded host wraps the table in its
+//! lock of choice (interning happens once per call site, not per event).
+
+use core::fmt;
+
+use crate::event::NameId;
+
+/// Read access to interned names, as the exporter needs it.
+pub trait NameSource {
+    /// Number of names interned so far; ids are `0..count`.
+    fn count(&self) -> u32;
+    /// The name with id `id`.
+    fn get(&self, id: NameId) -> Option<&str>;
+}
+
+/// Why a name could not be interned.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[non_exhaustive]
+pub enum NameError {
+    /// All `N` name slots are used.
+    TableFull {
+        /// The table's capacity in names.
+        capacity: usize,
+    },
+    /// The string arena has no room for this name.
+    ArenaFull {
+        /// Bytes the name needs.
+        needed: usize,
+        /// Bytes left in the arena.
+        free: usize,
+    },
+}
+
+impl fmt::Display for NameError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            NameError::TableFull { capacity } => {
+                write!(f, "name table full ({capacity} names)")
+            }
+            NameError::ArenaFull { needed, free } => {
+                write!(f, "name arena full: {needed} bytes needed, {free} free")
+            }
+        }
+    }
+}
+
+impl core::error::Error for NameError {}
+
+/// A fixed-capacity string interner of up to `N` names in `BYTES` bytes.
+pub struct NameTable<const N: usize, const BYTES: usize> {
+    arena: [u8; BYTES],
+    used: usize,
+    /// End offset in `arena` of name `i`; it starts where name `i - 1` ends.
+    ends: [u32; N],
+    count: usize,
+    /// Open-addressing index: `id + 1`, 0 for an empty slot.
+    index: [u32; N],
+}
+
+impl<const N: usize, const BYTES: usize> Default for NameTable<N, BYTES> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<const N: usize, const BYTES: usize> NameTable<N, BYTES> {
+    const LIMITS_OK: () = assert!(
+        N > 0 && N < u32::MAX as usize && BYTES <= u32::MAX as usize,
+        "NameTable needs 0 < N < 2^32 and BYTES < 2^32"
+    );
+
+    /// An empty table.
+    pub const fn new() -> Self {
+        #[allow(clippy::let_unit_value)]
+        let () = Self::LIMITS_OK;
+        NameTable {
+            arena: [0; BYTES],
+            used: 0,
+            ends: [0; N],
+            count: 0,
+            index: [0; N],
+        }
+    }
+
+    /// Number of names interned.
+    pub fn len(&self) -> usize {
+        self.count
+    }
+
+    /// True when no name is interned.
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// The id of `name`, interning it if it is new.
+    pub fn intern(&mut self, name: &str) -> Result<NameId, NameError> {
+        let mut slot = hash(name.as_bytes()) as usize % N;
+        for _ in 0..N {
+            match self.index[slot] {
+                0 => break,
+                entry => {
+                    let id = entry - 1;
+                    if self.get(id) == Some(name) {
+                        return Ok(id);
+                    }
+                }
+            }
+            slot = (slot + 1) % N;
+        }
+        if self.count == N {
+            return Err(NameError::TableFull { capacity: N });
+        }
+        let free = BYTES - self.used;
+        if name.len() > free {
+            return Err(NameError::ArenaFull {
+                needed: name.len(),
+                free,
+            });
+        }
+        // `count < N` so the probe above stopped at an empty slot.
+        let id = self.count as u32;
+        self.arena[self.used..self.used + name.len()].copy_from_slice(name.as_bytes());
+        self.used += name.len();
+        self.ends[self.count] = self.used as u32;
+        self.count += 1;
+        self.index[slot] = id + 1;
+        Ok(id)
+    }
+
+    /// The name with id `id`.
+    pub fn get(&self, id: NameId) -> Option<&str> {
+        let i = id as usize;
+        if i >= self.count {
+            return None;
+        }
+        let start = if i == 0 { 0 } else { self.ends[i - 1] as usize };
+        let bytes = self.arena.get(start..self.ends[i] as usize)?;
+        core::str::from_utf8(bytes).ok()
+    }
+}
+
+impl<const N: usize, const BYTES: usize> NameSource for NameTable<N, BYTES> {
+    fn count(&self) -> u32 {
+        self.count as u32
+    }
+
+    fn get(&self, id: NameId) -> Option<&str> {
+        NameTable::get(self, id)
+    }
+}
+
+/// FNV-1a: tiny, good enough for short identifiers.
+fn hash(bytes: &[u8]) -> u32 {
+    bytes.iter().fold(0x811c_9dc5, |h, &b| {
+        (h ^ u32::from(b)).wrapping_mul(0x0100_0193)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn interns_once_and_looks_up() {
+        let mut names = NameTable::<4, 64>::new();
+        assert_eq!(names.intern("Tick"), Ok(0));
+        assert_eq!(names.intern("Physics"), Ok(1));
+        assert_eq!(names.intern("Tick"), Ok(0));
+        assert_eq!(names.intern(""), Ok(2));
+        assert_eq!(names.get(1), Some("Physics"));
+        assert_eq!(names.get(2), Some(""));
+        assert_eq!(names.get(3), None);
+        assert_eq!(names.intern("über"), Ok(3));
+        assert_eq!(
+            names.intern("more"),
+            Err(NameError::TableFull { capacity: 4 })
+        );
+        // A full table still finds what it has.
+        assert_eq!(names.intern("über"), Ok(3));
+    }
+
+    #[test]
+    fn arena_limit_is_a_typed_error() {
+        let mut names = NameTable::<8, 8>::new();
+        assert_eq!(names.intern("abcdef"), Ok(0));
+        assert_eq!(
+            names.intern("ghi"),
+            Err(NameError::ArenaFull { needed: 3, free: 2 })
+        );
+        assert_eq!(names.len(), 1);
+    }
+}

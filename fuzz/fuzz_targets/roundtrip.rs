@@ -1,0 +1,84 @@
+//! Arbitrary event batches through Block encode, then the stream decoder
+//! (fed in arbitrary chunks), must come back equal, float bits included.
+#![no_main]
+
+use arbitrary::Arbitrary;
+use libfuzzer_sys::fuzz_target;
+use typhon_live_core::block::{max_block_frame_len, write_block};
+use typhon_live_core::{BlockBuilder, Decoder, Event, GaugeValue, Payload};
+
+#[derive(Arbitrary, Debug)]
+enum Input {
+    Span { start: u64, duration: u64, name: u32, id: u32, parent: u32, arg: Option<u64> },
+    Instant { time: u64, name: u32, payload: u64 },
+    GaugeInt { time: u64, gauge: u32, value: i64 },
+    GaugeFloat { time: u64, gauge: u32, bits: u64 },
+    TickStart { time: u64, tick: u64 },
+    TickEnd { time: u64, tick: u64, overrun: bool },
+}
+
+impl Input {
+    fn event(&self) -> Event {
+        match *self {
+            Input::Span { start, duration, name, id, parent, arg } => Event::Span { start, duration, name, id, parent, arg },
+            Input::Instant { time, name, payload } => Event::Instant { time, name, payload },
+            Input::GaugeInt { time, gauge, value } => Event::Gauge { time, gauge, value: GaugeValue::Int(value) },
+            Input::GaugeFloat { time, gauge, bits } => Event::Gauge { time, gauge, value: GaugeValue::Float(f64::from_bits(bits)) },
+            Input::TickStart { time, tick } => Event::TickStart { time, tick },
+            Input::TickEnd { time, tick, overrun } => Event::TickEnd { time, tick, overrun },
+        }
+    }
+}
+
+fn same(a: &Event, b: &Event) -> bool {
+    match (a, b) {
+        (
+            Event::Gauge { time: ta, gauge: ga, value: GaugeValue::Float(va) },
+            Event::Gauge { time: tb, gauge: gb, value: GaugeValue::Float(vb) },
+        ) => ta == tb && ga == gb && va.to_bits() == vb.to_bits(),
+        _ => a == b,
+    }
+}
+
+#[derive(Arbitrary, Debug)]
+struct Case {
+    seq: u32,
+    chunk: u8,
+    drops: Vec<(u16, u32)>,
+    events: Vec<(u16, Input)>,
+}
+
+fuzz_target!(|case: Case| {
+    let mut scratch = vec![0u8; 16 << 10];
+    let mut builder = BlockBuilder::new(&mut scratch);
+    let taken: Vec<(u16, Event)> = case
+        .events
+        .iter()
+        .map(|(lane, input)| (*lane, input.event()))
+        .take_while(|(lane, event)| builder.push(*lane, event))
+        .collect();
+    let drops = &case.drops[..case.drops.len().min(64)];
+    let mut frame = vec![0u8; max_block_frame_len(builder.capacity(), drops.len())];
+    let len = write_block(&mut frame, case.seq, &mut builder, drops).expect("fits its bound");
+
+    let mut buf = vec![0u8; frame.len()];
+    let mut decoder = Decoder::new(&mut buf);
+    let mut out = vec![0u8; 16 << 10];
+    let mut found = false;
+    for piece in frame[..len].chunks(usize::from(case.chunk).max(1)) {
+        assert_eq!(decoder.feed(piece), piece.len());
+        while let Some(f) = decoder.next().expect("own output decodes") {
+            assert_eq!(f.seq, case.seq);
+            let Payload::Block(block) = f.parse().expect("own output parses") else { panic!("not a Block") };
+            assert!(block.drops().eq(drops.iter().copied()));
+            let events: Vec<_> = block.decompress(&mut out).expect("decompresses").collect::<Result<_, _>>().expect("events");
+            assert_eq!(events.len(), taken.len());
+            for ((la, ea), (lb, eb)) in events.iter().zip(&taken) {
+                assert!(la == lb && same(ea, eb), "{ea:?} != {eb:?}");
+            }
+            found = true;
+        }
+    }
+    assert!(found);
+    decoder.finish().expect("nothing left over");
+});

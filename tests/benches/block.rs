@@ -1,0 +1,135 @@
+//! Block encoding on a realistic batch: how many bytes an event costs before
+//! and after LZ4, against raw fixed-size records compressed the same way,
+//! and how fast encode and decode run, side by side in one run.
+//!
+//! `cargo bench -p typhon-live-tests --bench block`
+
+use std::hint::black_box;
+
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use typhon_live_core::block::{max_block_frame_len, write_block};
+use typhon_live_core::ring::RECORD_BYTES;
+use typhon_live_core::{BlockBuilder, BlockView, Event, LaneId};
+use typhon_live_tests::realistic_events;
+
+const SCRATCH: usize = 64 << 10;
+
+/// The events as fixed 40-byte records (the ring's slot size, lane id in
+/// the padding), for the "raw records through LZ4" comparison.
+fn raw_records(events: &[(LaneId, Event)]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for (lane, e) in events {
+        let mut rec = [0u8; RECORD_BYTES];
+        rec[..2].copy_from_slice(&lane.to_le_bytes());
+        rec[2] = match e {
+            Event::Span { .. } => 1,
+            Event::Instant { .. } => 2,
+            Event::Gauge { .. } => 3,
+            Event::TickStart { .. } => 4,
+            Event::TickEnd { .. } => 5,
+        };
+        rec[8..16].copy_from_slice(&e.time().to_le_bytes());
+        match *e {
+            Event::Span {
+                duration,
+                name,
+                id,
+                parent,
+                arg,
+                ..
+            } => {
+                rec[16..24].copy_from_slice(&duration.to_le_bytes());
+                rec[24..28].copy_from_slice(&name.to_le_bytes());
+                rec[28..32].copy_from_slice(&id.to_le_bytes());
+                rec[32..36].copy_from_slice(&parent.to_le_bytes());
+                rec[36..40].copy_from_slice(&(arg.unwrap_or(0) as u32).to_le_bytes());
+            }
+            Event::Instant { name, payload, .. } => {
+                rec[24..28].copy_from_slice(&name.to_le_bytes());
+                rec[16..24].copy_from_slice(&payload.to_le_bytes());
+            }
+            Event::Gauge { gauge, value, .. } => {
+                rec[24..28].copy_from_slice(&gauge.to_le_bytes());
+                let bits = match value {
+                    typhon_live_core::GaugeValue::Int(v) => v as u64,
+                    typhon_live_core::GaugeValue::Float(v) => v.to_bits(),
+                };
+                rec[16..24].copy_from_slice(&bits.to_le_bytes());
+            }
+            Event::TickStart { tick, .. } | Event::TickEnd { tick, .. } => {
+                rec[16..24].copy_from_slice(&tick.to_le_bytes());
+            }
+        }
+        out.extend(rec);
+    }
+    out
+}
+
+/// Encodes as many events as one Block takes; returns (frame, uncompressed
+/// length, events taken).
+fn encode(
+    events: &[(LaneId, Event)],
+    scratch: &mut [u8],
+    frame: &mut [u8],
+) -> (usize, usize, usize) {
+    let mut builder = BlockBuilder::new(scratch);
+    let taken = events
+        .iter()
+        .take_while(|(lane, e)| builder.push(*lane, e))
+        .count();
+    let uncompressed = builder.bytes().len();
+    let len = write_block(frame, 0, &mut builder, &[]).expect("frame fits");
+    (len, uncompressed, taken)
+}
+
+fn blocks(c: &mut Criterion) {
+    let events = realistic_events(120);
+    let mut scratch = vec![0u8; SCRATCH];
+    let mut frame = vec![0u8; max_block_frame_len(SCRATCH, 0)];
+    let (frame_len, uncompressed, taken) = encode(&events, &mut scratch, &mut frame);
+    let raw = raw_records(&events[..taken]);
+    let mut raw_out = vec![0u8; lz4_flex::block::get_maximum_output_size(raw.len())];
+    let raw_lz4 = lz4_flex::block::compress_into(&raw, &mut raw_out).expect("fits its bound");
+
+    println!(
+        "realistic batch: {taken} events in one Block ({} ticks of the demo workload)",
+        120
+    );
+    println!("| encoding | bytes | bytes/event | ratio vs raw |");
+    println!("|---|---:|---:|---:|");
+    let row = |name: &str, bytes: usize| {
+        println!(
+            "| {name} | {bytes} | {:.2} | {:.1}x |",
+            bytes as f64 / taken as f64,
+            raw.len() as f64 / bytes as f64
+        )
+    };
+    row("raw 40-byte records", raw.len());
+    row("raw records + LZ4", raw_lz4);
+    row("typhon Block, uncompressed", uncompressed);
+    row("typhon Block + LZ4 (whole frame)", frame_len);
+
+    let mut group = c.benchmark_group("block");
+    group.throughput(Throughput::Elements(taken as u64));
+    group.bench_function("encode+compress", |b| {
+        b.iter(|| black_box(encode(black_box(&events), &mut scratch, &mut frame)))
+    });
+    let (frame_len, _, _) = encode(&events, &mut scratch, &mut frame);
+    let payload = &frame[16..frame_len - 4];
+    let mut out = vec![0u8; SCRATCH];
+    group.bench_function("decompress+decode", |b| {
+        b.iter(|| {
+            let view = BlockView::parse(black_box(payload)).expect("valid");
+            let mut n = 0usize;
+            for e in view.decompress(&mut out).expect("valid") {
+                black_box(e.expect("valid"));
+                n += 1;
+            }
+            n
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, blocks);
+criterion_main!(benches);

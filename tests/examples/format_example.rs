@@ -1,0 +1,17 @@
+//! Prints the worked example of docs/FORMAT.md as a hex dump, one frame a
+//! paragraph: `cargo run -p typhon-live-tests --example format_example`.
+
+fn main() {
+    let stream = typhon_live_tests::format_example();
+    let mut at = 0;
+    while at + 16 <= stream.len() {
+        let len =
+            u32::from_le_bytes(stream[at + 8..at + 12].try_into().expect("4 bytes")) as usize + 20;
+        for line in stream[at..at + len].chunks(16) {
+            let hex: Vec<String> = line.iter().map(|b| format!("{b:02x}")).collect();
+            println!("{}", hex.join(" "));
+        }
+        println!();
+        at += len;
+    }
+}

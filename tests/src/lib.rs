@@ -1,0 +1,522 @@
+//! What the cross-crate tests in `tests/tests/` share: owned copies of
+//! decoded frames, so that what went in and what came out compare with `==`,
+//! and a reader that decodes a whole byte stream fed in chunks.
+
+use typhon_live_core::init::{ArchetypeView, ComponentView};
+use typhon_live_core::{
+    DecodeError, Decoder, Event, Frame, GaugeValue, LaneId, LaneInfo, OpenSpan, Payload, Shutdown,
+};
+
+/// An owned component layout.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Component {
+    pub id: u32,
+    pub name: String,
+    pub size: u32,
+    pub fields: Vec<(String, String, u32, u32)>,
+}
+
+/// Owned Init metadata (names and lanes kept apart).
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct Meta {
+    pub ticks_per_second: u64,
+    pub session_id: u64,
+    pub process_name: String,
+    pub process_id: u32,
+    pub created_unix_ns: u64,
+    pub components: Vec<Component>,
+    pub archetypes: Vec<(u32, String, Vec<u32>)>,
+    pub indexes: Vec<(u32, String, String)>,
+    pub config: Vec<(String, String)>,
+    pub queues: Vec<(u32, String, u32)>,
+    pub resources: Vec<(u32, Option<u32>, String, String)>,
+}
+
+/// One lane of a Catch-up, owned.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CatchUpLane {
+    pub info: LaneInfo,
+    pub name: String,
+    pub open_depth: u32,
+    pub open: Vec<OpenSpan>,
+}
+
+/// A decoded frame, owned.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Owned {
+    Init {
+        next_seq: u32,
+        meta: Meta,
+        names: Vec<(u32, String)>,
+        lanes: Vec<LaneInfo>,
+    },
+    Block {
+        seq: u32,
+        first: u64,
+        last: u64,
+        drops: Vec<(LaneId, u32)>,
+        events: Vec<(LaneId, Event)>,
+        compressed: usize,
+        uncompressed: usize,
+    },
+    Definitions {
+        seq: u32,
+        names: Vec<(u32, String)>,
+        lanes: Vec<LaneInfo>,
+    },
+    CatchUp {
+        seq: u32,
+        time: u64,
+        lanes: Vec<CatchUpLane>,
+    },
+    Shutdown {
+        seq: u32,
+        totals: Shutdown,
+    },
+}
+
+impl Owned {
+    /// The frame's sequence number (Init: the next frame's).
+    pub fn seq(&self) -> u32 {
+        match *self {
+            Owned::Init { next_seq, .. } => next_seq,
+            Owned::Block { seq, .. }
+            | Owned::Definitions { seq, .. }
+            | Owned::CatchUp { seq, .. }
+            | Owned::Shutdown { seq, .. } => seq,
+        }
+    }
+}
+
+fn component(c: ComponentView<'_>) -> Component {
+    Component {
+        id: c.id,
+        name: c.name.into(),
+        size: c.size,
+        fields: c
+            .fields
+            .map(|f| (f.name.into(), f.ty.into(), f.offset, f.size))
+            .collect(),
+    }
+}
+
+fn archetype(a: ArchetypeView<'_>) -> (u32, String, Vec<u32>) {
+    (a.id, a.name.into(), a.components.collect())
+}
+
+/// Parses a frame into its owned form, decompressing Blocks.
+pub fn own(frame: &Frame<'_>) -> Result<Owned, DecodeError> {
+    Ok(match frame.parse()? {
+        Payload::Init(init) => Owned::Init {
+            next_seq: init.next_seq,
+            meta: Meta {
+                ticks_per_second: init.ticks_per_second,
+                session_id: init.session_id,
+                process_name: init.process_name.into(),
+                process_id: init.process_id,
+                created_unix_ns: init.created_unix_ns,
+                components: init.components().map(component).collect(),
+                archetypes: init.archetypes().map(archetype).collect(),
+                indexes: init
+                    .indexes()
+                    .map(|i| (i.component, i.field.into(), i.kind.into()))
+                    .collect(),
+                config: init
+                    .config()
+                    .map(|c| (c.key.into(), c.value.into()))
+                    .collect(),
+                queues: init
+                    .queues()
+                    .map(|q| (q.id, q.name.into(), q.capacity))
+                    .collect(),
+                resources: init
+                    .resources()
+                    .map(|r| (r.id, r.parent, r.name.into(), r.kind.into()))
+                    .collect(),
+            },
+            names: init.names().map(|(id, n)| (id, n.into())).collect(),
+            lanes: init.lanes().collect(),
+        },
+        Payload::Block(block) => {
+            let mut buf = vec![0u8; block.uncompressed_len as usize];
+            let events = block.decompress(&mut buf)?.collect::<Result<Vec<_>, _>>()?;
+            Owned::Block {
+                seq: frame.seq,
+                first: block.first_time,
+                last: block.last_time,
+                drops: block.drops().collect(),
+                events,
+                compressed: block.compressed_len(),
+                uncompressed: block.uncompressed_len as usize,
+            }
+        }
+        Payload::Definitions(defs) => Owned::Definitions {
+            seq: frame.seq,
+            names: defs.names().map(|(id, n)| (id, n.into())).collect(),
+            lanes: defs.lanes().collect(),
+        },
+        Payload::CatchUp(catchup) => Owned::CatchUp {
+            seq: frame.seq,
+            time: catchup.time,
+            lanes: catchup
+                .lanes()
+                .map(|l| CatchUpLane {
+                    info: l.info,
+                    name: l.name.into(),
+                    open_depth: l.open_depth,
+                    open: l.open.collect(),
+                })
+                .collect(),
+        },
+        Payload::Shutdown(totals) => Owned::Shutdown {
+            seq: frame.seq,
+            totals,
+        },
+    })
+}
+
+/// What a reader saw: frames (owned) and errors, in stream order.
+#[allow(clippy::large_enum_variant)] // test data, compared not stored
+#[derive(Debug, PartialEq)]
+pub enum Seen {
+    Frame {
+        offset: u64,
+        skipped: u64,
+        frame: Owned,
+    },
+    Error(DecodeError),
+}
+
+/// Decodes `stream` fed in chunks of the given sizes (cycled; `[]` means
+/// all at once) through a decoder with a `buf_len`-byte buffer.
+pub fn read_stream(stream: &[u8], chunks: &[usize], buf_len: usize) -> Vec<Seen> {
+    let mut buf = vec![0u8; buf_len];
+    let mut decoder = Decoder::new(&mut buf);
+    let mut seen = Vec::new();
+    let mut rest = stream;
+    let mut sizes = chunks.iter().copied().filter(|&n| n > 0).cycle();
+    let drain = |decoder: &mut Decoder<'_>, seen: &mut Vec<Seen>| loop {
+        match decoder.next() {
+            Ok(Some(frame)) => {
+                let item = match own(&frame) {
+                    Ok(owned) => Seen::Frame {
+                        offset: frame.offset,
+                        skipped: frame.skipped,
+                        frame: owned,
+                    },
+                    Err(e) => Seen::Error(e),
+                };
+                seen.push(item);
+            }
+            Ok(None) => break,
+            Err(e) => seen.push(Seen::Error(e)),
+        }
+    };
+    while !rest.is_empty() {
+        let want = sizes.next().unwrap_or(rest.len()).min(rest.len());
+        let mut chunk = &rest[..want];
+        while !chunk.is_empty() {
+            let n = decoder.feed(chunk);
+            chunk = &chunk[n..];
+            drain(&mut decoder, &mut seen);
+        }
+        rest = &rest[want..];
+    }
+    drain(&mut decoder, &mut seen);
+    if let Err(e) = decoder.finish() {
+        seen.push(Seen::Error(e));
+    }
+    seen
+}
+
+/// The frames of `seen`, dropping position details; panics on errors.
+pub fn frames(seen: Vec<Seen>) -> Vec<Owned> {
+    seen.into_iter()
+        .map(|s| match s {
+            Seen::Frame { frame, .. } => frame,
+            Seen::Error(e) => panic!("unexpected decode error: {e}"),
+        })
+        .collect()
+}
+
+/// Whether two events are equal, comparing float gauges bit for bit (so
+/// that NaN equals itself).
+pub fn same_event(a: &Event, b: &Event) -> bool {
+    use typhon_live_core::GaugeValue::Float;
+    match (a, b) {
+        (
+            Event::Gauge {
+                time: ta,
+                gauge: ga,
+                value: Float(va),
+            },
+            Event::Gauge {
+                time: tb,
+                gauge: gb,
+                value: Float(vb),
+            },
+        ) => ta == tb && ga == gb && va.to_bits() == vb.to_bits(),
+        _ => a == b,
+    }
+}
+
+/// [`same_event`] over two lists of `(lane, event)`.
+pub fn same_events(a: &[(LaneId, Event)], b: &[(LaneId, Event)]) -> bool {
+    a.len() == b.len()
+        && a.iter()
+            .zip(b)
+            .all(|((la, ea), (lb, eb))| la == lb && same_event(ea, eb))
+}
+
+/// A deterministic stand-in for a game/simulation runtime's telemetry, for
+/// measurements and seed corpora: a 60 Hz tick on lane 0 running nested
+/// system spans, three workers running query spans with entity counts, a
+/// memory gauge that climbs like a soak test, and the odd instant.
+/// Timestamps are nanoseconds; events come out in drain order per lane.
+pub fn realistic_events(ticks: u64) -> Vec<(LaneId, Event)> {
+    let mut rng = 0x2545_f491_4f6c_dd1du64;
+    let mut jitter = move |max: u64| {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        rng % max.max(1)
+    };
+    let mut out = Vec::new();
+    let mut span_ids = [0u32; 4];
+    let mut memory: i64 = 512 << 20;
+    let systems = [10u32, 11, 12, 13, 14, 15];
+    let queries = [20u32, 21, 22, 23];
+    for tick in 0..ticks {
+        let base = 1_000_000_000 + tick * 16_666_667;
+        out.push((0, Event::TickStart { time: base, tick }));
+        let tick_id = {
+            span_ids[0] += 1;
+            span_ids[0]
+        };
+        let mut t = base + 2_000 + jitter(500);
+        let mut lane0 = Vec::new();
+        for &system in &systems {
+            span_ids[0] += 1;
+            let id = span_ids[0];
+            let duration = 150_000 + jitter(90_000);
+            lane0.push(Event::Span {
+                start: t,
+                duration,
+                name: system,
+                id,
+                parent: tick_id,
+                arg: None,
+            });
+            // Workers run this system's queries.
+            for (w, &query) in queries.iter().enumerate().take(3) {
+                let lane = (w + 1) as LaneId;
+                span_ids[w + 1] += 1;
+                let qstart = t + 5_000 + jitter(3_000);
+                out.push((
+                    lane,
+                    Event::Span {
+                        start: qstart,
+                        duration: 40_000 + jitter(60_000),
+                        name: query,
+                        id: span_ids[w + 1],
+                        parent: 0,
+                        arg: Some(256 + jitter(64)),
+                    },
+                ));
+            }
+            t += duration + 1_000 + jitter(400);
+        }
+        let end = t + 3_000;
+        lane0.push(Event::Span {
+            start: base,
+            duration: end - base,
+            name: 1,
+            id: tick_id,
+            parent: 0,
+            arg: None,
+        });
+        memory += 4096 * (1 + jitter(8) as i64);
+        lane0.push(Event::Gauge {
+            time: end,
+            gauge: 2,
+            value: GaugeValue::Int(memory),
+        });
+        lane0.push(Event::Gauge {
+            time: end,
+            gauge: 3,
+            value: GaugeValue::Float((end - base) as f64 / 1e6),
+        });
+        if tick % 30 == 0 {
+            lane0.push(Event::Instant {
+                time: end,
+                name: 4,
+                payload: tick,
+            });
+        }
+        lane0.push(Event::TickEnd {
+            time: end,
+            tick,
+            overrun: end - base > 16_666_667,
+        });
+        out.extend(lane0.into_iter().map(|e| (0, e)));
+    }
+    // Drain order: lane by lane, as the exporter does.
+    out.sort_by_key(|(lane, _)| *lane);
+    out
+}
+
+/// The names [`realistic_events`] refers to, by id.
+pub const REALISTIC_NAMES: [&str; 24] = [
+    "Main",
+    "Tick",
+    "memory.bytes",
+    "tick.ms",
+    "checkpoint",
+    "Worker 1",
+    "Worker 2",
+    "Worker 3",
+    "unused",
+    "unused2",
+    "Sim.Input",
+    "Sim.Physics",
+    "Sim.AI",
+    "Sim.Animation",
+    "Sim.Render",
+    "Sim.Audio",
+    "",
+    "",
+    "",
+    "",
+    "Query<Transform,Velocity>",
+    "Query<Collider>",
+    "Query<Brain,Transform>",
+    "Query<Skeleton>",
+];
+
+/// A whole session as the real exporter writes it: Init, Catch-up, then
+/// `ticks` ticks of [`realistic_events`] drained once per tick, with a name
+/// interned mid-session (so a Definitions frame appears), then Shutdown.
+pub fn exporter_stream(ticks: u64, scratch_len: usize) -> Vec<u8> {
+    use typhon_live_core::{Exporter, LaneKind, Lanes, Metadata, NameTable};
+
+    let lanes: Lanes<8, 1024> = Lanes::new();
+    let mut names: NameTable<64, 2048> = NameTable::new();
+    for name in REALISTIC_NAMES {
+        names.intern(name).expect("room for the names");
+    }
+    let kinds = [
+        LaneKind::Main,
+        LaneKind::Worker,
+        LaneKind::Worker,
+        LaneKind::Worker,
+    ];
+    let lane_names = [0u32, 5, 6, 7];
+    let handles: Vec<_> = kinds
+        .iter()
+        .zip(lane_names)
+        .map(|(&kind, name)| lanes.claim(name, kind).expect("a free lane"))
+        .collect();
+    let mut scratch = vec![0u8; scratch_len];
+    let meta = Metadata {
+        ticks_per_second: 1_000_000_000,
+        session_id: 0x5eed,
+        process_name: "realistic",
+        process_id: 4242,
+        created_unix_ns: 1_764_633_600_000_000_000,
+        ..Metadata::default()
+    };
+    let mut exporter: Exporter<'_, 8> = Exporter::new(meta, &mut scratch);
+    let mut out = vec![0u8; 1 << 20];
+    let mut stream = Vec::new();
+    exporter.attach();
+    let events = realistic_events(ticks);
+    let mut now = 1_000_000_000;
+    let mut poll = |exporter: &mut Exporter<'_, 8>, names: &NameTable<64, 2048>, now: u64| {
+        while let Some(e) = exporter
+            .poll(now, &lanes, names, &mut out)
+            .expect("buffer large enough")
+        {
+            stream.extend(&out[..e.len]);
+        }
+    };
+    for tick in 0..ticks {
+        for (lane, event) in &events {
+            if (event.time() - 1_000_000_000) / 16_666_667 == tick {
+                handles[usize::from(*lane)].record(event);
+            }
+        }
+        if tick == ticks / 2 {
+            names.intern("late.name").expect("room");
+        }
+        now += 16_666_667;
+        exporter.request_drain();
+        poll(&mut exporter, &names, now);
+    }
+    exporter.stop();
+    poll(&mut exporter, &names, now);
+    drop(handles);
+    stream
+}
+
+/// The small stream FORMAT.md's worked example shows: an Init naming one
+/// lane, a Block of a tick start and a span, and a Shutdown.
+pub fn format_example() -> Vec<u8> {
+    use typhon_live_core::block::{max_block_frame_len, write_block};
+    use typhon_live_core::init::write_init;
+    use typhon_live_core::{BlockBuilder, LaneKind, Metadata, NameTable, Shutdown};
+
+    let mut names: NameTable<4, 64> = NameTable::new();
+    let main = names.intern("Main").expect("room");
+    let tick = names.intern("Tick").expect("room");
+    let meta = Metadata {
+        ticks_per_second: 1_000_000,
+        session_id: 0x0102_0304_0506_0708,
+        process_name: "demo",
+        process_id: 42,
+        created_unix_ns: 0,
+        ..Metadata::default()
+    };
+    let lanes = [LaneInfo {
+        id: 0,
+        name: main,
+        kind: LaneKind::Main,
+    }];
+    let mut stream = Vec::new();
+    let mut out = vec![0u8; 4096];
+    let n = write_init(&mut out, 0, &meta, &names, lanes.iter().copied()).expect("fits");
+    stream.extend(&out[..n]);
+
+    let mut scratch = [0u8; 64];
+    let mut block = BlockBuilder::new(&mut scratch);
+    block.push(
+        0,
+        &Event::TickStart {
+            time: 1000,
+            tick: 7,
+        },
+    );
+    block.push(
+        0,
+        &Event::Span {
+            start: 1010,
+            duration: 250,
+            name: tick,
+            id: 1,
+            parent: 0,
+            arg: None,
+        },
+    );
+    let mut out = vec![0u8; max_block_frame_len(64, 1)];
+    let n = write_block(&mut out, 0, &mut block, &[(0, 3)]).expect("fits");
+    stream.extend(&out[..n]);
+
+    let shutdown = Shutdown {
+        time: 2000,
+        frames_sent: 1,
+        frames_dropped: 0,
+        events_dropped: 3,
+    };
+    let n = shutdown.write(&mut out, 1).expect("fits");
+    stream.extend(&out[..n]);
+    stream
+}

@@ -1,0 +1,52 @@
+//! The fuzzers' seed corpus stays valid as the format evolves, and the
+//! realistic session it is made from decodes whole.
+
+use std::fs;
+use std::path::Path;
+
+use typhon_live_tests::{exporter_stream, frames, read_stream, realistic_events, Owned};
+
+#[test]
+fn seed_corpus_decodes_without_damage() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz/corpus/decode");
+    let mut files = 0;
+    for entry in fs::read_dir(&dir).expect("fuzz/corpus/decode exists") {
+        let path = entry.unwrap().path();
+        let bytes = fs::read(&path).unwrap();
+        let got = frames(read_stream(&bytes, &[], 1 << 20));
+        assert!(
+            matches!(got.first(), Some(Owned::Init { .. })),
+            "{}",
+            path.display()
+        );
+        assert!(
+            matches!(got.last(), Some(Owned::Shutdown { .. })),
+            "{}",
+            path.display()
+        );
+        files += 1;
+    }
+    assert!(
+        files >= 2,
+        "seed corpus missing; run the make_corpus example"
+    );
+}
+
+#[test]
+fn a_realistic_session_delivers_every_event() {
+    let ticks = 20;
+    let got = frames(read_stream(&exporter_stream(ticks, 4096), &[1000], 1 << 20));
+    let delivered: usize = got
+        .iter()
+        .map(|f| match f {
+            Owned::Block { events, .. } => events.len(),
+            _ => 0,
+        })
+        .sum();
+    assert_eq!(delivered, realistic_events(ticks).len());
+    assert!(got.iter().any(|f| matches!(f, Owned::Definitions { names, .. } if names.iter().any(|(_, n)| n == "late.name"))));
+    let Some(Owned::Shutdown { totals, .. }) = got.last() else {
+        panic!("no Shutdown")
+    };
+    assert_eq!((totals.frames_dropped, totals.events_dropped), (0, 0));
+}

@@ -1,0 +1,393 @@
+//! The sans-IO exporter under arbitrary sequences of events, attaches,
+//! detaches, drains, clock steps and dropped frames: every stream it writes
+//! decodes, its sequence gaps equal the frames reported dropped, every id is
+//! defined before use, and every recorded event is accounted for.
+
+use std::collections::{HashMap, HashSet};
+
+use proptest::prelude::*;
+use typhon_live_core::{
+    Event, Exporter, FrameKind, GaugeValue, LaneHandle, LaneKind, Lanes, Metadata, NameTable,
+};
+use typhon_live_tests::{read_stream, Owned, Seen};
+
+const LANES: usize = 4;
+const RING: usize = 8;
+
+#[derive(Clone, Debug)]
+enum Op {
+    Intern(u8),
+    Claim(u8),
+    Release(u8),
+    Instant(u8, u8),
+    Spans(u8, u8, u8),
+    Gauge(u8, i64),
+    Tick(u8),
+    Attach,
+    Detach,
+    Drain,
+    Advance(u16),
+    Poll(Vec<bool>),
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        1 => any::<u8>().prop_map(Op::Intern),
+        1 => any::<u8>().prop_map(Op::Claim),
+        1 => any::<u8>().prop_map(Op::Release),
+        4 => (any::<u8>(), any::<u8>()).prop_map(|(l, n)| Op::Instant(l, n)),
+        3 => (any::<u8>(), any::<u8>(), 1u8..5).prop_map(|(l, n, d)| Op::Spans(l, n, d)),
+        1 => (any::<u8>(), any::<i64>()).prop_map(|(l, v)| Op::Gauge(l, v)),
+        1 => any::<u8>().prop_map(Op::Tick),
+        1 => Just(Op::Attach),
+        1 => Just(Op::Detach),
+        3 => Just(Op::Drain),
+        2 => (0u16..1500).prop_map(Op::Advance),
+        // Each pattern ends in a delivery, as a transport that keeps failing
+        // to send a frame that must not be dropped disconnects instead.
+        4 => prop::collection::vec(prop::bool::weighted(0.3), 0..6).prop_map(|mut p| {
+            p.push(false);
+            Op::Poll(p)
+        }),
+    ]
+}
+
+/// What one attachment (one viewer) received, and what was dropped on it.
+#[derive(Default)]
+struct Attachment {
+    bytes: Vec<u8>,
+    /// Drops a later delivered frame's sequence number reveals.
+    sequenced_drops: u64,
+    /// Drops since the last delivered sequenced frame (not yet visible).
+    unseen_drops: u64,
+}
+
+struct Run<'a> {
+    lanes: &'a Lanes<LANES, RING>,
+    names: NameTable<64, 2048>,
+    handles: Vec<LaneHandle<'a, RING>>,
+    exporter: Exporter<'a, LANES>,
+    now: u64,
+    tick: u64,
+    recorded: u64,
+    /// Events a full ring refused.
+    refused: u64,
+    attachments: Vec<Attachment>,
+    attached: bool,
+    dropped_block_events: u64,
+    out: Vec<u8>,
+}
+
+impl Run<'_> {
+    fn name(&mut self, n: u8) -> u32 {
+        self.names
+            .intern(&format!("name-{}", n % 24))
+            .expect("room for 24 names")
+    }
+
+    fn handle(&self, lane: u8) -> Option<&LaneHandle<'_, RING>> {
+        if self.handles.is_empty() {
+            None
+        } else {
+            self.handles.get(usize::from(lane) % self.handles.len())
+        }
+    }
+
+    fn count(&mut self, ok: bool) {
+        self.recorded += u64::from(ok);
+        self.refused += u64::from(!ok);
+    }
+
+    fn poll(&mut self, drops: &[bool]) {
+        let mut pattern = drops.iter().copied().cycle();
+        for _ in 0..10_000 {
+            let emitted = self
+                .exporter
+                .poll(self.now, self.lanes, &self.names, &mut self.out)
+                .expect("buffers are large enough");
+            let Some(emitted) = emitted else { return };
+            if pattern.next().unwrap_or(false) {
+                assert!(self.exporter.frame_dropped());
+                if emitted.kind == FrameKind::Block {
+                    self.dropped_block_events += u64::from(emitted.events);
+                }
+                if emitted.kind != FrameKind::Init {
+                    self.attachments.last_mut().expect("attached").unseen_drops += 1;
+                }
+            } else {
+                assert!(self.attached, "a detached exporter wrote {emitted:?}");
+                let a = self.attachments.last_mut().expect("attached");
+                a.bytes.extend(&self.out[..emitted.len]);
+                if emitted.kind != FrameKind::Init {
+                    a.sequenced_drops += std::mem::take(&mut a.unseen_drops);
+                }
+            }
+        }
+        panic!("poll never ran dry");
+    }
+
+    fn apply(&mut self, op: &Op) {
+        match *op {
+            Op::Intern(n) => {
+                self.name(n);
+            }
+            Op::Claim(n) => {
+                let name = self.name(n);
+                let kind = [
+                    LaneKind::Main,
+                    LaneKind::Worker,
+                    LaneKind::Pool,
+                    LaneKind::Other,
+                ][usize::from(n % 4)];
+                if let Some(h) = self.lanes.claim(name, kind) {
+                    self.handles.push(h);
+                }
+            }
+            Op::Release(n) => {
+                if !self.handles.is_empty() {
+                    let i = usize::from(n) % self.handles.len();
+                    self.handles.remove(i);
+                }
+            }
+            Op::Instant(l, n) => {
+                let name = self.name(n);
+                let now = self.now;
+                if let Some(ok) = self.handle(l).map(|h| h.instant(name, now, u64::from(n))) {
+                    self.count(ok);
+                }
+            }
+            Op::Spans(l, n, depth) => {
+                let name = self.name(n);
+                let now = self.now;
+                let mut results = Vec::new();
+                if let Some(h) = self.handle(l) {
+                    let tokens: Vec<_> = (0..depth)
+                        .map(|d| h.begin(name, now + u64::from(d)))
+                        .collect();
+                    for (d, t) in tokens.into_iter().rev().enumerate() {
+                        results.push(h.end(t, now + 10 + d as u64, Some(d as u64)));
+                    }
+                }
+                for ok in results {
+                    self.count(ok);
+                }
+            }
+            Op::Gauge(l, v) => {
+                let name = self.name(200);
+                let now = self.now;
+                if let Some(ok) = self
+                    .handle(l)
+                    .map(|h| h.gauge(name, now, GaugeValue::Int(v)))
+                {
+                    self.count(ok);
+                }
+            }
+            Op::Tick(l) => {
+                self.tick += 1;
+                let (now, tick) = (self.now, self.tick);
+                let ok = self.handle(l).map(|h| {
+                    (
+                        h.tick_start(tick, now),
+                        h.tick_end(tick, now + 5, tick % 3 == 0),
+                    )
+                });
+                if let Some((a, b)) = ok {
+                    self.count(a);
+                    self.count(b);
+                }
+            }
+            Op::Attach => {
+                self.exporter.attach();
+                self.attached = true;
+                self.attachments.push(Attachment::default());
+            }
+            Op::Detach => {
+                self.exporter.detach();
+                self.attached = false;
+            }
+            Op::Drain => self.exporter.request_drain(),
+            Op::Advance(dt) => self.now += u64::from(dt),
+            Op::Poll(ref drops) => self.poll(drops),
+        }
+    }
+}
+
+/// Checks one viewer's stream; returns the events it received.
+fn check_attachment(a: &Attachment) -> (u64, Option<typhon_live_core::Shutdown>) {
+    let seen = read_stream(&a.bytes, &[97], 1 << 20);
+    let mut frames = Vec::new();
+    for s in seen {
+        match s {
+            Seen::Frame { frame, skipped, .. } => {
+                assert_eq!(skipped, 0);
+                frames.push(frame);
+            }
+            Seen::Error(e) => panic!("stream did not decode: {e}"),
+        }
+    }
+    if frames.is_empty() {
+        // Attached and detached before any poll (or its Init was dropped).
+        return (0, None);
+    }
+    let Owned::Init {
+        next_seq,
+        names,
+        lanes,
+        ..
+    } = &frames[0]
+    else {
+        panic!("first frame is not Init: {:?}", frames[0]);
+    };
+    let mut expected = *next_seq;
+    let mut gaps = 0u64;
+    let mut known_names: HashSet<u32> = names.iter().map(|(id, _)| *id).collect();
+    let mut known_lanes: HashMap<u16, u32> = lanes.iter().map(|l| (l.id, l.name)).collect();
+    let mut events = 0u64;
+    let mut shutdown = None;
+    for frame in &frames[1..] {
+        assert!(shutdown.is_none(), "a frame after Shutdown");
+        let seq = frame.seq();
+        gaps += u64::from(seq.wrapping_sub(expected));
+        expected = seq.wrapping_add(1);
+        match frame {
+            Owned::Init { .. } => panic!("second Init on one attachment"),
+            Owned::Definitions { names, lanes, .. } => {
+                known_names.extend(names.iter().map(|(id, _)| *id));
+                known_lanes = lanes.iter().map(|l| (l.id, l.name)).collect();
+                for l in lanes {
+                    assert!(
+                        known_names.contains(&l.name),
+                        "lane named by an undefined name"
+                    );
+                }
+            }
+            Owned::Block { events: evs, .. } => {
+                for (lane, e) in evs {
+                    assert!(
+                        known_lanes.contains_key(lane),
+                        "lane {lane} used before defined"
+                    );
+                    let name = match *e {
+                        Event::Span { name, .. } | Event::Instant { name, .. } => Some(name),
+                        Event::Gauge { gauge, .. } => Some(gauge),
+                        _ => None,
+                    };
+                    if let Some(name) = name {
+                        assert!(
+                            known_names.contains(&name),
+                            "name {name} used before defined"
+                        );
+                    }
+                }
+                events += evs.len() as u64;
+            }
+            Owned::CatchUp { lanes, .. } => {
+                for l in lanes {
+                    assert!(known_names.contains(&l.info.name));
+                }
+            }
+            Owned::Shutdown { totals, .. } => shutdown = Some(*totals),
+        }
+    }
+    assert_eq!(
+        gaps, a.sequenced_drops,
+        "sequence gaps != frames reported dropped"
+    );
+    (events, shutdown)
+}
+
+fn run(ops: &[Op], final_drops: &[bool]) {
+    let lanes = Lanes::<LANES, RING>::new();
+    let mut scratch = vec![0u8; 300];
+    let meta = Metadata {
+        ticks_per_second: 1000,
+        session_id: 7,
+        process_name: "proptest",
+        ..Metadata::default()
+    };
+    let mut run = Run {
+        lanes: &lanes,
+        names: NameTable::new(),
+        handles: Vec::new(),
+        exporter: Exporter::new(meta, &mut scratch),
+        now: 1,
+        tick: 0,
+        recorded: 0,
+        refused: 0,
+        attachments: Vec::new(),
+        attached: false,
+        dropped_block_events: 0,
+        out: vec![0u8; 1 << 16],
+    };
+    for op in ops {
+        run.apply(op);
+    }
+    run.exporter.stop();
+    let mut final_drops = final_drops.to_vec();
+    final_drops.push(false);
+    run.poll(&final_drops);
+    assert!(run.exporter.is_finished());
+
+    let mut delivered = 0;
+    let mut last_shutdown = None;
+    for a in &run.attachments {
+        let (events, shutdown) = check_attachment(a);
+        delivered += events;
+        last_shutdown = shutdown.or(last_shutdown);
+    }
+    let totals = run.exporter.totals();
+    assert_eq!(
+        delivered + run.dropped_block_events + totals.events_discarded,
+        run.recorded,
+        "events delivered + lost in dropped Blocks + discarded while detached != events recorded"
+    );
+    assert_eq!(
+        totals.events_dropped,
+        run.refused + run.dropped_block_events,
+        "events dropped != refused by full rings + lost in dropped Blocks"
+    );
+    if run.attached {
+        let shutdown = last_shutdown.expect("an attached stream ends with Shutdown");
+        assert_eq!(shutdown.events_dropped, totals.events_dropped);
+        assert_eq!(shutdown.frames_dropped, totals.frames_dropped);
+    }
+    drop(run);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+
+    #[test]
+    fn exporter_streams_always_decode_and_account_for_everything(
+        ops in prop::collection::vec(op(), 0..120),
+        final_drops in prop::collection::vec(prop::bool::weighted(0.3), 1..4),
+    ) {
+        run(&ops, &final_drops);
+    }
+}
+
+#[test]
+fn a_quiet_session_gets_init_catchup_and_shutdown() {
+    let ops = [
+        Op::Attach,
+        Op::Claim(1),
+        Op::Poll(vec![false]),
+        Op::Advance(1000),
+        Op::Poll(vec![false]),
+    ];
+    run(&ops, &[false]);
+}
+
+#[test]
+fn a_dropped_definitions_frame_is_written_again() {
+    let ops = [
+        Op::Attach,
+        Op::Poll(vec![false]),
+        Op::Claim(3),
+        Op::Instant(0, 9),
+        Op::Drain,
+        // Drops the Definitions, delivers the rest.
+        Op::Poll(vec![true, false, false, false]),
+    ];
+    run(&ops, &[false]);
+}

@@ -1,0 +1,52 @@
+//! docs/FORMAT.md and the encoder change together: the worked example's hex
+//! dump must be exactly what the encoder writes, and decode as described.
+
+use std::fs;
+use std::path::Path;
+
+use typhon_live_core::{Event, LaneKind};
+use typhon_live_tests::{format_example, frames, read_stream, Owned};
+
+#[test]
+fn the_worked_example_is_what_the_encoder_writes() {
+    let doc = fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/FORMAT.md"))
+        .expect("docs/FORMAT.md");
+    let begin = doc
+        .find("<!-- example:begin -->")
+        .expect("example begin marker");
+    let end = doc
+        .find("<!-- example:end -->")
+        .expect("example end marker");
+    let documented: Vec<u8> = doc[begin..end]
+        .lines()
+        .filter(|l| !l.starts_with("<!--") && !l.starts_with("```"))
+        .flat_map(str::split_whitespace)
+        .map(|h| u8::from_str_radix(h, 16).expect("hex byte"))
+        .collect();
+    let written = format_example();
+    assert_eq!(
+        documented, written,
+        "FORMAT.md's example is stale: regenerate it with `cargo run -p typhon-live-tests --example format_example`"
+    );
+
+    let got = frames(read_stream(&written, &[], 4096));
+    let [Owned::Init { lanes, names, .. }, Owned::Block { events, drops, .. }, Owned::Shutdown { totals, .. }] =
+        &got[..]
+    else {
+        panic!("unexpected frames {got:?}");
+    };
+    assert_eq!(names, &[(0, "Main".to_string()), (1, "Tick".to_string())]);
+    assert_eq!(lanes[0].kind, LaneKind::Main);
+    assert_eq!(drops, &[(0, 3)]);
+    assert_eq!(
+        events[0],
+        (
+            0,
+            Event::TickStart {
+                time: 1000,
+                tick: 7
+            }
+        )
+    );
+    assert_eq!(totals.events_dropped, 3);
+}

@@ -1,0 +1,332 @@
+//! Decoder robustness: every kind of damage gives its own error, and the
+//! valid frames after the damage are still decoded.
+
+use proptest::prelude::*;
+use typhon_live_core::block::{max_block_frame_len, write_block};
+use typhon_live_core::frame::{write_raw_frame, HEADER_LEN, MAGIC};
+use typhon_live_core::{BlockBuilder, DecodeError, Decoder, Event, FrameKind, Shutdown};
+use typhon_live_tests::{read_stream, Owned, Seen};
+
+fn block(seq: u32, events: u32) -> Vec<u8> {
+    let mut scratch = vec![0u8; 1 << 16];
+    let mut builder = BlockBuilder::new(&mut scratch);
+    for i in 0..events {
+        let t = 1_000 + u64::from(i) * 17;
+        assert!(builder.push(
+            (i % 3) as u16,
+            &Event::Instant {
+                time: t,
+                name: i % 5,
+                payload: u64::from(i)
+            }
+        ));
+    }
+    let mut out = vec![0u8; max_block_frame_len(1 << 16, 0)];
+    let n = write_block(&mut out, seq, &mut builder, &[]).unwrap();
+    out.truncate(n);
+    out
+}
+
+fn shutdown(seq: u32) -> Vec<u8> {
+    let mut out = vec![0u8; 64];
+    let n = Shutdown {
+        time: 1,
+        frames_sent: 3,
+        frames_dropped: 0,
+        events_dropped: 0,
+    }
+    .write(&mut out, seq)
+    .unwrap();
+    out.truncate(n);
+    out
+}
+
+/// Four frames and where each starts.
+fn stream() -> (Vec<u8>, Vec<usize>) {
+    let frames = [block(0, 40), block(1, 25), block(2, 60), shutdown(3)];
+    let mut bytes = Vec::new();
+    let mut starts = Vec::new();
+    for f in frames {
+        starts.push(bytes.len());
+        bytes.extend(f);
+    }
+    (bytes, starts)
+}
+
+fn seqs(seen: &[Seen]) -> Vec<u32> {
+    seen.iter()
+        .filter_map(|s| match s {
+            Seen::Frame { frame, .. } => Some(frame.seq()),
+            Seen::Error(_) => None,
+        })
+        .collect()
+}
+
+fn errors(seen: &[Seen]) -> Vec<DecodeError> {
+    seen.iter()
+        .filter_map(|s| match s {
+            Seen::Error(e) => Some(*e),
+            Seen::Frame { .. } => None,
+        })
+        .collect()
+}
+
+#[test]
+fn truncation_reads_every_whole_frame_then_reports_the_cut() {
+    let (bytes, starts) = stream();
+    for cut in 0..=bytes.len() {
+        let seen = read_stream(&bytes[..cut], &[], 1 << 20);
+        let whole = starts
+            .iter()
+            .skip(1)
+            .chain([&bytes.len()])
+            .filter(|&&end| end <= cut)
+            .count();
+        assert_eq!(
+            seqs(&seen),
+            (0..whole as u32).collect::<Vec<_>>(),
+            "cut at {cut}"
+        );
+        let at_boundary = cut == bytes.len() || starts.contains(&cut);
+        match errors(&seen)[..] {
+            [] => assert!(at_boundary, "cut at {cut} not reported"),
+            [DecodeError::Truncated { offset, have, .. }] => {
+                assert!(!at_boundary);
+                assert_eq!(offset as usize, starts[whole]);
+                assert_eq!(have as usize, cut - starts[whole]);
+            }
+            ref other => panic!("cut at {cut}: {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn a_flipped_bit_costs_one_frame_only() {
+    let (bytes, starts) = stream();
+    // Every bit of the second frame.
+    for bit in starts[1] * 8..starts[2] * 8 {
+        let mut damaged = bytes.clone();
+        damaged[bit / 8] ^= 1 << (bit % 8);
+        let seen = read_stream(&damaged, &[7], 1 << 20);
+        assert_eq!(seqs(&seen), [0, 2, 3], "bit {bit}");
+        let errs = errors(&seen);
+        assert_eq!(errs.len(), 1, "bit {bit}: {errs:?}");
+        let offset = starts[1] as u64;
+        match errs[0] {
+            DecodeError::BadMagic { offset: o } | DecodeError::HeaderChecksum { offset: o } => {
+                assert_eq!(o, offset)
+            }
+            DecodeError::ChecksumMismatch { seq, offset: o } => assert_eq!((seq, o), (1, offset)),
+            // A flipped length bit can make a frame "too large" for the
+            // header check only if that check is off; it is on here.
+            other => panic!("bit {bit}: unexpected {other:?}"),
+        }
+        // The frame after the damage reports what was skipped.
+        let skipped = seen.iter().find_map(|s| match s {
+            Seen::Frame { frame, skipped, .. } if frame.seq() == 2 => Some(*skipped),
+            _ => None,
+        });
+        assert_eq!(skipped, Some((starts[2] - starts[1]) as u64), "bit {bit}");
+    }
+}
+
+#[test]
+fn wrong_magic_is_named_and_skipped() {
+    let (mut bytes, starts) = stream();
+    bytes[starts[2]] = b'X';
+    let seen = read_stream(&bytes, &[], 1 << 20);
+    assert_eq!(
+        errors(&seen),
+        [DecodeError::BadMagic {
+            offset: starts[2] as u64
+        }]
+    );
+    assert_eq!(seqs(&seen), [0, 1, 3]);
+}
+
+#[test]
+fn an_oversized_frame_is_skipped_whole() {
+    let (bytes, starts) = stream();
+    let third = (starts[3] - starts[2]) as u64;
+    // A decoder whose limit is below the third frame's size.
+    let limit = (third - 1) as usize;
+    let mut buf = vec![0u8; 1 << 20];
+    let mut decoder = Decoder::with_max_frame(&mut buf, limit);
+    let mut got = Vec::new();
+    let mut errs = Vec::new();
+    for chunk in bytes.chunks(50) {
+        let mut chunk = chunk;
+        while !chunk.is_empty() {
+            let n = decoder.feed(chunk);
+            chunk = &chunk[n..];
+            loop {
+                match decoder.next() {
+                    Ok(Some(frame)) => got.push((frame.seq, frame.skipped)),
+                    Ok(None) => break,
+                    Err(e) => errs.push(e),
+                }
+            }
+        }
+    }
+    assert_eq!(decoder.finish(), Ok(()));
+    // Frames larger than the limit are skipped too: only the small ones pass.
+    assert!(errs.contains(&DecodeError::FrameTooLarge {
+        len: third,
+        max: limit as u64,
+        offset: starts[2] as u64
+    }));
+    // The frame after it reports the skipped frame's bytes.
+    assert!(got.contains(&(3, third)), "{got:?}");
+    assert!(!got.iter().any(|&(seq, _)| seq == 2));
+}
+
+#[test]
+fn a_length_beyond_the_buffer_is_too_large_not_a_hang() {
+    let mut forged = vec![0u8; 64];
+    let n = write_raw_frame(&mut forged, FrameKind::Block.to_byte(), 0, &[0u8; 40]).unwrap();
+    forged.truncate(n);
+    let seen = read_stream(&forged, &[], 32);
+    assert_eq!(
+        errors(&seen)[0],
+        DecodeError::FrameTooLarge {
+            len: 60,
+            max: 32,
+            offset: 0
+        }
+    );
+}
+
+#[test]
+fn garbage_between_frames_is_reported_once_and_counted() {
+    let (bytes, starts) = stream();
+    let garbage: Vec<u8> = (0..300u32)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+        .chain(*b"TLTLTL")
+        .collect();
+    let mut damaged = bytes[..starts[2]].to_vec();
+    damaged.extend(&garbage);
+    damaged.extend(&bytes[starts[2]..]);
+    for chunks in [&[][..], &[1], &[13, 1, 200]] {
+        let seen = read_stream(&damaged, chunks, 1 << 20);
+        assert_eq!(seqs(&seen), [0, 1, 2, 3]);
+        assert_eq!(errors(&seen).len(), 1, "{chunks:?}: {:?}", errors(&seen));
+        let skipped = seen.iter().find_map(|s| match s {
+            Seen::Frame { frame, skipped, .. } if frame.seq() == 2 => Some(*skipped),
+            _ => None,
+        });
+        assert_eq!(skipped, Some(garbage.len() as u64));
+    }
+}
+
+#[test]
+fn unknown_kinds_keep_the_stream_in_step() {
+    let (bytes, starts) = stream();
+    let mut out = vec![0u8; 64];
+    let n = write_raw_frame(&mut out, 0x77, 9, b"future").unwrap();
+    let mut with_unknown = bytes[..starts[1]].to_vec();
+    with_unknown.extend(&out[..n]);
+    with_unknown.extend(&bytes[starts[1]..]);
+    let seen = read_stream(&with_unknown, &[], 1 << 20);
+    assert_eq!(errors(&seen), [DecodeError::UnknownKind { kind: 0x77 }]);
+    assert_eq!(seqs(&seen), [0, 1, 2, 3]);
+}
+
+#[test]
+fn bad_block_contents_are_named() {
+    let mut out = vec![0u8; 256];
+    // A Block header claiming 100 bytes over LZ4 garbage.
+    let mut payload = Vec::new();
+    payload.extend(100u32.to_le_bytes());
+    payload.extend(1u32.to_le_bytes());
+    payload.extend([0u8; 16]);
+    payload.extend(0u16.to_le_bytes());
+    payload.extend([0xf0, 0x00, 0x00]);
+    let n = write_raw_frame(&mut out, FrameKind::Block.to_byte(), 0, &payload).unwrap();
+    let seen = read_stream(&out[..n], &[], 1024);
+    assert!(
+        matches!(errors(&seen)[..], [DecodeError::Lz4 { .. }]),
+        "{seen:?}"
+    );
+
+    // A valid Block whose record count lies.
+    let good = block(0, 3);
+    let mut lying = good[HEADER_LEN..good.len() - 4].to_vec();
+    lying[4..8].copy_from_slice(&5u32.to_le_bytes());
+    let n = write_raw_frame(&mut out, FrameKind::Block.to_byte(), 0, &lying).unwrap();
+    let seen = read_stream(&out[..n], &[], 1024);
+    assert_eq!(
+        errors(&seen),
+        [DecodeError::Malformed {
+            what: "block holds fewer records than stated"
+        }]
+    );
+
+    // A Block that expands beyond the reader's buffer.
+    let mut buf = vec![0u8; 1024];
+    let mut decoder = Decoder::new(&mut buf);
+    decoder.feed(&good);
+    let frame = decoder.next().unwrap().unwrap();
+    let typhon_live_core::Payload::Block(view) = frame.parse().unwrap() else {
+        panic!()
+    };
+    let mut small = [0u8; 4];
+    assert!(matches!(
+        view.decompress(&mut small),
+        Err(DecodeError::BlockTooLarge { max: 4, .. })
+    ));
+}
+
+#[test]
+fn truncated_payload_fields_are_malformed_not_panics() {
+    // Every prefix of a real Shutdown payload, sealed in a valid envelope.
+    let full = shutdown(0);
+    let payload = &full[HEADER_LEN..full.len() - 4];
+    for len in 0..payload.len() {
+        let mut out = vec![0u8; 64];
+        let n =
+            write_raw_frame(&mut out, FrameKind::Shutdown.to_byte(), 0, &payload[..len]).unwrap();
+        let seen = read_stream(&out[..n], &[], 1024);
+        assert!(
+            matches!(errors(&seen)[..], [DecodeError::Malformed { .. }]),
+            "{len}: {seen:?}"
+        );
+    }
+    assert!(matches!(
+        read_stream(&full, &[], 1024)[..],
+        [Seen::Frame {
+            frame: Owned::Shutdown { .. },
+            ..
+        }]
+    ));
+    assert_eq!(&full[..2], &MAGIC);
+}
+
+proptest! {
+    #[test]
+    fn arbitrary_bytes_never_panic_and_always_progress(
+        bytes in prop::collection::vec(any::<u8>(), 0..2048),
+        chunks in prop::collection::vec(1usize..64, 1..5),
+        buf_len in 16usize..4096,
+    ) {
+        let seen = read_stream(&bytes, &chunks, buf_len);
+        prop_assert!(seen.len() <= bytes.len() + 1);
+    }
+
+    #[test]
+    fn damaged_streams_still_yield_the_frames_after_the_damage(
+        at in 0usize..1000, len in 1usize..64, fill in any::<u8>(),
+    ) {
+        let (bytes, starts) = stream();
+        let at = at % bytes.len();
+        let end = (at + len).min(bytes.len());
+        let mut damaged = bytes.clone();
+        damaged[at..end].fill(fill);
+        let seen = read_stream(&damaged, &[], 1 << 20);
+        // Every frame starting after the damaged range is intact and read.
+        for (seq, &start) in starts.iter().enumerate() {
+            if start >= end {
+                prop_assert!(seqs(&seen).contains(&(seq as u32)), "frame {} lost", seq);
+            }
+        }
+    }
+}

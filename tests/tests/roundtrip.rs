@@ -1,0 +1,395 @@
+//! Property tests: whatever goes in comes out, through every frame kind and
+//! any split of the stream into chunks.
+
+use proptest::prelude::*;
+use typhon_live_core::block::{max_block_frame_len, write_block, MAX_RECORD_LEN};
+use typhon_live_core::definitions::write_definitions;
+use typhon_live_core::init::{
+    self, write_init, Archetype, ConfigEntry, EventQueue, Field, Index, Resource,
+};
+use typhon_live_core::{
+    BlockBuilder, Decoder, EncodeError, Event, GaugeValue, LaneId, LaneInfo, LaneKind, Metadata,
+    NameSource, Shutdown,
+};
+use typhon_live_tests::{frames, own, read_stream, same_events, Component, Meta, Owned};
+
+/// A name source over a plain vector, for tests.
+struct VecNames(Vec<String>);
+
+impl NameSource for VecNames {
+    fn count(&self) -> u32 {
+        self.0.len() as u32
+    }
+    fn get(&self, id: u32) -> Option<&str> {
+        self.0.get(id as usize).map(String::as_str)
+    }
+}
+
+fn text() -> impl Strategy<Value = String> {
+    prop_oneof![
+        "[a-zA-Z_.:/ ]{0,12}",
+        any::<String>().prop_map(|s| s.chars().take(8).collect()),
+    ]
+}
+
+fn meta() -> impl Strategy<Value = Meta> {
+    let component = (
+        any::<u32>(),
+        text(),
+        any::<u32>(),
+        prop::collection::vec((text(), text(), any::<u32>(), any::<u32>()), 0..4),
+    )
+        .prop_map(|(id, name, size, fields)| Component {
+            id,
+            name,
+            size,
+            fields,
+        });
+    (
+        (
+            any::<u64>(),
+            any::<u64>(),
+            text(),
+            any::<u32>(),
+            any::<u64>(),
+        ),
+        prop::collection::vec(component, 0..4),
+        prop::collection::vec(
+            (
+                any::<u32>(),
+                text(),
+                prop::collection::vec(any::<u32>(), 0..5),
+            ),
+            0..4,
+        ),
+        prop::collection::vec((any::<u32>(), text(), text()), 0..4),
+        prop::collection::vec((text(), text()), 0..4),
+        prop::collection::vec((any::<u32>(), text(), any::<u32>()), 0..4),
+        prop::collection::vec((any::<u32>(), any::<Option<u32>>(), text(), text()), 0..4),
+    )
+        .prop_map(
+            |(
+                (tps, session, process, pid, created),
+                components,
+                archetypes,
+                indexes,
+                config,
+                queues,
+                resources,
+            )| Meta {
+                ticks_per_second: tps,
+                session_id: session,
+                process_name: process,
+                process_id: pid,
+                created_unix_ns: created,
+                components,
+                archetypes,
+                indexes,
+                config,
+                queues,
+                resources,
+            },
+        )
+}
+
+fn lane_kind() -> impl Strategy<Value = LaneKind> {
+    prop_oneof![
+        Just(LaneKind::Main),
+        Just(LaneKind::Worker),
+        Just(LaneKind::Pool),
+        Just(LaneKind::Other)
+    ]
+}
+
+fn lanes() -> impl Strategy<Value = Vec<LaneInfo>> {
+    prop::collection::vec((any::<u16>(), any::<u32>(), lane_kind()), 0..6).prop_map(|v| {
+        v.into_iter()
+            .map(|(id, name, kind)| LaneInfo { id, name, kind })
+            .collect()
+    })
+}
+
+/// Timestamps that are mostly realistic, sometimes extreme.
+fn time() -> impl Strategy<Value = u64> {
+    prop_oneof![4 => 1_000_000u64..1_100_000, 1 => any::<u64>(), 1 => Just(u64::MAX), 1 => Just(0)]
+}
+
+fn gauge_value() -> impl Strategy<Value = GaugeValue> {
+    prop_oneof![
+        any::<i64>().prop_map(GaugeValue::Int),
+        any::<u64>().prop_map(|bits| GaugeValue::Float(f64::from_bits(bits))),
+    ]
+}
+
+fn event() -> impl Strategy<Value = Event> {
+    prop_oneof![
+        (
+            time(),
+            any::<u64>(),
+            any::<u32>(),
+            any::<u32>(),
+            any::<u32>(),
+            any::<Option<u64>>()
+        )
+            .prop_map(|(start, duration, name, id, parent, arg)| Event::Span {
+                start,
+                duration,
+                name,
+                id,
+                parent,
+                arg
+            }),
+        (time(), any::<u32>(), any::<u64>()).prop_map(|(time, name, payload)| Event::Instant {
+            time,
+            name,
+            payload
+        }),
+        (time(), any::<u32>(), gauge_value()).prop_map(|(time, gauge, value)| Event::Gauge {
+            time,
+            gauge,
+            value
+        }),
+        (time(), any::<u64>()).prop_map(|(time, tick)| Event::TickStart { time, tick }),
+        (time(), any::<u64>(), any::<bool>()).prop_map(|(time, tick, overrun)| Event::TickEnd {
+            time,
+            tick,
+            overrun
+        }),
+    ]
+}
+
+fn batch() -> impl Strategy<Value = Vec<(LaneId, Event)>> {
+    prop::collection::vec((0u16..4, event()), 0..200)
+}
+
+fn drops() -> impl Strategy<Value = Vec<(LaneId, u32)>> {
+    prop::collection::vec((any::<u16>(), any::<u32>()), 0..4)
+}
+
+fn with_metadata<R>(m: &Meta, f: impl FnOnce(&Metadata<'_>) -> R) -> R {
+    let fields: Vec<Vec<Field<'_>>> = m
+        .components
+        .iter()
+        .map(|c| {
+            c.fields
+                .iter()
+                .map(|(name, ty, offset, size)| Field {
+                    name,
+                    ty,
+                    offset: *offset,
+                    size: *size,
+                })
+                .collect()
+        })
+        .collect();
+    let components: Vec<init::Component<'_>> = m
+        .components
+        .iter()
+        .zip(&fields)
+        .map(|(c, fields)| init::Component {
+            id: c.id,
+            name: &c.name,
+            size: c.size,
+            fields,
+        })
+        .collect();
+    let archetypes: Vec<Archetype<'_>> = m
+        .archetypes
+        .iter()
+        .map(|(id, name, components)| Archetype {
+            id: *id,
+            name,
+            components,
+        })
+        .collect();
+    let indexes: Vec<Index<'_>> = m
+        .indexes
+        .iter()
+        .map(|(component, field, kind)| Index {
+            component: *component,
+            field,
+            kind,
+        })
+        .collect();
+    let config: Vec<ConfigEntry<'_>> = m
+        .config
+        .iter()
+        .map(|(key, value)| ConfigEntry { key, value })
+        .collect();
+    let queues: Vec<EventQueue<'_>> = m
+        .queues
+        .iter()
+        .map(|(id, name, capacity)| EventQueue {
+            id: *id,
+            name,
+            capacity: *capacity,
+        })
+        .collect();
+    let resources: Vec<Resource<'_>> = m
+        .resources
+        .iter()
+        .map(|(id, parent, name, kind)| Resource {
+            id: *id,
+            parent: *parent,
+            name,
+            kind,
+        })
+        .collect();
+    f(&Metadata {
+        ticks_per_second: m.ticks_per_second,
+        session_id: m.session_id,
+        process_name: &m.process_name,
+        process_id: m.process_id,
+        created_unix_ns: m.created_unix_ns,
+        components: &components,
+        archetypes: &archetypes,
+        indexes: &indexes,
+        config: &config,
+        queues: &queues,
+        resources: &resources,
+    })
+}
+
+/// Encodes a Block of `events` (as many as fit `scratch_len`), returning the
+/// frame and how many events went in.
+fn block_frame(
+    seq: u32,
+    events: &[(LaneId, Event)],
+    drops: &[(LaneId, u32)],
+    scratch_len: usize,
+) -> (Vec<u8>, usize) {
+    let mut scratch = vec![0u8; scratch_len];
+    let mut builder = BlockBuilder::new(&mut scratch);
+    let taken = events
+        .iter()
+        .take_while(|(lane, e)| builder.push(*lane, e))
+        .count();
+    let mut out = vec![0u8; max_block_frame_len(scratch_len, drops.len())];
+    let n = write_block(&mut out, seq, &mut builder, drops).expect("block fits its bound");
+    out.truncate(n);
+    (out, taken)
+}
+
+fn init_frame(m: &Meta, names: &VecNames, lanes: &[LaneInfo], seq: u32) -> Vec<u8> {
+    with_metadata(m, |meta| {
+        let mut out = vec![0u8; 64];
+        let n = match write_init(&mut out, seq, meta, names, lanes.iter().copied()) {
+            Err(EncodeError::BufferTooSmall { needed }) => {
+                out.resize(needed, 0);
+                write_init(&mut out, seq, meta, names, lanes.iter().copied())
+                    .expect("needed was exact")
+            }
+            other => other.expect("only the buffer can be too small"),
+        };
+        out.truncate(n);
+        out
+    })
+}
+
+fn names() -> impl Strategy<Value = Vec<String>> {
+    prop::collection::vec(text(), 0..20)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    #[test]
+    fn init_round_trips(m in meta(), names in names(), lanes in lanes(), seq in any::<u32>()) {
+        let names = VecNames(names);
+        let bytes = init_frame(&m, &names, &lanes, seq);
+        let got = frames(read_stream(&bytes, &[], 1 << 16));
+        let want_names: Vec<(u32, String)> = names.0.iter().cloned().enumerate().map(|(i, n)| (i as u32, n)).collect();
+        prop_assert_eq!(got, vec![Owned::Init { next_seq: seq, meta: m, names: want_names, lanes }]);
+    }
+
+    #[test]
+    fn block_round_trips(events in batch(), drops in drops(), seq in any::<u32>()) {
+        let (bytes, taken) = block_frame(seq, &events, &drops, 64 << 10);
+        prop_assert_eq!(taken, events.len());
+        let got = frames(read_stream(&bytes, &[], 1 << 20));
+        let Owned::Block { seq: got_seq, events: got_events, drops: got_drops, first, last, .. } = &got[0] else {
+            panic!("not a block: {got:?}");
+        };
+        prop_assert_eq!(*got_seq, seq);
+        prop_assert!(same_events(got_events, &events), "{:?} != {:?}", got_events, events);
+        prop_assert_eq!(got_drops, &drops);
+        let want_first = events.iter().map(|(_, e)| e.time()).min().unwrap_or(0);
+        let want_last = events.iter().map(|(_, e)| e.end_time()).max().unwrap_or(0);
+        prop_assert_eq!((*first, *last), (want_first, want_last));
+    }
+
+    #[test]
+    fn a_full_block_refuses_more_and_keeps_what_it_took(events in prop::collection::vec((0u16..3, event()), 50..300)) {
+        // Room for only a few worst-case records.
+        let scratch = 6 + 8 * MAX_RECORD_LEN;
+        let (bytes, taken) = block_frame(1, &events, &[], scratch);
+        prop_assert!(taken >= 1 && taken < events.len());
+        let got = frames(read_stream(&bytes, &[], 1 << 20));
+        let Owned::Block { events: got_events, .. } = &got[0] else { panic!("not a block") };
+        prop_assert!(same_events(got_events, &events[..taken]));
+    }
+
+    #[test]
+    fn any_split_decodes_to_the_same_frames(
+        m in meta(),
+        batches in prop::collection::vec(batch(), 1..4),
+        more_names in names(),
+        chunks in prop::collection::vec(1usize..700, 1..8),
+    ) {
+        let mut names = VecNames(vec!["Main".into(), "Tick".into()]);
+        let lanes = vec![LaneInfo { id: 0, name: 0, kind: LaneKind::Main }];
+        let mut stream = init_frame(&m, &names, &lanes, 0);
+        let mut seq = 0;
+        for batch in &batches {
+            stream.extend(block_frame(seq, batch, &[(0, 3)], 64 << 10).0);
+            seq += 1;
+        }
+        let first_new = names.count();
+        names.0.extend(more_names);
+        let mut out = vec![0u8; 1 << 16];
+        let n = write_definitions(&mut out, seq, &names, first_new, lanes.iter().copied()).unwrap();
+        stream.extend(&out[..n]);
+        seq += 1;
+        let n = Shutdown { time: 9, frames_sent: 4, frames_dropped: 0, events_dropped: 3 }.write(&mut out, seq).unwrap();
+        stream.extend(&out[..n]);
+
+        let whole = read_stream(&stream, &[], 1 << 20);
+        let split = read_stream(&stream, &chunks, 1 << 20);
+        prop_assert_eq!(whole.len(), batches.len() + 3);
+        // Debug text, so that a NaN gauge compares equal to itself.
+        prop_assert_eq!(format!("{whole:?}"), format!("{split:?}"));
+        let got = frames(whole);
+        let seqs: Vec<u32> = got.iter().map(Owned::seq).collect();
+        let want: Vec<u32> = std::iter::once(0).chain(0..=seq).collect();
+        prop_assert_eq!(seqs, want);
+    }
+}
+
+#[test]
+fn empty_metadata_and_empty_block_round_trip() {
+    let bytes = init_frame(&Meta::default(), &VecNames(vec![]), &[], 7);
+    assert_eq!(
+        frames(read_stream(&bytes, &[], 4096)),
+        vec![Owned::Init {
+            next_seq: 7,
+            meta: Meta::default(),
+            names: vec![],
+            lanes: vec![]
+        }]
+    );
+    let (bytes, _) = block_frame(3, &[], &[], 1024);
+    let got = frames(read_stream(&bytes, &[], 4096));
+    assert!(
+        matches!(&got[..], [Owned::Block { seq: 3, events, first: 0, last: 0, .. }] if events.is_empty())
+    );
+}
+
+#[test]
+fn frames_parse_without_the_stream_decoder_too() {
+    let (bytes, _) = block_frame(0, &[(1, Event::TickStart { time: 5, tick: 1 })], &[], 256);
+    let mut buf = vec![0u8; 1024];
+    let mut decoder = Decoder::new(&mut buf);
+    assert_eq!(decoder.feed(&bytes), bytes.len());
+    let frame = decoder.next().unwrap().unwrap();
+    assert!(matches!(own(&frame), Ok(Owned::Block { .. })));
+}
