@@ -5,7 +5,7 @@
 //! Payload:
 //! ```text
 //! 8  timestamp (host clock ticks), u64 LE
-//! v  lane count
+//! 2  lane count, u16 LE
 //! per lane: v lane id, 1 kind, v name id, str name, v true open depth,
 //!           v open spans listed, then per span: v span id, v name id, v start
 //! ```
@@ -17,7 +17,7 @@ use crate::event::{LaneKind, OpenSpan};
 use crate::frame::{write_frame, FrameKind};
 use crate::lane::{LaneInfo, Lanes, MAX_OPEN_SPANS};
 use crate::names::NameSource;
-use crate::section::Entries;
+use crate::section::{write_live_table, Count, Entries};
 
 /// Writes a Catch-up frame of every lane in `lanes` at host time `now`.
 pub fn write_catchup<const L: usize, const N: usize>(
@@ -29,10 +29,8 @@ pub fn write_catchup<const L: usize, const N: usize>(
 ) -> Result<usize, EncodeError> {
     write_frame(out, FrameKind::CatchUp, seq, |w| {
         w.u64(now);
-        w.varint(lanes.iter().count() as u64);
-        for lane in lanes.iter() {
-            write_lane(w, lanes, names, lane);
-        }
+        // Counted as written: threads may claim or release lanes meanwhile.
+        write_live_table(w, lanes.iter(), |w, lane| write_lane(w, lanes, names, lane));
         Ok(())
     })
 }
@@ -114,12 +112,12 @@ impl<'a> CatchUpView<'a> {
         let mut r = Reader::new(payload);
         let time = r.u64("catch-up timestamp")?;
         let body = r.rest();
-        Entries::check_counted(body, "catch-up has trailing bytes", parse_lane)?;
+        Entries::check_counted(body, Count::U16, "catch-up has trailing bytes", parse_lane)?;
         Ok(CatchUpView { time, body })
     }
 
     /// The lanes.
     pub fn lanes(&self) -> Entries<'a, CatchUpLane<'a>> {
-        Entries::counted(self.body, parse_lane)
+        Entries::counted(self.body, Count::U16, parse_lane)
     }
 }

@@ -80,6 +80,13 @@ impl<'a> Writer<'a> {
         self.bytes(s.as_bytes());
     }
 
+    /// Overwrites 2 bytes already written at `at`; a no-op past the buffer.
+    pub(crate) fn patch_u16(&mut self, at: usize, v: u16) {
+        if let Some(dst) = self.buf.get_mut(at..at.saturating_add(2)) {
+            dst.copy_from_slice(&v.to_le_bytes());
+        }
+    }
+
     /// Overwrites 4 bytes already written at `at`; a no-op past the buffer.
     pub(crate) fn patch_u32(&mut self, at: usize, v: u32) {
         if let Some(dst) = self.buf.get_mut(at..at.saturating_add(4)) {

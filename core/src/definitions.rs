@@ -9,7 +9,7 @@ use crate::error::{DecodeError, EncodeError};
 use crate::frame::{write_frame, FrameKind};
 use crate::lane::LaneInfo;
 use crate::names::NameSource;
-use crate::section::{self, tag, Entries, LaneTable, Names, Sections};
+use crate::section::{self, tag, LaneTable, Names, Sections};
 
 /// Writes a Definitions frame with names `first..names.count()` and the lanes.
 pub fn write_definitions(
@@ -17,7 +17,7 @@ pub fn write_definitions(
     seq: u32,
     names: &impl NameSource,
     first: u32,
-    lanes: impl Iterator<Item = LaneInfo> + Clone,
+    lanes: impl Iterator<Item = LaneInfo>,
 ) -> Result<usize, EncodeError> {
     let count = names.count().saturating_sub(first);
     write_frame(out, FrameKind::Definitions, seq, |w| {
@@ -41,11 +41,7 @@ impl<'a> DefinitionsView<'a> {
                 tag::NAMES => {
                     Names::parse(body)?;
                 }
-                tag::LANES => Entries::check_counted(
-                    body,
-                    "lane table has trailing bytes",
-                    section::parse_lane,
-                )?,
+                tag::LANES => section::check_lane_table(body)?,
                 _ => {}
             }
         }
@@ -59,9 +55,6 @@ impl<'a> DefinitionsView<'a> {
 
     /// The lane table at the time of writing.
     pub fn lanes(&self) -> LaneTable<'a> {
-        Entries::counted(
-            Sections::find(self.payload, tag::LANES),
-            section::parse_lane,
-        )
+        section::lane_table(Sections::find(self.payload, tag::LANES))
     }
 }

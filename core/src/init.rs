@@ -10,7 +10,7 @@ use crate::error::{DecodeError, EncodeError};
 use crate::frame::{write_frame, FrameKind};
 use crate::lane::LaneInfo;
 use crate::names::NameSource;
-use crate::section::{self, tag, Entries, LaneTable, Names, Sections};
+use crate::section::{self, tag, Count, Entries, LaneTable, Names, Sections};
 
 /// The format version this crate writes and reads.
 pub const FORMAT_VERSION: u16 = 1;
@@ -145,7 +145,7 @@ pub fn write_init(
     next_seq: u32,
     meta: &Metadata<'_>,
     names: &impl NameSource,
-    lanes: impl Iterator<Item = LaneInfo> + Clone,
+    lanes: impl Iterator<Item = LaneInfo>,
 ) -> Result<usize, EncodeError> {
     write_frame(out, FrameKind::Init, next_seq, |w| {
         w.u16(FORMAT_VERSION);
@@ -349,36 +349,44 @@ impl<'a> InitView<'a> {
             match tag {
                 tag::COMPONENTS => Entries::check_counted(
                     body,
+                    Count::Varint,
                     "component table has trailing bytes",
                     parse_component,
                 )?,
                 tag::ARCHETYPES => Entries::check_counted(
                     body,
+                    Count::Varint,
                     "archetype table has trailing bytes",
                     parse_archetype,
                 )?,
-                tag::INDEXES => {
-                    Entries::check_counted(body, "index table has trailing bytes", parse_index)?
-                }
-                tag::CONFIG => {
-                    Entries::check_counted(body, "config table has trailing bytes", parse_config)?
-                }
-                tag::QUEUES => {
-                    Entries::check_counted(body, "queue table has trailing bytes", parse_queue)?
-                }
+                tag::INDEXES => Entries::check_counted(
+                    body,
+                    Count::Varint,
+                    "index table has trailing bytes",
+                    parse_index,
+                )?,
+                tag::CONFIG => Entries::check_counted(
+                    body,
+                    Count::Varint,
+                    "config table has trailing bytes",
+                    parse_config,
+                )?,
+                tag::QUEUES => Entries::check_counted(
+                    body,
+                    Count::Varint,
+                    "queue table has trailing bytes",
+                    parse_queue,
+                )?,
                 tag::RESOURCES => Entries::check_counted(
                     body,
+                    Count::Varint,
                     "resource table has trailing bytes",
                     parse_resource,
                 )?,
                 tag::NAMES => {
                     Names::parse(body)?;
                 }
-                tag::LANES => Entries::check_counted(
-                    body,
-                    "lane table has trailing bytes",
-                    section::parse_lane,
-                )?,
+                tag::LANES => section::check_lane_table(body)?,
                 _ => {} // a newer writer's section: skipped
             }
         }
@@ -390,7 +398,7 @@ impl<'a> InitView<'a> {
         tag: u8,
         parse: fn(&mut Reader<'a>) -> Result<T, DecodeError>,
     ) -> Entries<'a, T> {
-        Entries::counted(Sections::find(self.sections, tag), parse)
+        Entries::counted(Sections::find(self.sections, tag), Count::Varint, parse)
     }
 
     /// Component layouts.
@@ -430,6 +438,6 @@ impl<'a> InitView<'a> {
 
     /// Every lane claimed when the Init was written.
     pub fn lanes(&self) -> LaneTable<'a> {
-        self.table(tag::LANES, section::parse_lane)
+        section::lane_table(Sections::find(self.sections, tag::LANES))
     }
 }

@@ -222,7 +222,7 @@ impl<const L: usize, const N: usize> Lanes<L, N> {
     }
 
     /// Every lane that is claimed or still holds a departed owner's events.
-    pub fn iter(&self) -> impl Iterator<Item = LaneInfo> + Clone + '_ {
+    pub fn iter(&self) -> impl Iterator<Item = LaneInfo> + '_ {
         (0..L).filter_map(|id| self.info(id as LaneId))
     }
 

@@ -99,14 +99,35 @@ impl<T> Clone for Entries<'_, T> {
     }
 }
 
+/// How a table states its entry count.
+#[derive(Clone, Copy)]
+pub(crate) enum Count {
+    /// A leading varint: tables written from data that cannot change
+    /// while it is written.
+    Varint,
+    /// A leading `u16`, patched after the entries: tables of lanes, which
+    /// threads may claim or release while the table is being written.
+    U16,
+}
+
+impl Count {
+    fn read(self, r: &mut Reader<'_>) -> Result<u64, DecodeError> {
+        match self {
+            Count::Varint => r.varint("table count"),
+            Count::U16 => r.u16("table count").map(u64::from),
+        }
+    }
+}
+
 impl<'a, T> Entries<'a, T> {
-    /// A table whose count is the body's leading varint.
+    /// A table whose count leads the body.
     pub(crate) fn counted(
         body: &'a [u8],
+        count: Count,
         parse: fn(&mut Reader<'a>) -> Result<T, DecodeError>,
     ) -> Self {
         let mut r = Reader::new(body);
-        let left = r.varint("table count").unwrap_or(0);
+        let left = count.read(&mut r).unwrap_or(0);
         Entries { r, left, parse }
     }
 
@@ -132,11 +153,12 @@ impl<'a, T> Entries<'a, T> {
     /// Checks a counted table that fills its whole body.
     pub(crate) fn check_counted(
         body: &'a [u8],
+        count: Count,
         what: &'static str,
         parse: fn(&mut Reader<'a>) -> Result<T, DecodeError>,
     ) -> Result<(), DecodeError> {
         let mut r = Reader::new(body);
-        let left = r.varint("table count")?;
+        let left = count.read(&mut r)?;
         Entries::new(r, left, parse).check()?.expect_end(what)
     }
 }
@@ -185,16 +207,33 @@ pub(crate) fn write_names<'n>(
 /// Writes the lanes section.
 pub(crate) fn write_lanes(
     w: &mut Writer<'_>,
-    lanes: impl Iterator<Item = LaneInfo> + Clone,
+    lanes: impl Iterator<Item = LaneInfo>,
 ) -> Result<(), EncodeError> {
     write_section(w, tag::LANES, |w| {
-        w.varint(lanes.clone().count() as u64);
-        for lane in lanes {
+        write_live_table(w, lanes, |w, lane| {
             w.varint(u64::from(lane.id));
             w.varint(u64::from(lane.name));
             w.u8(lane.kind.to_byte());
-        }
+        });
     })
+}
+
+/// Writes a [`Count::U16`] table: the entries `items` yields while it is
+/// walked once, counted as they are written (lane ids are `u16`, so a
+/// table of distinct lanes always fits).
+pub(crate) fn write_live_table<T>(
+    w: &mut Writer<'_>,
+    items: impl Iterator<Item = T>,
+    mut entry: impl FnMut(&mut Writer<'_>, T),
+) {
+    let at = w.position();
+    w.u16(0);
+    let mut count = 0u16;
+    for item in items.take(usize::from(u16::MAX)) {
+        entry(w, item);
+        count += 1;
+    }
+    w.patch_u16(at, count);
 }
 
 /// The names of a names section, as `(id, name)` in id order.
@@ -269,3 +308,18 @@ pub(crate) fn parse_lane(r: &mut Reader<'_>) -> Result<LaneInfo, DecodeError> {
 
 /// The lanes of a lanes section.
 pub type LaneTable<'a> = Entries<'a, LaneInfo>;
+
+/// The lanes of a lanes section body (checked when its frame was parsed).
+pub(crate) fn lane_table(body: &[u8]) -> LaneTable<'_> {
+    Entries::counted(body, Count::U16, parse_lane)
+}
+
+/// Checks a lanes section body.
+pub(crate) fn check_lane_table(body: &[u8]) -> Result<(), DecodeError> {
+    Entries::check_counted(
+        body,
+        Count::U16,
+        "lane table has trailing bytes",
+        parse_lane,
+    )
+}
