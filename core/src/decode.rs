@@ -224,7 +224,18 @@ impl<'b> Decoder<'b> {
                 return Err(DecodeError::BadMagic { offset });
             }
             let Some(head) = avail.first_chunk::<HEADER_LEN>() else {
-                return Ok(None);
+                if avail.len() < self.buf.len() {
+                    return Ok(None);
+                }
+                // A buffer smaller than a header can never hold a frame:
+                // say so and move on rather than wait forever.
+                self.resync = true;
+                self.advance(1, true);
+                return Err(DecodeError::FrameTooLarge {
+                    len: HEADER_LEN as u64,
+                    max: self.max_frame as u64,
+                    offset,
+                });
             };
             let Some(header) = Header::parse(head) else {
                 self.resync = true;

@@ -14,6 +14,14 @@ use core::sync::atomic::{fence, AtomicU32, Ordering};
 use crate::event::{Event, GaugeValue, LaneId, LaneKind, NameId, OpenSpan, SpanId};
 use crate::ring::EventRing;
 
+/// The ring capacity we recommend for hosted runtimes: 4096 events of 40
+/// bytes, 160 KiB per lane. Drained every millisecond, a lane only drops
+/// events above about 4 million a second sustained, or when the exporter
+/// stalls for longer than 4096 events take to record; a 60 Hz game loop
+/// with a few hundred spans per tick per thread stays two orders of
+/// magnitude below. Embedded hosts pick a smaller `N` to fit their RAM.
+pub const DEFAULT_RING_EVENTS: usize = 4096;
+
 /// How many open spans per lane are tracked for live-stall reporting.
 /// Deeper spans are still recorded when they end; only their open state is
 /// not reported (the true depth still is).

@@ -97,7 +97,7 @@ pub use event::{Event, GaugeValue, LaneId, LaneKind, NameId, OpenSpan, SpanId};
 pub use exporter::{Emitted, Exporter, Totals};
 pub use frame::FrameKind;
 pub use init::{InitView, Metadata, FORMAT_VERSION};
-pub use lane::{LaneHandle, LaneInfo, Lanes, SpanToken, MAX_OPEN_SPANS};
+pub use lane::{LaneHandle, LaneInfo, Lanes, SpanToken, DEFAULT_RING_EVENTS, MAX_OPEN_SPANS};
 pub use names::{NameError, NameSource, NameTable};
 pub use ring::EventRing;
 pub use section::{Entries, LaneTable, Names};

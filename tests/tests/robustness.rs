@@ -197,6 +197,17 @@ fn a_length_beyond_the_buffer_is_too_large_not_a_hang() {
 }
 
 #[test]
+fn a_buffer_smaller_than_a_header_reports_instead_of_hanging() {
+    let (bytes, _) = stream();
+    let seen = read_stream(&bytes[..200], &[5], 8);
+    assert!(seqs(&seen).is_empty());
+    assert!(matches!(
+        errors(&seen)[0],
+        DecodeError::FrameTooLarge { max: 8, .. }
+    ));
+}
+
+#[test]
 fn garbage_between_frames_is_reported_once_and_counted() {
     let (bytes, starts) = stream();
     let garbage: Vec<u8> = (0..300u32)
@@ -306,7 +317,7 @@ proptest! {
     fn arbitrary_bytes_never_panic_and_always_progress(
         bytes in prop::collection::vec(any::<u8>(), 0..2048),
         chunks in prop::collection::vec(1usize..64, 1..5),
-        buf_len in 16usize..4096,
+        buf_len in 1usize..4096,
     ) {
         let seen = read_stream(&bytes, &chunks, buf_len);
         prop_assert!(seen.len() <= bytes.len() + 1);
