@@ -355,7 +355,10 @@ impl<'a, const L: usize> Exporter<'a, L> {
         if self.stopping && !self.draining && !self.drain_requested {
             let shutdown = Shutdown {
                 time: self.now,
-                frames_sent: self.totals.frames_emitted - self.totals.frames_dropped,
+                frames_sent: self
+                    .totals
+                    .frames_emitted
+                    .saturating_sub(self.totals.frames_dropped),
                 frames_dropped: self.totals.frames_dropped,
                 events_dropped: self.totals.events_dropped,
             };
