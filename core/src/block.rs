@@ -24,7 +24,7 @@
 
 use crate::cursor::{Reader, Writer, MAX_VARINT_LEN};
 use crate::error::{DecodeError, EncodeError};
-use crate::event::{Event, GaugeValue, LaneId, SpanId};
+use crate::event::{kind, Event, GaugeValue, LaneId, SpanId};
 use crate::frame::{write_frame, FrameKind, OVERHEAD};
 use lz4_flex::block::get_maximum_output_size as lz4_max_output;
 
@@ -39,11 +39,6 @@ pub const MAX_RECORD_LEN: usize = MAX_STRUCTURE + MAX_VALUES;
 /// Bytes before the structure stream: its length.
 const STREAMS_HEADER: usize = 4;
 
-const KIND_SPAN: u8 = 1;
-const KIND_INSTANT: u8 = 2;
-const KIND_GAUGE: u8 = 3;
-const KIND_TICK_START: u8 = 4;
-const KIND_TICK_END: u8 = 5;
 /// Span has an argument / gauge is a float / tick overran.
 const FLAG_A: u8 = 0x10;
 /// Span has a parent.
@@ -215,14 +210,14 @@ fn encode_record(s: &mut Writer<'_>, v: &mut Writer<'_>, g: &mut Group, event: &
             arg,
             ..
         } => {
-            let mut kind = KIND_SPAN;
+            let mut code = kind::SPAN;
             if arg.is_some() {
-                kind |= FLAG_A;
+                code |= FLAG_A;
             }
             if parent != 0 {
-                kind |= FLAG_B;
+                code |= FLAG_B;
             }
-            s.u8(kind);
+            s.u8(code);
             s.varint(u64::from(name));
             s.zigzag(i64::from(id.wrapping_sub(g.prev_span) as i32));
             g.prev_span = id;
@@ -235,28 +230,28 @@ fn encode_record(s: &mut Writer<'_>, v: &mut Writer<'_>, g: &mut Group, event: &
             }
         }
         Event::Instant { name, payload, .. } => {
-            s.u8(KIND_INSTANT);
+            s.u8(kind::INSTANT);
             s.varint(u64::from(name));
             v.varint(payload);
         }
         Event::Gauge { gauge, value, .. } => match value {
             GaugeValue::Int(x) => {
-                s.u8(KIND_GAUGE);
+                s.u8(kind::GAUGE);
                 s.varint(u64::from(gauge));
                 v.zigzag(x);
             }
             GaugeValue::Float(x) => {
-                s.u8(KIND_GAUGE | FLAG_A);
+                s.u8(kind::GAUGE | FLAG_A);
                 s.varint(u64::from(gauge));
                 v.u64(x.to_bits());
             }
         },
         Event::TickStart { tick, .. } => {
-            s.u8(KIND_TICK_START);
+            s.u8(kind::TICK_START);
             v.varint(tick);
         }
         Event::TickEnd { tick, overrun, .. } => {
-            s.u8(KIND_TICK_END | if overrun { FLAG_A } else { 0 });
+            s.u8(kind::TICK_END | if overrun { FLAG_A } else { 0 });
             v.varint(tick);
         }
     }
@@ -454,18 +449,18 @@ fn decode_record(
     v: &mut Reader<'_>,
     g: &mut Group,
 ) -> Result<Event, DecodeError> {
-    let kind = s.u8("record kind")?;
+    let code = s.u8("record kind")?;
     let time = g.prev_time.wrapping_add(v.zigzag("record time")? as u64);
     g.prev_time = time;
-    let flag_a = kind & FLAG_A != 0;
-    Ok(match kind & 0x0f {
-        KIND_SPAN => {
+    let flag_a = code & FLAG_A != 0;
+    Ok(match code & 0x0f {
+        kind::SPAN => {
             let name = s.varint_u32("span name")?;
             let id_delta = i32::try_from(s.zigzag("span id")?)
                 .map_err(|_| DecodeError::Malformed { what: "span id" })?;
             let id = g.prev_span.wrapping_add(id_delta as u32);
             g.prev_span = id;
-            let parent = if kind & FLAG_B != 0 {
+            let parent = if code & FLAG_B != 0 {
                 id.wrapping_sub(s.varint_u32("span parent")?)
             } else {
                 0
@@ -486,12 +481,12 @@ fn decode_record(
                 arg,
             }
         }
-        KIND_INSTANT => Event::Instant {
+        kind::INSTANT => Event::Instant {
             time,
             name: s.varint_u32("instant name")?,
             payload: v.varint("instant payload")?,
         },
-        KIND_GAUGE => {
+        kind::GAUGE => {
             let gauge = s.varint_u32("gauge id")?;
             let value = if flag_a {
                 GaugeValue::Float(f64::from_bits(v.u64("gauge value")?))
@@ -500,11 +495,11 @@ fn decode_record(
             };
             Event::Gauge { time, gauge, value }
         }
-        KIND_TICK_START => Event::TickStart {
+        kind::TICK_START => Event::TickStart {
             time,
             tick: v.varint("tick number")?,
         },
-        KIND_TICK_END => Event::TickEnd {
+        kind::TICK_END => Event::TickEnd {
             time,
             tick: v.varint("tick number")?,
             overrun: flag_a,

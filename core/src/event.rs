@@ -61,6 +61,16 @@ pub enum GaugeValue {
     Float(f64),
 }
 
+/// The code of each event kind, shared by the ring's records and the
+/// Block's wire records (FORMAT.md, "Block").
+pub(crate) mod kind {
+    pub const SPAN: u8 = 1;
+    pub const INSTANT: u8 = 2;
+    pub const GAUGE: u8 = 3;
+    pub const TICK_START: u8 = 4;
+    pub const TICK_END: u8 = 5;
+}
+
 /// One recorded event. Timestamps are in host clock ticks (see
 /// [`crate::init::Metadata::ticks_per_second`]).
 #[derive(Clone, Copy, Debug, PartialEq)]

@@ -24,7 +24,7 @@
 
 use core::sync::atomic::{AtomicU32, Ordering};
 
-use crate::event::{Event, GaugeValue};
+use crate::event::{kind, Event, GaugeValue};
 
 /// Logical 64-bit words in one record.
 const WORDS: usize = 5;
@@ -32,11 +32,6 @@ const WORDS: usize = 5;
 /// Size in bytes of one slot of an [`EventRing`].
 pub const RECORD_BYTES: usize = WORDS * 8;
 
-const KIND_SPAN: u64 = 1;
-const KIND_INSTANT: u64 = 2;
-const KIND_GAUGE: u64 = 3;
-const KIND_TICK_START: u64 = 4;
-const KIND_TICK_END: u64 = 5;
 /// Flag in word 0: span has an argument, gauge is a float, tick overran.
 const FLAG: u64 = 0x100;
 /// Where word 0 keeps the name id.
@@ -215,7 +210,9 @@ fn to_words(event: &Event) -> [u64; WORDS] {
             parent,
             arg,
         } => [
-            KIND_SPAN | if arg.is_some() { FLAG } else { 0 } | (u64::from(name) << SHIFT_NAME),
+            u64::from(kind::SPAN)
+                | if arg.is_some() { FLAG } else { 0 }
+                | (u64::from(name) << SHIFT_NAME),
             start,
             duration,
             u64::from(id) | (u64::from(parent) << 32),
@@ -226,7 +223,7 @@ fn to_words(event: &Event) -> [u64; WORDS] {
             name,
             payload,
         } => [
-            KIND_INSTANT | (u64::from(name) << SHIFT_NAME),
+            u64::from(kind::INSTANT) | (u64::from(name) << SHIFT_NAME),
             time,
             0,
             0,
@@ -238,20 +235,20 @@ fn to_words(event: &Event) -> [u64; WORDS] {
                 GaugeValue::Float(v) => (FLAG, v.to_bits()),
             };
             [
-                KIND_GAUGE | flag | (u64::from(gauge) << SHIFT_NAME),
+                u64::from(kind::GAUGE) | flag | (u64::from(gauge) << SHIFT_NAME),
                 time,
                 0,
                 0,
                 bits,
             ]
         }
-        Event::TickStart { time, tick } => [KIND_TICK_START, time, 0, 0, tick],
+        Event::TickStart { time, tick } => [u64::from(kind::TICK_START), time, 0, 0, tick],
         Event::TickEnd {
             time,
             tick,
             overrun,
         } => [
-            KIND_TICK_END | if overrun { FLAG } else { 0 },
+            u64::from(kind::TICK_END) | if overrun { FLAG } else { 0 },
             time,
             0,
             0,
@@ -265,8 +262,8 @@ fn from_words(w: [u64; WORDS]) -> Option<Event> {
     let flag = w[0] & FLAG != 0;
     let name = (w[0] >> SHIFT_NAME) as u32;
     let time = w[1];
-    Some(match w[0] & 0xff {
-        KIND_SPAN => Event::Span {
+    Some(match w[0] as u8 {
+        kind::SPAN => Event::Span {
             start: time,
             duration: w[2],
             name,
@@ -274,12 +271,12 @@ fn from_words(w: [u64; WORDS]) -> Option<Event> {
             parent: (w[3] >> 32) as u32,
             arg: flag.then_some(w[4]),
         },
-        KIND_INSTANT => Event::Instant {
+        kind::INSTANT => Event::Instant {
             time,
             name,
             payload: w[4],
         },
-        KIND_GAUGE => Event::Gauge {
+        kind::GAUGE => Event::Gauge {
             time,
             gauge: name,
             value: if flag {
@@ -288,8 +285,8 @@ fn from_words(w: [u64; WORDS]) -> Option<Event> {
                 GaugeValue::Int(w[4] as i64)
             },
         },
-        KIND_TICK_START => Event::TickStart { time, tick: w[4] },
-        KIND_TICK_END => Event::TickEnd {
+        kind::TICK_START => Event::TickStart { time, tick: w[4] },
+        kind::TICK_END => Event::TickEnd {
             time,
             tick: w[4],
             overrun: flag,
