@@ -300,6 +300,11 @@ impl SpanToken {
 ///
 /// Not `Sync`, so two threads cannot record through the same handle at once.
 /// Dropping it releases the lane.
+///
+/// ```compile_fail
+/// fn shared_between_threads<T: Sync>() {}
+/// shared_between_threads::<typhon_live_core::LaneHandle<'static, 8>>();
+/// ```
 pub struct LaneHandle<'a, const N: usize> {
     lane: &'a Lane<N>,
     id: LaneId,

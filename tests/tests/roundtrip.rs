@@ -393,3 +393,101 @@ fn frames_parse_without_the_stream_decoder_too() {
     let frame = decoder.next().unwrap().unwrap();
     assert!(matches!(own(&frame), Ok(Owned::Block { .. })));
 }
+
+#[test]
+fn catchup_and_definitions_carry_lanes_names_and_open_spans() {
+    use typhon_live_core::catchup::write_catchup;
+    use typhon_live_core::{Lanes, NameTable, OpenSpan, MAX_OPEN_SPANS};
+    use typhon_live_tests::CatchUpLane;
+
+    let lanes = Lanes::<4, 16>::new();
+    let mut names: NameTable<32, 512> = NameTable::new();
+    let main = lanes
+        .claim(names.intern("Main").unwrap(), LaneKind::Main)
+        .unwrap();
+    let pool = lanes
+        .claim(names.intern("pool-1").unwrap(), LaneKind::Pool)
+        .unwrap();
+    let (tick, stall) = (
+        names.intern("Tick").unwrap(),
+        names.intern("Stall").unwrap(),
+    );
+    let _outer = main.begin(tick, 100);
+    let _inner = main.begin(stall, 150);
+    let deep: Vec<_> = (0..MAX_OPEN_SPANS as u64 + 2)
+        .map(|i| pool.begin(tick, 200 + i))
+        .collect();
+
+    let mut out = vec![0u8; 4096];
+    let n = write_catchup(&mut out, 5, 999, &lanes, &names).unwrap();
+    let got = frames(read_stream(&out[..n], &[], 4096));
+    let want_pool_open: Vec<OpenSpan> = (0..MAX_OPEN_SPANS as u64)
+        .map(|i| OpenSpan {
+            id: i as u32 + 1,
+            name: tick,
+            start: 200 + i,
+        })
+        .collect();
+    assert_eq!(
+        got,
+        vec![Owned::CatchUp {
+            seq: 5,
+            time: 999,
+            lanes: vec![
+                CatchUpLane {
+                    info: LaneInfo {
+                        id: 0,
+                        name: 0,
+                        kind: LaneKind::Main
+                    },
+                    name: "Main".into(),
+                    open_depth: 2,
+                    open: vec![
+                        OpenSpan {
+                            id: 1,
+                            name: tick,
+                            start: 100
+                        },
+                        OpenSpan {
+                            id: 2,
+                            name: stall,
+                            start: 150
+                        },
+                    ],
+                },
+                CatchUpLane {
+                    info: LaneInfo {
+                        id: 1,
+                        name: 1,
+                        kind: LaneKind::Pool
+                    },
+                    name: "pool-1".into(),
+                    open_depth: deep.len() as u32,
+                    open: want_pool_open,
+                },
+            ],
+        }]
+    );
+
+    let n = write_definitions(&mut out, 6, &names, 2, lanes.iter()).unwrap();
+    let got = frames(read_stream(&out[..n], &[], 4096));
+    assert_eq!(
+        got,
+        vec![Owned::Definitions {
+            seq: 6,
+            names: vec![(2, "Tick".into()), (3, "Stall".into())],
+            lanes: vec![
+                LaneInfo {
+                    id: 0,
+                    name: 0,
+                    kind: LaneKind::Main
+                },
+                LaneInfo {
+                    id: 1,
+                    name: 1,
+                    kind: LaneKind::Pool
+                },
+            ],
+        }]
+    );
+}
