@@ -123,20 +123,22 @@ impl<'s> BlockBuilder<'s> {
 
     /// Closes the Block and returns its uncompressed bytes; later pushes
     /// are refused until [`BlockBuilder::clear`].
+    /// A Block without events has no bytes at all.
     pub fn bytes(&mut self) -> &[u8] {
+        if self.records == 0 {
+            self.sealed = true;
+            return &[];
+        }
         if !self.sealed {
+            // A record was pushed, so the buffer holds the streams header.
             let values_at = self.split;
             let structure_end = STREAMS_HEADER + self.structure_len;
-            if self.buf.len() >= STREAMS_HEADER {
-                self.buf[..STREAMS_HEADER]
-                    .copy_from_slice(&(self.structure_len as u32).to_le_bytes());
-                self.buf
-                    .copy_within(values_at..values_at + self.values_len, structure_end);
-            }
+            self.buf[..STREAMS_HEADER].copy_from_slice(&(self.structure_len as u32).to_le_bytes());
+            self.buf
+                .copy_within(values_at..values_at + self.values_len, structure_end);
             self.sealed = true;
         }
-        let len = (STREAMS_HEADER + self.structure_len + self.values_len).min(self.buf.len());
-        &self.buf[..len]
+        &self.buf[..STREAMS_HEADER + self.structure_len + self.values_len]
     }
 
     /// Earliest event time and latest event end, `(0, 0)` when empty.
@@ -289,9 +291,11 @@ pub fn write_block(
             w.u16(lane);
             w.u32(dropped);
         }
-        w.fill_with(lz4_max_output(uncompressed.len()), |dst| {
-            lz4_flex::block::compress_into(uncompressed, dst).ok()
-        });
+        if !uncompressed.is_empty() {
+            w.fill_with(lz4_max_output(uncompressed.len()), |dst| {
+                lz4_flex::block::compress_into(uncompressed, dst).ok()
+            });
+        }
         Ok(())
     })
 }
@@ -350,6 +354,23 @@ impl<'a> BlockView<'a> {
     /// Decompresses into `buf` and returns an iterator over the events.
     pub fn decompress<'b>(&self, buf: &'b mut [u8]) -> Result<BlockEvents<'b>, DecodeError> {
         let len = self.uncompressed_len as usize;
+        if len == 0 {
+            // No events: no streams and no LZ4 data.
+            if !self.compressed.is_empty() {
+                return Err(DecodeError::Malformed {
+                    what: "empty block carries compressed data",
+                });
+            }
+            return Ok(BlockEvents {
+                structure: Reader::EMPTY,
+                values: Reader::EMPTY,
+                expected: self.records,
+                seen: 0,
+                group: Group::default(),
+                left_in_group: 0,
+                done: false,
+            });
+        }
         let max = u32::try_from(buf.len()).unwrap_or(u32::MAX);
         let dst = buf.get_mut(..len).ok_or(DecodeError::BlockTooLarge {
             len: self.uncompressed_len,

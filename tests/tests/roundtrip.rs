@@ -491,3 +491,19 @@ fn catchup_and_definitions_carry_lanes_names_and_open_spans() {
         }]
     );
 }
+
+#[test]
+fn a_scratch_too_small_for_any_event_still_writes_valid_drop_only_blocks() {
+    let (bytes, taken) = block_frame(
+        4,
+        &[(0, Event::TickStart { time: 1, tick: 1 })],
+        &[(2, 9)],
+        3,
+    );
+    assert_eq!(taken, 0);
+    let got = frames(read_stream(&bytes, &[], 256));
+    assert!(
+        matches!(&got[..], [Owned::Block { seq: 4, events, drops, uncompressed: 0, compressed: 0, .. }]
+        if events.is_empty() && drops == &[(2, 9)])
+    );
+}
