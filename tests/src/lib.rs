@@ -520,3 +520,133 @@ pub fn format_example() -> Vec<u8> {
     stream.extend(&out[..n]);
     stream
 }
+
+/// A test viewer: a TCP connection to a live profiler, decoding frames as
+/// they arrive, with bounded waits.
+pub struct Viewer {
+    pub stream: std::net::TcpStream,
+    buf: Vec<u8>,
+    pending: Vec<u8>,
+    /// Every frame received so far, in order.
+    pub frames: Vec<Owned>,
+    /// Every decode error met (there should be none).
+    pub errors: Vec<DecodeError>,
+    /// Raw bytes of every Block received, for comparing sinks.
+    pub block_bytes: Vec<Vec<u8>>,
+    closed: bool,
+}
+
+impl Viewer {
+    /// Connects to `addr`.
+    pub fn connect(addr: std::net::SocketAddr) -> Viewer {
+        let stream = std::net::TcpStream::connect_timeout(&addr, std::time::Duration::from_secs(5))
+            .expect("connect");
+        Viewer::with_stream(stream)
+    }
+
+    /// A viewer over an already connected stream.
+    pub fn with_stream(stream: std::net::TcpStream) -> Viewer {
+        stream
+            .set_read_timeout(Some(std::time::Duration::from_millis(20)))
+            .expect("read timeout");
+        Viewer {
+            stream,
+            buf: vec![0u8; 16 << 20],
+            pending: Vec::new(),
+            frames: Vec::new(),
+            errors: Vec::new(),
+            block_bytes: Vec::new(),
+            closed: false,
+        }
+    }
+
+    /// Whether the server closed the connection.
+    pub fn is_closed(&self) -> bool {
+        self.closed
+    }
+
+    /// Reads at most `max` bytes, slowly, as a struggling viewer would.
+    pub fn read_some(&mut self, max: usize) {
+        use std::io::Read;
+        let mut chunk = vec![0u8; max];
+        match self.stream.read(&mut chunk) {
+            Ok(0) => self.closed = true,
+            Ok(n) => self.pending.extend_from_slice(&chunk[..n]),
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) => {}
+            Err(_) => self.closed = true,
+        }
+        self.decode_pending();
+    }
+
+    /// Reads what is available for up to `wait`, decoding every whole frame.
+    pub fn read_for(&mut self, wait: std::time::Duration) {
+        use std::io::Read;
+        let deadline = std::time::Instant::now() + wait;
+        let mut chunk = vec![0u8; 64 << 10];
+        while std::time::Instant::now() < deadline && !self.closed {
+            match self.stream.read(&mut chunk) {
+                Ok(0) => self.closed = true,
+                Ok(n) => self.pending.extend_from_slice(&chunk[..n]),
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                    ) => {}
+                Err(_) => self.closed = true,
+            }
+            self.decode_pending();
+        }
+    }
+
+    /// Reads until `done` holds for the frames so far, or `wait` passes.
+    pub fn read_until(
+        &mut self,
+        wait: std::time::Duration,
+        done: impl Fn(&[Owned]) -> bool,
+    ) -> bool {
+        let deadline = std::time::Instant::now() + wait;
+        while !done(&self.frames) {
+            let now = std::time::Instant::now();
+            if now >= deadline || self.closed {
+                return done(&self.frames);
+            }
+            self.read_for((deadline - now).min(std::time::Duration::from_millis(50)));
+        }
+        true
+    }
+
+    fn decode_pending(&mut self) {
+        let mut decoder = Decoder::new(&mut self.buf);
+        let mut used = 0;
+        let mut rest = &self.pending[..];
+        while !rest.is_empty() {
+            let n = decoder.feed(rest);
+            rest = &rest[n..];
+            loop {
+                match decoder.next() {
+                    Ok(Some(frame)) => {
+                        used = (frame.offset as usize) + frame.wire_len();
+                        if frame.kind == 2 {
+                            self.block_bytes
+                                .push(self.pending[frame.offset as usize..used].to_vec());
+                        }
+                        match own(&frame) {
+                            Ok(owned) => self.frames.push(owned),
+                            Err(e) => self.errors.push(e),
+                        }
+                    }
+                    Ok(None) => break,
+                    Err(e) => self.errors.push(e),
+                }
+            }
+            if n == 0 {
+                break;
+            }
+        }
+        self.pending.drain(..used);
+    }
+}

@@ -1,0 +1,573 @@
+//! The zero-code launch configuration: `typhon.telemetry.json`, environment
+//! variables and command-line flags, layered defaults < file < environment
+//! < command line. A layer that omits a key keeps the lower layer's value.
+//!
+//! | key (file: `Typhon.Telemetry.Profiler.*`) | environment | flag | default | effect |
+//! |---|---|---|---|---|
+//! | `Enabled` (also `Typhon.Telemetry.Enabled`) | `TYPHON__PROFILER__ENABLED` | — | `true` | profiler on or off |
+//! | `Live` | `TYPHON__PROFILER__LIVE` | `--live [port]` | off | listen for a viewer on this port (0: any free port; not a number: 9100) |
+//! | `LiveWaitMs` | `TYPHON__PROFILER__LIVEWAITMS` | `--live-wait <ms>` | `0` | block `Profiler::start` until the first viewer connects, at most this long |
+//! | `BindAddress` | `TYPHON__PROFILER__BINDADDRESS` | `--bind-address <addr>` | `127.0.0.1` | address to listen on |
+//! | `Trace` | `TYPHON__PROFILER__TRACE` | `--trace <path>` | none | also write the stream to this file |
+
+use std::fmt;
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::Value;
+
+/// The port `Live` falls back to when its value is not a number.
+pub const DEFAULT_LIVE_PORT: u16 = 9100;
+/// The configuration file looked for in the working directory.
+pub const CONFIG_FILE: &str = "typhon.telemetry.json";
+
+/// The resolved profiler configuration.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProfilerConfig {
+    /// Whether the profiler runs at all.
+    pub enabled: bool,
+    /// Port to listen on for a live viewer; `Some(0)` picks a free port.
+    pub live: Option<u16>,
+    /// How long `Profiler::start` waits for the first viewer (0: not at all).
+    pub live_wait: Duration,
+    /// Address the live listener binds.
+    pub bind_address: IpAddr,
+    /// Trace file to write the same stream to.
+    pub trace: Option<PathBuf>,
+    /// How often the exporter drains the lanes.
+    pub drain_interval: Duration,
+}
+
+impl Default for ProfilerConfig {
+    fn default() -> Self {
+        ProfilerConfig {
+            enabled: true,
+            live: None,
+            live_wait: Duration::ZERO,
+            bind_address: IpAddr::from([127, 0, 0, 1]),
+            trace: None,
+            drain_interval: Duration::from_millis(1),
+        }
+    }
+}
+
+/// Why a configuration could not be used.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// The configuration file exists but could not be read.
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The configuration file is not valid JSON.
+    Json {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: serde_json::Error,
+    },
+    /// A value has the wrong form; `key` names where it came from.
+    Invalid {
+        /// Key, variable or flag.
+        key: String,
+        /// The value given.
+        value: String,
+        /// What was expected.
+        expected: &'static str,
+    },
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ConfigError::Read { path, source } => {
+                write!(f, "cannot read {}: {source}", path.display())
+            }
+            ConfigError::Json { path, source } => {
+                write!(f, "{} is not valid JSON: {source}", path.display())
+            }
+            ConfigError::Invalid {
+                key,
+                value,
+                expected,
+            } => {
+                write!(f, "{key} = {value:?} is invalid: expected {expected}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for ConfigError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ConfigError::Read { source, .. } => Some(source),
+            ConfigError::Json { source, .. } => Some(source),
+            ConfigError::Invalid { .. } => None,
+        }
+    }
+}
+
+/// One layer of settings: what a file, the environment or the command line
+/// says; `None` leaves the lower layer's value.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ConfigLayer {
+    /// `Enabled`.
+    pub enabled: Option<bool>,
+    /// `Live`: `Some(None)` turns it off.
+    pub live: Option<Option<u16>>,
+    /// `LiveWaitMs`.
+    pub live_wait_ms: Option<u64>,
+    /// `BindAddress`.
+    pub bind_address: Option<IpAddr>,
+    /// `Trace`.
+    pub trace: Option<PathBuf>,
+    /// Keys the layer did not know, for a warning.
+    pub unknown_keys: Vec<String>,
+}
+
+impl ConfigLayer {
+    /// Reads `path`; a missing file is an empty layer.
+    pub fn from_file(path: &Path) -> Result<Self, ConfigError> {
+        let text = match std::fs::read_to_string(path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Self::default()),
+            Err(source) => {
+                return Err(ConfigError::Read {
+                    path: path.into(),
+                    source,
+                })
+            }
+        };
+        let json: Value = serde_json::from_str(&text).map_err(|source| ConfigError::Json {
+            path: path.into(),
+            source,
+        })?;
+        Self::from_json(&json)
+    }
+
+    /// Reads the `Typhon.Telemetry` object of a parsed configuration.
+    pub fn from_json(json: &Value) -> Result<Self, ConfigError> {
+        let mut layer = ConfigLayer::default();
+        let Some(root) = json.as_object() else {
+            return Err(invalid("configuration", json, "a JSON object"));
+        };
+        for (key, value) in root {
+            if key != "Typhon" {
+                layer.unknown_keys.push(key.clone());
+                continue;
+            }
+            for (key, value) in value.as_object().into_iter().flatten() {
+                if key != "Telemetry" {
+                    layer.unknown_keys.push(format!("Typhon.{key}"));
+                    continue;
+                }
+                layer.read_telemetry(value)?;
+            }
+        }
+        Ok(layer)
+    }
+
+    fn read_telemetry(&mut self, telemetry: &Value) -> Result<(), ConfigError> {
+        let mut telemetry_enabled = None;
+        let mut profiler_enabled = None;
+        for (key, value) in telemetry.as_object().into_iter().flatten() {
+            match key.as_str() {
+                "Enabled" => {
+                    telemetry_enabled = Some(bool_value("Typhon.Telemetry.Enabled", value)?)
+                }
+                "Profiler" => {
+                    for (key, value) in value.as_object().into_iter().flatten() {
+                        let name = format!("Typhon.Telemetry.Profiler.{key}");
+                        match key.as_str() {
+                            "Enabled" => profiler_enabled = Some(bool_value(&name, value)?),
+                            "Live" => self.live = Some(live_value(value)),
+                            "LiveWaitMs" => {
+                                self.live_wait_ms = Some(wait_value(&name, &json_text(value))?)
+                            }
+                            "BindAddress" => {
+                                self.bind_address = Some(address_value(&name, &json_text(value))?)
+                            }
+                            "Trace" => self.trace = trace_value(value),
+                            _ => self.unknown_keys.push(name),
+                        }
+                    }
+                }
+                _ => self.unknown_keys.push(format!("Typhon.Telemetry.{key}")),
+            }
+        }
+        if telemetry_enabled.is_some() || profiler_enabled.is_some() {
+            self.enabled =
+                Some(telemetry_enabled.unwrap_or(true) && profiler_enabled.unwrap_or(true));
+        }
+        Ok(())
+    }
+
+    /// Reads `TYPHON__PROFILER__*` variables from `vars`.
+    pub fn from_env<K: AsRef<str>, V: AsRef<str>>(
+        vars: impl IntoIterator<Item = (K, V)>,
+    ) -> Result<Self, ConfigError> {
+        let mut layer = ConfigLayer::default();
+        for (key, value) in vars {
+            let (key, value) = (key.as_ref(), value.as_ref());
+            let Some(setting) = key.strip_prefix("TYPHON__PROFILER__") else {
+                continue;
+            };
+            match setting.to_ascii_uppercase().as_str() {
+                "ENABLED" => layer.enabled = Some(bool_text(key, value)?),
+                "LIVE" => layer.live = Some(live_text(value)),
+                "LIVEWAITMS" => layer.live_wait_ms = Some(wait_value(key, value)?),
+                "BINDADDRESS" => layer.bind_address = Some(address_value(key, value)?),
+                "TRACE" => layer.trace = (!value.is_empty()).then(|| value.into()),
+                _ => layer.unknown_keys.push(key.into()),
+            }
+        }
+        Ok(layer)
+    }
+
+    /// Reads the profiler's flags from a host program's arguments; every
+    /// other argument is left for the host.
+    pub fn from_args<S: AsRef<str>>(
+        args: impl IntoIterator<Item = S>,
+    ) -> Result<Self, ConfigError> {
+        let args: Vec<String> = args.into_iter().map(|a| a.as_ref().to_owned()).collect();
+        let mut layer = ConfigLayer::default();
+        let mut i = 0;
+        while i < args.len() {
+            let (flag, inline) = match args[i].split_once('=') {
+                Some((flag, value)) if flag.starts_with("--") => (flag, Some(value.to_owned())),
+                _ => (args[i].as_str(), None),
+            };
+            let next_value = |i: &mut usize| -> Option<String> {
+                if inline.is_some() {
+                    return inline.clone();
+                }
+                let value = args.get(*i + 1).filter(|v| !v.starts_with("--")).cloned();
+                if value.is_some() {
+                    *i += 1;
+                }
+                value
+            };
+            match flag {
+                "--live" => {
+                    // The port is optional: `--live` alone listens on 9100.
+                    let port = match inline.clone() {
+                        Some(v) => Some(v),
+                        None => args
+                            .get(i + 1)
+                            .filter(|v| v.parse::<u16>().is_ok())
+                            .cloned()
+                            .inspect(|_| i += 1),
+                    };
+                    layer.live = Some(Some(port.map_or(DEFAULT_LIVE_PORT, |p| {
+                        p.parse().unwrap_or(DEFAULT_LIVE_PORT)
+                    })));
+                }
+                "--live-wait" => {
+                    let value =
+                        next_value(&mut i).ok_or_else(|| missing("--live-wait", "milliseconds"))?;
+                    layer.live_wait_ms = Some(wait_value("--live-wait", &value)?);
+                }
+                "--bind-address" => {
+                    let value = next_value(&mut i)
+                        .ok_or_else(|| missing("--bind-address", "an IP address"))?;
+                    layer.bind_address = Some(address_value("--bind-address", &value)?);
+                }
+                "--trace" => {
+                    let value =
+                        next_value(&mut i).ok_or_else(|| missing("--trace", "a file path"))?;
+                    layer.trace = Some(value.into());
+                }
+                _ => {}
+            }
+            i += 1;
+        }
+        Ok(layer)
+    }
+}
+
+impl ProfilerConfig {
+    /// Applies `layers` in order (lowest first) over the defaults.
+    pub fn layered<'a>(layers: impl IntoIterator<Item = &'a ConfigLayer>) -> Self {
+        let mut config = ProfilerConfig::default();
+        for layer in layers {
+            for key in &layer.unknown_keys {
+                log::warn!("typhon-live: unknown configuration key {key} ignored");
+            }
+            if let Some(enabled) = layer.enabled {
+                config.enabled = enabled;
+            }
+            if let Some(live) = layer.live {
+                config.live = live;
+            }
+            if let Some(ms) = layer.live_wait_ms {
+                config.live_wait = Duration::from_millis(ms);
+            }
+            if let Some(address) = layer.bind_address {
+                config.bind_address = address;
+            }
+            if let Some(trace) = &layer.trace {
+                config.trace = Some(trace.clone());
+            }
+        }
+        config
+    }
+
+    /// The configuration of this process: `typhon.telemetry.json` in the
+    /// working directory (or `file`), the environment, then `args`.
+    pub fn load<S: AsRef<str>>(
+        file: Option<&Path>,
+        args: impl IntoIterator<Item = S>,
+    ) -> Result<Self, ConfigError> {
+        let file = ConfigLayer::from_file(file.unwrap_or(Path::new(CONFIG_FILE)))?;
+        let env = ConfigLayer::from_env(std::env::vars())?;
+        let args = ConfigLayer::from_args(args)?;
+        Ok(Self::layered([&file, &env, &args]))
+    }
+}
+
+fn invalid(key: &str, value: &Value, expected: &'static str) -> ConfigError {
+    ConfigError::Invalid {
+        key: key.into(),
+        value: value.to_string(),
+        expected,
+    }
+}
+
+fn missing(flag: &str, expected: &'static str) -> ConfigError {
+    ConfigError::Invalid {
+        key: flag.into(),
+        value: String::new(),
+        expected,
+    }
+}
+
+fn json_text(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+fn bool_value(key: &str, value: &Value) -> Result<bool, ConfigError> {
+    match value {
+        Value::Bool(b) => Ok(*b),
+        Value::String(s) => bool_text(key, s),
+        other => Err(invalid(key, other, "true or false")),
+    }
+}
+
+fn bool_text(key: &str, value: &str) -> Result<bool, ConfigError> {
+    match value.trim().to_ascii_lowercase().as_str() {
+        "true" | "1" | "yes" | "on" => Ok(true),
+        "false" | "0" | "no" | "off" => Ok(false),
+        _ => Err(ConfigError::Invalid {
+            key: key.into(),
+            value: value.into(),
+            expected: "true or false",
+        }),
+    }
+}
+
+/// `Live`: a port; `false`/`null` turns it off; anything else listens on 9100.
+fn live_value(value: &Value) -> Option<u16> {
+    match value {
+        Value::Null | Value::Bool(false) => None,
+        Value::Number(n) => Some(
+            n.as_u64()
+                .and_then(|p| u16::try_from(p).ok())
+                .unwrap_or(DEFAULT_LIVE_PORT),
+        ),
+        Value::String(s) => live_text(s),
+        _ => Some(DEFAULT_LIVE_PORT),
+    }
+}
+
+fn live_text(value: &str) -> Option<u16> {
+    match value.trim() {
+        "" | "false" | "off" => None,
+        text => Some(text.parse().unwrap_or(DEFAULT_LIVE_PORT)),
+    }
+}
+
+fn wait_value(key: &str, value: &str) -> Result<u64, ConfigError> {
+    let value = value.trim();
+    match value.parse::<i64>() {
+        Ok(ms) if ms >= 0 => Ok(ms as u64),
+        Ok(_) => Err(ConfigError::Invalid {
+            key: key.into(),
+            value: value.into(),
+            expected: "milliseconds, 0 or more",
+        }),
+        Err(_) => Err(ConfigError::Invalid {
+            key: key.into(),
+            value: value.into(),
+            expected: "a whole number of milliseconds",
+        }),
+    }
+}
+
+fn address_value(key: &str, value: &str) -> Result<IpAddr, ConfigError> {
+    let value = value.trim();
+    let value = if value.eq_ignore_ascii_case("localhost") {
+        "127.0.0.1"
+    } else {
+        value
+    };
+    value.parse().map_err(|_| ConfigError::Invalid {
+        key: key.into(),
+        value: value.into(),
+        expected: "an IP address such as 127.0.0.1",
+    })
+}
+
+fn trace_value(value: &Value) -> Option<PathBuf> {
+    match value {
+        Value::String(s) if !s.is_empty() => Some(s.into()),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn file(json: Value) -> ConfigLayer {
+        ConfigLayer::from_json(&json).unwrap()
+    }
+
+    #[test]
+    fn defaults_bind_loopback_and_do_not_listen() {
+        let config = ProfilerConfig::default();
+        assert_eq!(config.bind_address, IpAddr::from([127, 0, 0, 1]));
+        assert_eq!(config.live, None);
+        assert_eq!(config.live_wait, Duration::ZERO);
+        assert!(config.enabled);
+    }
+
+    #[test]
+    fn the_documented_file_shape_is_read() {
+        let layer = file(
+            json!({ "Typhon": { "Telemetry": { "Enabled": true, "Profiler": {
+            "Enabled": true, "Live": 9100, "LiveWaitMs": 5000, "BindAddress": "127.0.0.1", "Trace": "run.tlt" } } } }),
+        );
+        let config = ProfilerConfig::layered([&layer]);
+        assert_eq!(config.live, Some(9100));
+        assert_eq!(config.live_wait, Duration::from_millis(5000));
+        assert_eq!(config.trace, Some(PathBuf::from("run.tlt")));
+        assert!(layer.unknown_keys.is_empty());
+    }
+
+    #[test]
+    fn a_command_line_without_bind_address_keeps_the_files() {
+        let from_file = file(
+            json!({ "Typhon": { "Telemetry": { "Profiler": { "BindAddress": "0.0.0.0", "Live": 9200 } } } }),
+        );
+        let from_args = ConfigLayer::from_args(["game", "--live", "--trace", "x.tlt"]).unwrap();
+        let config = ProfilerConfig::layered([&from_file, &from_args]);
+        assert_eq!(config.bind_address, IpAddr::from([0, 0, 0, 0]));
+        assert_eq!(config.live, Some(DEFAULT_LIVE_PORT));
+        assert_eq!(config.trace, Some(PathBuf::from("x.tlt")));
+    }
+
+    #[test]
+    fn layers_override_in_order() {
+        let from_file = file(
+            json!({ "Typhon": { "Telemetry": { "Profiler": { "Live": 1, "LiveWaitMs": 10 } } } }),
+        );
+        let env = ConfigLayer::from_env([
+            ("TYPHON__PROFILER__LIVE", "2"),
+            ("TYPHON__PROFILER__BINDADDRESS", "::1"),
+            ("PATH", "/bin"),
+        ])
+        .unwrap();
+        let args = ConfigLayer::from_args(["--live", "3", "--bind-address=127.0.0.2"]).unwrap();
+        let config = ProfilerConfig::layered([&from_file, &env, &args]);
+        assert_eq!(config.live, Some(3));
+        assert_eq!(config.live_wait, Duration::from_millis(10));
+        assert_eq!(config.bind_address, IpAddr::from([127, 0, 0, 2]));
+        let config = ProfilerConfig::layered([&from_file, &env]);
+        assert_eq!(config.bind_address, "::1".parse::<IpAddr>().unwrap());
+    }
+
+    #[test]
+    fn non_numeric_live_falls_back_to_9100() {
+        let layer =
+            file(json!({ "Typhon": { "Telemetry": { "Profiler": { "Live": "yes please" } } } }));
+        assert_eq!(ProfilerConfig::layered([&layer]).live, Some(9100));
+        let layer = ConfigLayer::from_env([("TYPHON__PROFILER__LIVE", "abc")]).unwrap();
+        assert_eq!(layer.live, Some(Some(9100)));
+        assert_eq!(
+            ConfigLayer::from_args(["--live", "--trace", "t"])
+                .unwrap()
+                .live,
+            Some(Some(9100))
+        );
+        assert_eq!(
+            ConfigLayer::from_args(["--live", "0"]).unwrap().live,
+            Some(Some(0))
+        );
+    }
+
+    #[test]
+    fn bad_values_are_clear_errors() {
+        let err = ConfigLayer::from_json(
+            &json!({ "Typhon": { "Telemetry": { "Profiler": { "LiveWaitMs": -5 } } } }),
+        )
+        .unwrap_err();
+        assert_eq!(err.to_string(), "Typhon.Telemetry.Profiler.LiveWaitMs = \"-5\" is invalid: expected milliseconds, 0 or more");
+        let err = ConfigLayer::from_args(["--bind-address", "not-an-ip"]).unwrap_err();
+        assert!(
+            err.to_string().contains("--bind-address = \"not-an-ip\""),
+            "{err}"
+        );
+        let err = ConfigLayer::from_env([("TYPHON__PROFILER__LIVEWAITMS", "soon")]).unwrap_err();
+        assert!(
+            err.to_string().contains("TYPHON__PROFILER__LIVEWAITMS"),
+            "{err}"
+        );
+        assert!(ConfigLayer::from_args(["--live-wait"]).is_err());
+    }
+
+    #[test]
+    fn unknown_keys_are_collected_not_fatal() {
+        let layer = file(
+            json!({ "Other": 1, "Typhon": { "Telemetry": { "Profiler": { "Live": 5, "Colour": "red" } } } }),
+        );
+        assert_eq!(
+            layer.unknown_keys,
+            ["Other", "Typhon.Telemetry.Profiler.Colour"]
+        );
+        assert_eq!(layer.live, Some(Some(5)));
+    }
+
+    #[test]
+    fn disabled_at_either_level_is_disabled() {
+        let layer = file(
+            json!({ "Typhon": { "Telemetry": { "Enabled": false, "Profiler": { "Enabled": true } } } }),
+        );
+        assert!(!ProfilerConfig::layered([&layer]).enabled);
+    }
+
+    #[test]
+    fn a_missing_file_is_empty_and_bad_json_is_an_error() {
+        let dir = std::env::temp_dir().join(format!("typhon-config-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        assert_eq!(
+            ConfigLayer::from_file(&dir.join("absent.json")).unwrap(),
+            ConfigLayer::default()
+        );
+        let bad = dir.join("bad.json");
+        std::fs::write(&bad, "{ not json").unwrap();
+        let err = ConfigLayer::from_file(&bad).unwrap_err();
+        assert!(
+            err.to_string().contains("bad.json is not valid JSON"),
+            "{err}"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

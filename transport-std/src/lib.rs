@@ -1,0 +1,33 @@
+//! The std transport of typhon-live: the profiler runtime, the live TCP
+//! exporter, the trace-file sink and the zero-code launch configuration.
+//!
+//! Byte work and protocol state belong to `typhon-live-core` and its
+//! sans-IO exporter; this crate supplies threads, sockets, files, time and
+//! configuration.
+//!
+//! ```no_run
+//! use typhon_live_std::{config::ProfilerConfig, Profiler};
+//! use typhon_live_core::Metadata;
+//!
+//! let config = ProfilerConfig::load(None, std::env::args()).expect("configuration");
+//! let profiler = Profiler::start(&config, &Metadata::default()).expect("profiler");
+//! for tick in 0..600 {
+//!     typhon_live_std::runtime::tick_start(tick);
+//!     {
+//!         let _span = typhon_live_std::span!("Physics");
+//!         // ... work ...
+//!     }
+//!     typhon_live_std::runtime::tick_end(tick, false);
+//! }
+//! profiler.stop().expect("trace file written");
+//! ```
+#![deny(missing_docs)]
+
+pub mod config;
+mod metadata;
+pub mod runtime;
+mod session;
+mod tcp;
+
+pub use session::{Profiler, StartError, Stats, SHUTDOWN_WAIT};
+pub use tcp::{MAX_QUEUED_BYTES, SEND_BUFFER_BYTES};

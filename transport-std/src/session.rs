@@ -1,0 +1,451 @@
+//! A profiling session: `Profiler::start` opens the sinks and starts the
+//! exporter thread, which drains every lane each drain interval and hands
+//! the same frame bytes to the trace file and the live viewer.
+
+use std::fmt;
+use std::fs::File;
+use std::io::{self, BufWriter, Write};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use typhon_live_core::{Emitted, EncodeError, Exporter, FrameKind, Metadata, Totals};
+
+use crate::config::ProfilerConfig;
+use crate::metadata::OwnedMetadata;
+use crate::runtime::{self, LANES, MAX_LANES};
+use crate::tcp::{self, Delivery, TcpSink};
+
+/// How long `stop` waits for the last frames to reach a viewer.
+pub const SHUTDOWN_WAIT: Duration = Duration::from_millis(500);
+/// Uncompressed bytes of events one Block holds.
+const BLOCK_SCRATCH: usize = 256 << 10;
+
+static RUNNING: AtomicBool = AtomicBool::new(false);
+
+/// Why a profiler could not start.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum StartError {
+    /// Another profiler runs in this process (lanes and names are
+    /// process-wide).
+    AlreadyRunning,
+    /// The live listener could not be opened on `address`.
+    Listen {
+        /// The address asked for.
+        address: SocketAddr,
+        /// Why (address in use, permission denied, not a local address...).
+        source: io::Error,
+    },
+    /// The trace file could not be created.
+    Trace {
+        /// The file asked for.
+        path: PathBuf,
+        /// Why.
+        source: io::Error,
+    },
+    /// The exporter thread could not be started.
+    Thread(io::Error),
+}
+
+impl fmt::Display for StartError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StartError::AlreadyRunning => write!(
+                f,
+                "a typhon-live profiler is already running in this process"
+            ),
+            StartError::Listen { address, source } => {
+                write!(f, "cannot listen on {address}: {source}")
+            }
+            StartError::Trace { path, source } => {
+                write!(f, "cannot create trace file {}: {source}", path.display())
+            }
+            StartError::Thread(source) => write!(f, "cannot start the exporter thread: {source}"),
+        }
+    }
+}
+
+impl std::error::Error for StartError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            StartError::AlreadyRunning => None,
+            StartError::Listen { source, .. }
+            | StartError::Trace { source, .. }
+            | StartError::Thread(source) => Some(source),
+        }
+    }
+}
+
+/// Counters of a session, readable while it runs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Frames handed to the viewer's socket.
+    pub live_frames_sent: u64,
+    /// Frames dropped whole because the viewer was behind.
+    pub live_frames_dropped: u64,
+    /// Viewers that attached.
+    pub viewers: u64,
+    /// Events lost: full rings, or Blocks dropped while the live viewer was
+    /// the only reader.
+    pub events_dropped: u64,
+    /// Worst time one send call spent on the socket, in microseconds.
+    pub worst_send_us: u64,
+    /// Worst time one exporter cycle took, in microseconds.
+    pub worst_cycle_us: u64,
+}
+
+#[derive(Default)]
+struct Control {
+    stop: AtomicBool,
+    viewer_seen: Mutex<bool>,
+    viewer_arrived: Condvar,
+    live_frames_sent: AtomicU64,
+    live_frames_dropped: AtomicU64,
+    viewers: AtomicU64,
+    events_dropped: AtomicU64,
+    worst_send_us: AtomicU64,
+    worst_cycle_us: AtomicU64,
+}
+
+/// A running profiler. Dropping it stops it.
+pub struct Profiler {
+    control: Arc<Control>,
+    thread: Option<JoinHandle<io::Result<()>>>,
+    live_addr: Option<SocketAddr>,
+}
+
+/// Releases the one-profiler-per-process slot when dropped.
+struct RunningSlot;
+
+impl RunningSlot {
+    fn take() -> Option<RunningSlot> {
+        (!RUNNING.swap(true, Ordering::AcqRel)).then_some(RunningSlot)
+    }
+}
+
+impl Drop for RunningSlot {
+    fn drop(&mut self) {
+        RUNNING.store(false, Ordering::Release);
+    }
+}
+
+impl Profiler {
+    /// Starts profiling with `config`; `metadata` names what the process
+    /// is (its clock and session fields are filled in here). With
+    /// `config.live_wait` > 0 and a live port, waits for the first viewer
+    /// at most that long.
+    pub fn start(config: &ProfilerConfig, metadata: &Metadata<'_>) -> Result<Profiler, StartError> {
+        let control = Arc::new(Control::default());
+        if !config.enabled {
+            return Ok(Profiler {
+                control,
+                thread: None,
+                live_addr: None,
+            });
+        }
+        let slot = RunningSlot::take().ok_or(StartError::AlreadyRunning)?;
+        let live = match config.live {
+            Some(port) => {
+                let address = SocketAddr::new(config.bind_address, port);
+                if !address.ip().is_loopback() {
+                    log::warn!(
+                        "typhon-live: listening on {address}, beyond loopback: the stream is unauthenticated \
+                         and carries system, component and query names"
+                    );
+                }
+                let listener =
+                    tcp::bind(address).map_err(|source| StartError::Listen { address, source })?;
+                Some(TcpSink::new(listener))
+            }
+            None => None,
+        };
+        let trace = match config.trace.as_ref() {
+            Some(path) => {
+                let file = File::create(path).map_err(|source| StartError::Trace {
+                    path: path.clone(),
+                    source,
+                })?;
+                Some(BufWriter::with_capacity(1 << 20, file))
+            }
+            None => None,
+        };
+        let live_addr = live.as_ref().and_then(TcpSink::local_addr);
+        let clock = runtime::clock();
+        let created = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64);
+        let meta = OwnedMetadata::new(metadata, 1_000_000_000, session_id(created), created);
+        let drain_interval = config.drain_interval.max(Duration::from_micros(100));
+        let thread = {
+            let control = Arc::clone(&control);
+            std::thread::Builder::new()
+                .name("typhon-live-exporter".into())
+                .spawn(move || {
+                    // The slot is free again once the thread has let go of
+                    // the lanes, however the session ends.
+                    let _slot = slot;
+                    export(&meta, live, trace, drain_interval, &control, clock)
+                })
+                .map_err(StartError::Thread)?
+        };
+        runtime::set_enabled(true);
+        let profiler = Profiler {
+            control,
+            thread: Some(thread),
+            live_addr,
+        };
+        if live_addr.is_some() && !config.live_wait.is_zero() {
+            profiler.wait_for_viewer(config.live_wait);
+        }
+        Ok(profiler)
+    }
+
+    fn wait_for_viewer(&self, timeout: Duration) -> bool {
+        let seen = self
+            .control
+            .viewer_seen
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        let (seen, _) = self
+            .control
+            .viewer_arrived
+            .wait_timeout_while(seen, timeout, |seen| !*seen)
+            .unwrap_or_else(|p| p.into_inner());
+        *seen
+    }
+
+    /// The address the live listener is bound to (with the real port when
+    /// the configuration asked for port 0).
+    pub fn live_addr(&self) -> Option<SocketAddr> {
+        self.live_addr
+    }
+
+    /// Whether a viewer ever attached to this session.
+    pub fn viewer_ever_connected(&self) -> bool {
+        *self
+            .control
+            .viewer_seen
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Counters so far.
+    pub fn stats(&self) -> Stats {
+        let c = &self.control;
+        Stats {
+            live_frames_sent: c.live_frames_sent.load(Ordering::Relaxed),
+            live_frames_dropped: c.live_frames_dropped.load(Ordering::Relaxed),
+            viewers: c.viewers.load(Ordering::Relaxed),
+            events_dropped: c.events_dropped.load(Ordering::Relaxed),
+            worst_send_us: c.worst_send_us.load(Ordering::Relaxed),
+            worst_cycle_us: c.worst_cycle_us.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Ends the session: drains what is left, sends Shutdown to the viewer
+    /// (waiting at most [`SHUTDOWN_WAIT`]) and the trace file, and closes
+    /// both. Returns the trace file's write error, if any.
+    pub fn stop(mut self) -> io::Result<Stats> {
+        self.finish()?;
+        Ok(self.stats())
+    }
+
+    fn finish(&mut self) -> io::Result<()> {
+        let Some(thread) = self.thread.take() else {
+            return Ok(());
+        };
+        runtime::set_enabled(false);
+        self.control.stop.store(true, Ordering::Release);
+        thread
+            .join()
+            .unwrap_or_else(|_| Err(io::Error::other("exporter thread panicked")))
+    }
+}
+
+impl Drop for Profiler {
+    fn drop(&mut self) {
+        if let Err(e) = self.finish() {
+            log::error!("typhon-live: trace file could not be completed: {e}");
+        }
+    }
+}
+
+/// A session id that differs across restarts: time, process id and a
+/// per-process counter, mixed.
+fn session_id(created_unix_ns: u64) -> u64 {
+    static STARTS: AtomicU64 = AtomicU64::new(0);
+    let mut x = created_unix_ns
+        ^ (u64::from(std::process::id()) << 32)
+        ^ STARTS.fetch_add(1, Ordering::Relaxed);
+    // splitmix64 finaliser
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
+}
+
+fn store_max(cell: &AtomicU64, value: u64) {
+    cell.fetch_max(value, Ordering::Relaxed);
+}
+
+/// Which sink the next Init is for: each attachment gets its own.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum InitFor {
+    File,
+    Live,
+}
+
+/// The next frame of `exporter` in `out`, growing `out` as needed.
+fn poll(
+    exporter: &mut Exporter<'_, MAX_LANES>,
+    out: &mut Vec<u8>,
+    clock: &runtime::Clock,
+) -> Option<Emitted> {
+    loop {
+        let polled = {
+            let names = runtime::names();
+            exporter.poll(clock.now(), &LANES, &*names, out)
+        };
+        match polled {
+            Ok(frame) => return frame,
+            Err(EncodeError::BufferTooSmall { needed }) => out.resize(needed, 0),
+            Err(e) => {
+                log::error!("typhon-live: cannot encode a frame: {e}");
+                return None;
+            }
+        }
+    }
+}
+
+/// The exporter thread.
+fn export(
+    meta: &OwnedMetadata,
+    mut live: Option<TcpSink>,
+    mut trace: Option<BufWriter<File>>,
+    interval: Duration,
+    control: &Control,
+    clock: &runtime::Clock,
+) -> io::Result<()> {
+    meta.with(|meta| {
+        let mut scratch = vec![0u8; BLOCK_SCRATCH];
+        let mut exporter: Exporter<'_, MAX_LANES> = Exporter::new(meta, &mut scratch);
+        let mut out = vec![0u8; exporter.min_block_buffer().max(1 << 16)];
+        let mut init_for = None;
+        let mut trace_error = None;
+        let mut stop_deadline = None;
+        if let Some(file) = trace.as_mut() {
+            // The file's Init goes out before any viewer can attach, so that
+            // each reader's Init is its own.
+            exporter.attach();
+            init_for = Some(InitFor::File);
+            if let Some(frame) = poll(&mut exporter, &mut out, clock) {
+                if let Err(e) = file.write_all(&out[..frame.len]) {
+                    log::error!("typhon-live: writing the trace file failed, closing it: {e}");
+                    trace_error = Some(e);
+                    trace = None;
+                }
+            }
+        }
+        loop {
+            let cycle = Instant::now();
+            let stopping = control.stop.load(Ordering::Acquire);
+            if let Some(sink) = live.as_mut() {
+                if sink.accept().is_some() {
+                    control.viewers.fetch_add(1, Ordering::Relaxed);
+                    exporter.attach();
+                    init_for = Some(InitFor::Live);
+                    let mut seen = control
+                        .viewer_seen
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner());
+                    *seen = true;
+                    control.viewer_arrived.notify_all();
+                }
+                if !sink.check_viewer() && trace.is_none() && exporter.is_attached() {
+                    exporter.detach();
+                }
+            }
+            if stopping {
+                exporter.stop();
+            } else {
+                exporter.request_drain();
+            }
+            while let Some(frame) = poll(&mut exporter, &mut out, clock) {
+                let bytes = &out[..frame.len];
+                let to_file = frame.kind != FrameKind::Init || init_for == Some(InitFor::File);
+                let to_live = frame.kind != FrameKind::Init || init_for == Some(InitFor::Live);
+                if to_file {
+                    if let Some(file) = trace.as_mut() {
+                        if let Err(e) = file.write_all(bytes) {
+                            log::error!(
+                                "typhon-live: writing the trace file failed, closing it: {e}"
+                            );
+                            trace_error = Some(e);
+                            trace = None;
+                        }
+                    }
+                }
+                if to_live {
+                    if let Some(sink) = live.as_mut() {
+                        match sink.send(bytes, frame.kind.is_droppable()) {
+                            Delivery::Accepted => {
+                                control.live_frames_sent.fetch_add(1, Ordering::Relaxed);
+                            }
+                            Delivery::Dropped => {
+                                control.live_frames_dropped.fetch_add(1, Ordering::Relaxed);
+                                // With a file the stream itself went out
+                                // whole: only this viewer missed the frame.
+                                if trace.is_none() {
+                                    exporter.frame_dropped();
+                                }
+                            }
+                            Delivery::NoViewer => {}
+                        }
+                    }
+                }
+            }
+            if let Some(sink) = live.as_mut() {
+                sink.flush();
+                store_max(&control.worst_send_us, sink.worst_send.as_micros() as u64);
+            }
+            if let Some(file) = trace.as_mut() {
+                // A crash loses at most this cycle: frames reach the file whole.
+                if let Err(e) = file.flush() {
+                    log::error!("typhon-live: flushing the trace file failed, closing it: {e}");
+                    trace_error = Some(e);
+                    trace = None;
+                }
+            }
+            let totals: Totals = exporter.totals();
+            control
+                .events_dropped
+                .store(totals.events_dropped, Ordering::Relaxed);
+            store_max(&control.worst_cycle_us, cycle.elapsed().as_micros() as u64);
+            if stopping {
+                // Finished normally within a cycle; the deadline only guards
+                // against an encoder error that keeps Shutdown from being
+                // written.
+                let deadline = *stop_deadline.get_or_insert_with(|| Instant::now() + SHUTDOWN_WAIT);
+                if exporter.is_finished() || Instant::now() >= deadline {
+                    break;
+                }
+            }
+            if let Some(rest) = interval.checked_sub(cycle.elapsed()) {
+                std::thread::sleep(rest);
+            }
+        }
+        if let Some(sink) = live.as_mut() {
+            sink.close(Instant::now() + SHUTDOWN_WAIT);
+        }
+        if let Some(mut file) = trace {
+            file.flush()?;
+        }
+        match trace_error {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    })
+}
