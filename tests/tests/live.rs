@@ -554,3 +554,77 @@ fn without_a_reader_events_are_drained_and_discarded() {
         .any(|e| matches!(e, Event::Instant { name: n, .. } if *n == name)));
     profiler.stop().unwrap();
 }
+
+#[test]
+fn the_configured_bind_address_is_the_one_listened_on() {
+    let _turn = turn();
+    let file = typhon_live_std::config::ConfigLayer::from_json(&serde_json_value(
+        r#"{ "Typhon": { "Telemetry": { "Profiler": { "Live": 0, "BindAddress": "127.0.0.2" } } } }"#,
+    ))
+    .unwrap();
+    let args = typhon_live_std::config::ConfigLayer::from_args(["--trace-less-host-flag"]).unwrap();
+    let config = ProfilerConfig::layered([&file, &args]);
+    let profiler = start(&config);
+    let addr = profiler.live_addr().unwrap();
+    assert_eq!(addr.ip(), std::net::IpAddr::from([127, 0, 0, 2]));
+    let mut viewer = Viewer::connect(addr);
+    assert!(viewer.read_until(WAIT, |f| matches!(f.first(), Some(Owned::Init { .. }))));
+    profiler.stop().unwrap();
+}
+
+fn serde_json_value(text: &str) -> typhon_live_std::config::Json {
+    text.parse().unwrap()
+}
+
+#[test]
+fn a_trace_file_read_mid_session_holds_whole_frames() {
+    let _turn = turn();
+    let path = std::env::temp_dir().join(format!("typhon-live-crash-{}.tlt", std::process::id()));
+    let config = ProfilerConfig {
+        trace: Some(path.clone()),
+        ..ProfilerConfig::default()
+    };
+    let profiler = start(&config);
+    let name = runtime::intern("before-the-crash").unwrap();
+    for i in 0..1000 {
+        runtime::instant(name, i);
+    }
+    // As if the process died now: read what is on disk without stopping.
+    let deadline = Instant::now() + WAIT;
+    let seen = loop {
+        let bytes = std::fs::read(&path).unwrap();
+        let seen = read_stream(&bytes, &[], 16 << 20);
+        let events: usize = seen
+            .iter()
+            .map(|s| match s {
+                typhon_live_tests::Seen::Frame {
+                    frame: Owned::Block { events, .. },
+                    ..
+                } => events.len(),
+                _ => 0,
+            })
+            .sum();
+        if events >= 1000 || Instant::now() > deadline {
+            break seen;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    assert!(matches!(
+        seen.first(),
+        Some(typhon_live_tests::Seen::Frame {
+            frame: Owned::Init { .. },
+            ..
+        })
+    ));
+    // Nothing but whole frames, except perhaps a frame still being written.
+    for (i, s) in seen.iter().enumerate() {
+        if let typhon_live_tests::Seen::Error(e) = s {
+            assert!(
+                i == seen.len() - 1 && matches!(e, typhon_live_core::DecodeError::Truncated { .. }),
+                "{e}"
+            );
+        }
+    }
+    profiler.stop().unwrap();
+    std::fs::remove_file(&path).unwrap();
+}

@@ -17,6 +17,9 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+/// Parsed JSON, as [`ConfigLayer::from_json`] takes it.
+pub type Json = Value;
+
 /// The port `Live` falls back to when its value is not a number.
 pub const DEFAULT_LIVE_PORT: u16 = 9100;
 /// The configuration file looked for in the working directory.
