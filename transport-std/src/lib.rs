@@ -24,6 +24,7 @@
 #![deny(missing_docs)]
 
 pub mod config;
+mod file;
 mod metadata;
 pub mod runtime;
 mod session;

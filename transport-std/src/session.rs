@@ -3,8 +3,7 @@
 //! the same frame bytes to the trace file and the live viewer.
 
 use std::fmt;
-use std::fs::File;
-use std::io::{self, BufWriter, Write};
+use std::io;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -15,6 +14,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use typhon_live_core::{Emitted, EncodeError, Exporter, FrameKind, Metadata, Totals};
 
 use crate::config::ProfilerConfig;
+use crate::file::TraceFile;
 use crate::metadata::OwnedMetadata;
 use crate::runtime::{self, LANES, MAX_LANES};
 use crate::tcp::{self, Delivery, TcpSink};
@@ -164,13 +164,10 @@ impl Profiler {
             None => None,
         };
         let trace = match config.trace.as_ref() {
-            Some(path) => {
-                let file = File::create(path).map_err(|source| StartError::Trace {
-                    path: path.clone(),
-                    source,
-                })?;
-                Some(BufWriter::with_capacity(1 << 20, file))
-            }
+            Some(path) => Some(TraceFile::create(path).map_err(|source| StartError::Trace {
+                path: path.clone(),
+                source,
+            })?),
             None => None,
         };
         let live_addr = live.as_ref().and_then(TcpSink::local_addr);
@@ -324,7 +321,7 @@ fn poll(
 fn export(
     meta: &OwnedMetadata,
     mut live: Option<TcpSink>,
-    mut trace: Option<BufWriter<File>>,
+    mut trace: Option<TraceFile>,
     interval: Duration,
     control: &Control,
     clock: &runtime::Clock,
@@ -334,7 +331,6 @@ fn export(
         let mut exporter: Exporter<'_, MAX_LANES> = Exporter::new(meta, &mut scratch);
         let mut out = vec![0u8; exporter.min_block_buffer().max(1 << 16)];
         let mut init_for = None;
-        let mut trace_error = None;
         let mut stop_deadline = None;
         if let Some(file) = trace.as_mut() {
             // The file's Init goes out before any viewer can attach, so that
@@ -342,11 +338,7 @@ fn export(
             exporter.attach();
             init_for = Some(InitFor::File);
             if let Some(frame) = poll(&mut exporter, &mut out, clock) {
-                if let Err(e) = file.write_all(&out[..frame.len]) {
-                    log::error!("typhon-live: writing the trace file failed, closing it: {e}");
-                    trace_error = Some(e);
-                    trace = None;
-                }
+                file.write(&out[..frame.len]);
             }
         }
         loop {
@@ -364,7 +356,8 @@ fn export(
                     *seen = true;
                     control.viewer_arrived.notify_all();
                 }
-                if !sink.check_viewer() && trace.is_none() && exporter.is_attached() {
+                let file_open = trace.as_ref().is_some_and(TraceFile::is_open);
+                if !sink.check_viewer() && !file_open && exporter.is_attached() {
                     exporter.detach();
                 }
             }
@@ -379,13 +372,7 @@ fn export(
                 let to_live = frame.kind != FrameKind::Init || init_for == Some(InitFor::Live);
                 if to_file {
                     if let Some(file) = trace.as_mut() {
-                        if let Err(e) = file.write_all(bytes) {
-                            log::error!(
-                                "typhon-live: writing the trace file failed, closing it: {e}"
-                            );
-                            trace_error = Some(e);
-                            trace = None;
-                        }
+                        file.write(bytes);
                     }
                 }
                 if to_live {
@@ -398,7 +385,7 @@ fn export(
                                 control.live_frames_dropped.fetch_add(1, Ordering::Relaxed);
                                 // With a file the stream itself went out
                                 // whole: only this viewer missed the frame.
-                                if trace.is_none() {
+                                if !trace.as_ref().is_some_and(TraceFile::is_open) {
                                     exporter.frame_dropped();
                                 }
                             }
@@ -412,12 +399,8 @@ fn export(
                 store_max(&control.worst_send_us, sink.worst_send.as_micros() as u64);
             }
             if let Some(file) = trace.as_mut() {
-                // A crash loses at most this cycle: frames reach the file whole.
-                if let Err(e) = file.flush() {
-                    log::error!("typhon-live: flushing the trace file failed, closing it: {e}");
-                    trace_error = Some(e);
-                    trace = None;
-                }
+                // A crash loses at most this cycle.
+                file.flush();
             }
             let totals: Totals = exporter.totals();
             control
@@ -440,12 +423,6 @@ fn export(
         if let Some(sink) = live.as_mut() {
             sink.close(Instant::now() + SHUTDOWN_WAIT);
         }
-        if let Some(mut file) = trace {
-            file.flush()?;
-        }
-        match trace_error {
-            Some(e) => Err(e),
-            None => Ok(()),
-        }
+        trace.map_or(Ok(()), TraceFile::finish)
     })
 }
