@@ -401,22 +401,36 @@ fn a_slow_viewer_loses_whole_frames_never_the_stream() {
     let mut viewer = Viewer::with_stream(socket.into());
     assert!(viewer.read_until(WAIT, |f| !f.is_empty()));
 
-    const EVENTS: u64 = 300_000;
-    let producer = std::thread::spawn(|| {
-        let name = runtime::intern("flood").unwrap();
-        for i in 0..EVENTS {
-            runtime::instant(name, i);
-            if i % 1000 == 0 {
+    // Record until the viewer has fallen behind far enough for frames to be
+    // dropped (or 20 s pass): how long that takes depends on the machine's
+    // load, what is checked does not. Payloads are scrambled so that Blocks
+    // do not compress to nothing.
+    let behind = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let producer = {
+        let behind = behind.clone();
+        std::thread::spawn(move || {
+            let name = runtime::intern("flood").unwrap();
+            let deadline = Instant::now() + Duration::from_secs(20);
+            let mut recorded = 0u64;
+            while !behind.load(std::sync::atomic::Ordering::Relaxed) && Instant::now() < deadline {
+                for _ in 0..1000 {
+                    runtime::instant(name, recorded.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+                    recorded += 1;
+                }
                 std::thread::sleep(Duration::from_micros(200));
             }
-        }
-    });
+            recorded
+        })
+    };
     // Read 2 KiB every 5 ms while the producer floods.
     while !producer.is_finished() {
         viewer.read_some(2048);
+        if profiler.stats().live_frames_dropped >= 3 {
+            behind.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
         std::thread::sleep(Duration::from_millis(5));
     }
-    producer.join().unwrap();
+    let recorded = producer.join().unwrap();
     // Then catch up, so that the end of the stream is seen whole.
     viewer.read_for(Duration::from_millis(500));
     let stats = profiler.stats();
@@ -448,7 +462,7 @@ fn a_slow_viewer_loses_whole_frames_never_the_stream() {
         .count() as u64;
     assert_eq!(
         delivered + totals.events_dropped,
-        EVENTS,
+        recorded,
         "every event delivered or counted"
     );
     // The exporter thread never waited on the socket: sends are non-blocking.
