@@ -567,6 +567,20 @@ impl Viewer {
 
     /// Reads at most `max` bytes, slowly, as a struggling viewer would.
     pub fn read_some(&mut self, max: usize) {
+        self.read_once(max);
+    }
+
+    /// Reads what is available for up to `wait`, decoding every whole frame.
+    pub fn read_for(&mut self, wait: std::time::Duration) {
+        let deadline = std::time::Instant::now() + wait;
+        while std::time::Instant::now() < deadline && !self.closed {
+            self.read_once(64 << 10);
+        }
+    }
+
+    /// One read of at most `max` bytes (waiting at most the read timeout),
+    /// then decodes what is whole.
+    fn read_once(&mut self, max: usize) {
         use std::io::Read;
         let mut chunk = vec![0u8; max];
         match self.stream.read(&mut chunk) {
@@ -580,26 +594,6 @@ impl Viewer {
             Err(_) => self.closed = true,
         }
         self.decode_pending();
-    }
-
-    /// Reads what is available for up to `wait`, decoding every whole frame.
-    pub fn read_for(&mut self, wait: std::time::Duration) {
-        use std::io::Read;
-        let deadline = std::time::Instant::now() + wait;
-        let mut chunk = vec![0u8; 64 << 10];
-        while std::time::Instant::now() < deadline && !self.closed {
-            match self.stream.read(&mut chunk) {
-                Ok(0) => self.closed = true,
-                Ok(n) => self.pending.extend_from_slice(&chunk[..n]),
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                    ) => {}
-                Err(_) => self.closed = true,
-            }
-            self.decode_pending();
-        }
     }
 
     /// Reads until `done` holds for the frames so far, or `wait` passes.
