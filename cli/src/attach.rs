@@ -1,0 +1,184 @@
+//! `typhon-live attach`: the live view of a running process.
+
+use std::io::{IsTerminal, Write};
+use std::time::{Duration, Instant};
+
+use ratatui::crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
+use ratatui::DefaultTerminal;
+use typhon_live_core::{DecodeError, Frame};
+
+use crate::error::CliError;
+use crate::model::{Connection, Model};
+use crate::stream::{self, Consumer, End, Flow};
+use crate::view;
+
+/// How often the view is redrawn.
+const REFRESH: Duration = Duration::from_millis(250);
+
+/// Where the view goes.
+enum Output {
+    /// Full-screen terminal UI.
+    Terminal(DefaultTerminal),
+    /// One line a second, text or JSON.
+    Lines { json: bool, last: Option<Instant> },
+}
+
+impl Output {
+    fn new(json: bool) -> Result<Output, CliError> {
+        if !json && std::io::stdout().is_terminal() {
+            let terminal = ratatui::try_init().map_err(|e| CliError::Terminal(e.to_string()))?;
+            Ok(Output::Terminal(terminal))
+        } else {
+            Ok(Output::Lines { json, last: None })
+        }
+    }
+
+    fn show(&mut self, model: &mut Model, force: bool) {
+        match self {
+            Output::Terminal(terminal) => {
+                let summary = model.summary(Instant::now());
+                let _ = terminal.draw(|frame| view::draw(frame, &summary));
+            }
+            Output::Lines { json, last } => {
+                if !force && last.is_some_and(|t| t.elapsed() < Duration::from_secs(1)) {
+                    return;
+                }
+                *last = Some(Instant::now());
+                let summary = model.summary(Instant::now());
+                let line = if *json {
+                    serde_json::to_string(&summary).unwrap_or_default()
+                } else {
+                    summary.line()
+                };
+                let mut out = std::io::stdout().lock();
+                let _ = writeln!(out, "{line}");
+                let _ = out.flush();
+            }
+        }
+    }
+
+    /// Whether the user asked to quit (q, Esc or Ctrl-C in the terminal UI).
+    fn quit_requested(&self) -> bool {
+        if !matches!(self, Output::Terminal(_)) {
+            return false;
+        }
+        while event::poll(Duration::ZERO).unwrap_or(false) {
+            if let Ok(Event::Key(key)) = event::read() {
+                let ctrl_c =
+                    key.code == KeyCode::Char('c') && key.modifiers.contains(KeyModifiers::CONTROL);
+                if key.kind == KeyEventKind::Press
+                    && (matches!(key.code, KeyCode::Char('q') | KeyCode::Esc) || ctrl_c)
+                {
+                    return true;
+                }
+            }
+        }
+        false
+    }
+
+    fn finish(self) {
+        if let Output::Terminal(_) = self {
+            ratatui::restore();
+        }
+    }
+}
+
+struct Viewer {
+    model: Model,
+    output: Output,
+    last_draw: Instant,
+    deadline: Option<Instant>,
+    quit: bool,
+}
+
+impl Consumer for Viewer {
+    fn frame(&mut self, frame: &Frame<'_>) -> Flow {
+        if let Err(e) = self.model.on_frame(frame) {
+            self.model.notice = Some(format!("damaged frame seq {}: {e}", frame.seq));
+        }
+        if self.model.ended_cleanly {
+            Flow::Stop
+        } else {
+            Flow::Continue
+        }
+    }
+
+    fn damage(&mut self, error: DecodeError) {
+        self.model.notice = Some(format!("stream damage: {error}"));
+    }
+
+    fn tick(&mut self) -> Flow {
+        if self.output.quit_requested() || self.deadline.is_some_and(|d| Instant::now() >= d) {
+            self.quit = true;
+            return Flow::Stop;
+        }
+        if self.last_draw.elapsed() >= REFRESH {
+            self.last_draw = Instant::now();
+            self.output.show(&mut self.model, false);
+        }
+        Flow::Continue
+    }
+}
+
+/// Watches `addr` until its session ends, the user quits or `duration`
+/// passes. Reconnects after a drop and says so.
+pub fn run(addr: &str, json: bool, duration: Option<Duration>) -> Result<(), CliError> {
+    let mut viewer = Viewer {
+        model: Model::default(),
+        output: Output::new(json)?,
+        last_draw: Instant::now(),
+        deadline: duration.map(|d| Instant::now() + d),
+        quit: false,
+    };
+    let result = watch(addr, &mut viewer);
+    viewer.output.show(&mut viewer.model, true);
+    let Viewer { output, model, .. } = viewer;
+    output.finish();
+    if result.is_ok() && model.ended_cleanly {
+        eprintln!("typhon-live: {addr}: the session ended");
+    }
+    result
+}
+
+fn watch(addr: &str, viewer: &mut Viewer) -> Result<(), CliError> {
+    let mut stream = stream::connect(addr, |attempt| {
+        viewer.model.connection = Connection::Connecting { attempt };
+        viewer.output.show(&mut viewer.model, true);
+    })?;
+    loop {
+        let peer = stream
+            .peer_addr()
+            .map_or_else(|_| addr.to_owned(), |p| p.to_string());
+        viewer.model.connection = Connection::Connected { peer };
+        match stream::read_frames(&mut stream, viewer) {
+            End::Done => return Ok(()),
+            End::NotTyphon(reason) => {
+                return Err(CliError::NotTyphon {
+                    addr: addr.into(),
+                    reason,
+                })
+            }
+            End::Lost(reason) => {
+                viewer.output.show(&mut viewer.model, true);
+                let lost = reason.clone();
+                stream = stream::connect(addr, |attempt| {
+                    viewer.model.connection = Connection::Reconnecting {
+                        attempt,
+                        reason: reason.clone(),
+                    };
+                    viewer.output.show(&mut viewer.model, true);
+                })
+                .map_err(|_| CliError::ConnectionLost {
+                    addr: addr.into(),
+                    reason: lost,
+                })?;
+                // A new Init tells a restart (new session id) from a
+                // transient drop (same id); the model notices which.
+                viewer.model.notice = Some("reconnected after a dropped connection".into());
+            }
+        }
+        if viewer.quit {
+            return Ok(());
+        }
+    }
+}

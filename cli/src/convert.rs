@@ -1,0 +1,94 @@
+//! `typhon-live convert --to chrome`: Chrome Trace Event JSON, which
+//! ui.perfetto.dev and chrome://tracing open.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use serde_json::{json, Value};
+use typhon_live_core::{Event, GaugeValue, Payload};
+
+use crate::error::CliError;
+use crate::trace::{self, Damage};
+
+/// The Chrome trace of `path`, and the damage met on the way.
+pub fn to_chrome(path: &Path) -> Result<(Value, Vec<Damage>), CliError> {
+    let bytes = trace::read(path)?;
+    let mut out: Vec<Value> = Vec::new();
+    let mut names: HashMap<u32, String> = HashMap::new();
+    let mut lane_names: HashMap<u16, u32> = HashMap::new();
+    let (mut pid, mut ticks_per_second, mut seen_init) = (0u32, 1_000_000_000f64, false);
+    let mut scratch = vec![0u8; 1 << 20];
+    let thread_name = |out: &mut Vec<Value>, pid: u32, lane: u16, name: &str| {
+        out.push(json!({ "ph": "M", "name": "thread_name", "pid": pid, "tid": lane, "args": { "name": name } }));
+    };
+    let damage = trace::frames(&bytes, |frame| {
+        let name_of = |names: &HashMap<u32, String>, id: u32| {
+            names.get(&id).cloned().unwrap_or_else(|| format!("#{id}"))
+        };
+        match frame.parse()? {
+            Payload::Init(init) => {
+                seen_init = true;
+                pid = init.process_id;
+                ticks_per_second = init.ticks_per_second.max(1) as f64;
+                names.extend(init.names().map(|(id, n)| (id, n.to_owned())));
+                out.push(json!({ "ph": "M", "name": "process_name", "pid": pid, "args": { "name": init.process_name } }));
+                for lane in init.lanes() {
+                    lane_names.insert(lane.id, lane.name);
+                    thread_name(&mut out, pid, lane.id, &name_of(&names, lane.name));
+                }
+            }
+            Payload::Definitions(defs) => {
+                names.extend(defs.names().map(|(id, n)| (id, n.to_owned())));
+                for lane in defs.lanes() {
+                    if lane_names.insert(lane.id, lane.name) != Some(lane.name) {
+                        thread_name(&mut out, pid, lane.id, &name_of(&names, lane.name));
+                    }
+                }
+            }
+            Payload::Block(block) => {
+                if scratch.len() < block.uncompressed_len as usize {
+                    scratch.resize(block.uncompressed_len as usize, 0);
+                }
+                let us = |t: u64| t as f64 * 1e6 / ticks_per_second;
+                for item in block.decompress(&mut scratch)? {
+                    let (lane, event) = item?;
+                    out.push(match event {
+                        Event::Span { start, duration, name, arg, .. } => {
+                            let mut e = json!({ "ph": "X", "name": name_of(&names, name), "ts": us(start), "dur": us(duration), "pid": pid, "tid": lane });
+                            if let Some(arg) = arg {
+                                e["args"] = json!({ "arg": arg });
+                            }
+                            e
+                        }
+                        Event::Instant { time, name, payload } => json!({ "ph": "i", "s": "t", "name": name_of(&names, name), "ts": us(time), "pid": pid, "tid": lane, "args": { "payload": payload } }),
+                        Event::Gauge { time, gauge, value } => {
+                            let value = match value {
+                                GaugeValue::Int(v) => json!(v),
+                                GaugeValue::Float(v) if v.is_finite() => json!(v),
+                                GaugeValue::Float(_) => json!(null),
+                            };
+                            json!({ "ph": "C", "name": name_of(&names, gauge), "ts": us(time), "pid": pid, "args": { "value": value } })
+                        }
+                        Event::TickStart { time, tick } => json!({ "ph": "i", "s": "t", "name": "tick start", "ts": us(time), "pid": pid, "tid": lane, "args": { "tick": tick } }),
+                        Event::TickEnd { time, tick, overrun } => json!({ "ph": "i", "s": "t", "name": "tick end", "ts": us(time), "pid": pid, "tid": lane, "args": { "tick": tick, "overrun": overrun } }),
+                    });
+                }
+            }
+            Payload::CatchUp(_) | Payload::Shutdown(_) => {}
+        }
+        Ok(())
+    });
+    if !seen_init {
+        let reason = damage.first().map_or("no Init frame".into(), |d| {
+            format!("byte {}: {}", d.offset, d.error)
+        });
+        return Err(CliError::BadTrace {
+            path: path.into(),
+            reason,
+        });
+    }
+    Ok((
+        json!({ "traceEvents": out, "displayTimeUnit": "ms" }),
+        damage,
+    ))
+}

@@ -1,0 +1,317 @@
+//! `typhon-live demo`: an instrumented sample runtime. A "Sim" thread runs
+//! the Tick system at a fixed rate, fanning each system's queries out to
+//! worker threads; a memory gauge climbs like a soak test, and every ten
+//! seconds the AI system stalls on purpose for 1.2 s.
+
+use std::hint::black_box;
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use typhon_live_core::init::{
+    Archetype, Component, ConfigEntry, EventQueue, Field, Index, Resource,
+};
+use typhon_live_core::{LaneKind, Metadata};
+use typhon_live_std::config::ProfilerConfig;
+use typhon_live_std::{runtime, Profiler};
+
+use crate::attach;
+use crate::error::CliError;
+
+/// What the demo runs.
+pub struct DemoOptions {
+    pub live: u16,
+    pub bind_address: IpAddr,
+    pub trace: Option<PathBuf>,
+    pub threads: usize,
+    pub tick_rate: f64,
+    pub duration: Option<Duration>,
+    pub no_view: bool,
+}
+
+const SYSTEMS: [&str; 5] = [
+    "Sim.Input",
+    "Sim.Physics",
+    "Sim.AI",
+    "Sim.Animation",
+    "Sim.Render",
+];
+const QUERIES: [&str; 4] = [
+    "Query<Transform, Velocity>",
+    "Query<Collider>",
+    "Query<Brain, Transform>",
+    "Query<Skeleton>",
+];
+/// Every this many seconds the AI system stalls, longer than the catch-up
+/// period, so that the view shows it open while it happens.
+const STALL_EVERY_SECONDS: f64 = 10.0;
+const STALL: Duration = Duration::from_millis(1200);
+
+struct Job {
+    query: u32,
+    entities: u64,
+    done: mpsc::Sender<()>,
+}
+
+/// Spins for about `nanos` nanoseconds: stands in for real work.
+fn work(nanos: u64) {
+    let until = Instant::now() + Duration::from_nanos(nanos);
+    let mut x = 0u64;
+    while Instant::now() < until {
+        for i in 0..64 {
+            x = black_box(x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(i));
+        }
+    }
+}
+
+fn metadata<R>(threads: usize, tick_rate: f64, f: impl FnOnce(&Metadata<'_>) -> R) -> R {
+    let transform = [
+        Field {
+            name: "position",
+            ty: "Vec3",
+            offset: 0,
+            size: 12,
+        },
+        Field {
+            name: "rotation",
+            ty: "Quat",
+            offset: 12,
+            size: 16,
+        },
+    ];
+    let velocity = [Field {
+        name: "linear",
+        ty: "Vec3",
+        offset: 0,
+        size: 12,
+    }];
+    let components = [
+        Component {
+            id: 1,
+            name: "Transform",
+            size: 28,
+            fields: &transform,
+        },
+        Component {
+            id: 2,
+            name: "Velocity",
+            size: 12,
+            fields: &velocity,
+        },
+        Component {
+            id: 3,
+            name: "Collider",
+            size: 16,
+            fields: &[],
+        },
+        Component {
+            id: 4,
+            name: "Brain",
+            size: 64,
+            fields: &[],
+        },
+    ];
+    let archetypes = [
+        Archetype {
+            id: 1,
+            name: "Mover",
+            components: &[1, 2],
+        },
+        Archetype {
+            id: 2,
+            name: "Agent",
+            components: &[1, 2, 3, 4],
+        },
+    ];
+    let indexes = [Index {
+        component: 1,
+        field: "position",
+        kind: "spatial",
+    }];
+    let threads = threads.to_string();
+    let rate = format!("{tick_rate}");
+    let config = [
+        ConfigEntry {
+            key: "workers",
+            value: &threads,
+        },
+        ConfigEntry {
+            key: "tick_rate_hz",
+            value: &rate,
+        },
+    ];
+    let queues = [EventQueue {
+        id: 1,
+        name: "collisions",
+        capacity: 4096,
+    }];
+    let resources = [
+        Resource {
+            id: 1,
+            parent: None,
+            name: "heap",
+            kind: "pool",
+        },
+        Resource {
+            id: 2,
+            parent: Some(1),
+            name: "entities",
+            kind: "buffer",
+        },
+    ];
+    f(&Metadata {
+        process_name: "typhon-live demo",
+        components: &components,
+        archetypes: &archetypes,
+        indexes: &indexes,
+        config: &config,
+        queues: &queues,
+        resources: &resources,
+        ..Metadata::default()
+    })
+}
+
+fn intern(name: &str) -> u32 {
+    runtime::intern(name).unwrap_or(u32::MAX)
+}
+
+fn simulate(threads: usize, tick_rate: f64, stop: &AtomicBool) {
+    runtime::register_thread("Sim", LaneKind::Main);
+    let systems: Vec<u32> = SYSTEMS.iter().map(|s| intern(s)).collect();
+    let queries: Vec<u32> = QUERIES.iter().map(|q| intern(q)).collect();
+    let (tick_name, memory, entities_gauge, checkpoint, stall) = (
+        intern("Tick"),
+        intern("memory.bytes"),
+        intern("entities"),
+        intern("checkpoint"),
+        intern("stall"),
+    );
+    let mut workers = Vec::new();
+    for i in 0..threads.max(1) {
+        let (tx, rx) = mpsc::channel::<Job>();
+        let handle = std::thread::Builder::new()
+            .name(format!("worker-{i}"))
+            .spawn(move || {
+                runtime::register_thread(&format!("worker-{i}"), LaneKind::Worker);
+                while let Ok(job) = rx.recv() {
+                    let mut span = runtime::span(job.query);
+                    span.set_arg(job.entities);
+                    work(job.entities * 40);
+                    drop(span);
+                    let _ = job.done.send(());
+                }
+            })
+            .expect("worker thread");
+        workers.push((tx, handle));
+    }
+    let period = Duration::from_secs_f64(1.0 / tick_rate.max(0.1));
+    let stall_every = (STALL_EVERY_SECONDS * tick_rate).max(1.0) as u64;
+    let mut next = Instant::now();
+    let mut bytes: i64 = 256 << 20;
+    let mut rng = 0x9e37_79b9_7f4a_7c15u64;
+    let mut random = move |max: u64| {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        rng % max.max(1)
+    };
+    let mut tick = 0u64;
+    while !stop.load(Ordering::Relaxed) {
+        let started = Instant::now();
+        runtime::tick_start(tick);
+        {
+            let _tick = runtime::span(tick_name);
+            for (s, &system) in systems.iter().enumerate() {
+                let _system = runtime::span(system);
+                let (done_tx, done_rx) = mpsc::channel();
+                for (w, (tx, _)) in workers.iter().enumerate() {
+                    let job = Job {
+                        query: queries[(s + w) % queries.len()],
+                        entities: 200 + random(800),
+                        done: done_tx.clone(),
+                    };
+                    let _ = tx.send(job);
+                }
+                drop(done_tx);
+                for _ in 0..workers.len() {
+                    let _ = done_rx.recv();
+                }
+                if SYSTEMS[s] == "Sim.AI" && tick > 0 && tick.is_multiple_of(stall_every) {
+                    runtime::instant(stall, tick);
+                    std::thread::sleep(STALL);
+                }
+            }
+        }
+        bytes += 4096 + random(64 << 10) as i64;
+        if tick % 600 == 599 {
+            bytes -= bytes / 5; // a partial free: the soak's sawtooth
+        }
+        runtime::gauge(memory, bytes);
+        runtime::gauge(entities_gauge, 10_000 + (tick % 1000) as i64);
+        if tick.is_multiple_of(60) {
+            runtime::instant(checkpoint, tick);
+        }
+        runtime::tick_end(tick, started.elapsed() > period);
+        tick += 1;
+        next += period;
+        let now = Instant::now();
+        if next > now {
+            std::thread::sleep(next - now);
+        } else {
+            next = now; // overran: do not try to catch up
+        }
+    }
+    for (tx, handle) in workers {
+        drop(tx);
+        let _ = handle.join();
+    }
+}
+
+/// Runs the demo.
+pub fn run(opts: DemoOptions) -> Result<(), CliError> {
+    let config = ProfilerConfig {
+        live: Some(opts.live),
+        bind_address: opts.bind_address,
+        trace: opts.trace.clone(),
+        ..ProfilerConfig::default()
+    };
+    let profiler = metadata(opts.threads, opts.tick_rate, |meta| {
+        Profiler::start(&config, meta)
+    })
+    .map_err(|e| CliError::Profiler(e.to_string()))?;
+    let addr = profiler
+        .live_addr()
+        .ok_or_else(|| CliError::Profiler("no live address".into()))?;
+    println!("typhon-live demo: listening on {addr}");
+    let _ = std::io::Write::flush(&mut std::io::stdout());
+    let stop = Arc::new(AtomicBool::new(false));
+    let sim = {
+        let stop = Arc::clone(&stop);
+        let (threads, rate) = (opts.threads, opts.tick_rate);
+        std::thread::Builder::new()
+            .name("Sim".into())
+            .spawn(move || simulate(threads, rate, &stop))
+            .map_err(|e| CliError::Profiler(e.to_string()))?
+    };
+    let viewed = if opts.no_view {
+        match opts.duration {
+            Some(d) => std::thread::sleep(d),
+            None => loop {
+                std::thread::park();
+            },
+        }
+        Ok(())
+    } else {
+        attach::run(&addr.to_string(), false, opts.duration)
+    };
+    stop.store(true, Ordering::Relaxed);
+    let _ = sim.join();
+    profiler.stop().map_err(|e| CliError::File {
+        path: opts.trace.unwrap_or_default(),
+        reason: e.to_string(),
+    })?;
+    viewed
+}

@@ -1,0 +1,63 @@
+//! The command's errors: one line each, naming the thing that was wrong,
+//! with an exit code per kind.
+
+use std::fmt;
+use std::path::PathBuf;
+
+/// Why a subcommand failed.
+#[derive(Debug)]
+pub enum CliError {
+    /// Nothing answered at the address.
+    Unreachable { addr: String, reason: String },
+    /// The peer answered, but not with a typhon-live stream.
+    NotTyphon { addr: String, reason: String },
+    /// The connection went away and did not come back.
+    ConnectionLost { addr: String, reason: String },
+    /// A file could not be read or written.
+    File { path: PathBuf, reason: String },
+    /// A trace file is not a typhon-live stream, or is damaged.
+    BadTrace { path: PathBuf, reason: String },
+    /// The profiler of the demo could not start.
+    Profiler(String),
+    /// The terminal could not be driven.
+    Terminal(String),
+}
+
+impl CliError {
+    /// The process exit code for this error.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            CliError::Unreachable { .. } => 3,
+            CliError::NotTyphon { .. } | CliError::BadTrace { .. } => 4,
+            CliError::ConnectionLost { .. } => 5,
+            CliError::File { .. } => 6,
+            CliError::Profiler(_) | CliError::Terminal(_) => 1,
+        }
+    }
+}
+
+impl fmt::Display for CliError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CliError::Unreachable { addr, reason } => {
+                write!(f, "cannot connect to {addr}: {reason}")
+            }
+            CliError::NotTyphon { addr, reason } => {
+                write!(f, "{addr} is not a typhon-live stream: {reason}")
+            }
+            CliError::ConnectionLost { addr, reason } => {
+                write!(f, "lost the connection to {addr}: {reason}")
+            }
+            CliError::File { path, reason } => write!(f, "{}: {reason}", path.display()),
+            CliError::BadTrace { path, reason } => write!(
+                f,
+                "{} is not a readable typhon-live trace: {reason}",
+                path.display()
+            ),
+            CliError::Profiler(reason) => write!(f, "cannot start the demo's profiler: {reason}"),
+            CliError::Terminal(reason) => write!(f, "terminal error: {reason}"),
+        }
+    }
+}
+
+impl std::error::Error for CliError {}

@@ -1,0 +1,223 @@
+//! `typhon-live inspect`: what a trace file holds, and where it is damaged.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt::Write as _;
+use std::path::Path;
+
+use typhon_live_core::{Event, FrameKind, LaneKind, Payload};
+
+use crate::error::CliError;
+use crate::trace;
+
+#[derive(Default)]
+struct LaneStats {
+    name: u32,
+    kind: Option<LaneKind>,
+    events: u64,
+    spans: u64,
+    span_ticks: u64,
+    dropped: u64,
+}
+
+/// The report on `path`, and whether the file was damaged.
+pub fn report(path: &Path) -> Result<(String, bool), CliError> {
+    let bytes = trace::read(path)?;
+    let mut out = String::new();
+    let mut names: HashMap<u32, String> = HashMap::new();
+    let mut lanes: BTreeMap<u16, LaneStats> = BTreeMap::new();
+    let mut kinds: BTreeMap<&'static str, u64> = BTreeMap::new();
+    let mut events: BTreeMap<&'static str, u64> = BTreeMap::new();
+    let (mut gaps, mut expected, mut first, mut last) = (0u64, None::<u32>, u64::MAX, 0u64);
+    let (mut events_dropped, mut ticks_per_second, mut header, mut shutdown) =
+        (0u64, 1u64, None, None);
+    let mut scratch = vec![0u8; 1 << 20];
+    let damage = trace::frames(&bytes, |frame| {
+        let payload = frame.parse()?;
+        let kind = match frame.kind() {
+            Ok(FrameKind::Init) => "init",
+            Ok(FrameKind::Block) => "block",
+            Ok(FrameKind::Definitions) => "definitions",
+            Ok(FrameKind::CatchUp) => "catch-up",
+            Ok(FrameKind::Shutdown) => "shutdown",
+            Err(_) => "unknown",
+        };
+        *kinds.entry(kind).or_default() += 1;
+        if !matches!(payload, Payload::Init(_)) {
+            if let Some(e) = expected {
+                gaps += u64::from(frame.seq.wrapping_sub(e));
+            }
+            expected = Some(frame.seq.wrapping_add(1));
+        }
+        match payload {
+            Payload::Init(init) => {
+                expected = Some(init.next_seq);
+                ticks_per_second = init.ticks_per_second.max(1);
+                names.extend(init.names().map(|(id, n)| (id, n.to_owned())));
+                for lane in init.lanes() {
+                    let row = lanes.entry(lane.id).or_default();
+                    (row.name, row.kind) = (lane.name, Some(lane.kind));
+                }
+                if header.is_none() {
+                    let mut h = String::new();
+                    let _ = writeln!(h, "session     {:016x}", init.session_id);
+                    let _ = writeln!(
+                        h,
+                        "process     {} (pid {})",
+                        init.process_name, init.process_id
+                    );
+                    let _ = writeln!(
+                        h,
+                        "created     {} ns since the Unix epoch",
+                        init.created_unix_ns
+                    );
+                    let _ = writeln!(h, "clock       {} ticks per second", init.ticks_per_second);
+                    let components: Vec<&str> = init.components().map(|c| c.name).collect();
+                    let _ = writeln!(h, "components  {} {}", components.len(), list(&components));
+                    let archetypes: Vec<&str> = init.archetypes().map(|a| a.name).collect();
+                    let _ = writeln!(h, "archetypes  {} {}", archetypes.len(), list(&archetypes));
+                    let _ = writeln!(h, "indexes     {}", init.indexes().count());
+                    let config: Vec<String> = init
+                        .config()
+                        .map(|c| format!("{}={}", c.key, c.value))
+                        .collect();
+                    let config: Vec<&str> = config.iter().map(String::as_str).collect();
+                    let _ = writeln!(h, "config      {} {}", config.len(), list(&config));
+                    let queues: Vec<&str> = init.queues().map(|q| q.name).collect();
+                    let _ = writeln!(h, "queues      {} {}", queues.len(), list(&queues));
+                    let _ = writeln!(h, "resources   {}", init.resources().count());
+                    header = Some(h);
+                }
+            }
+            Payload::Definitions(defs) => {
+                names.extend(defs.names().map(|(id, n)| (id, n.to_owned())));
+                for lane in defs.lanes() {
+                    let row = lanes.entry(lane.id).or_default();
+                    (row.name, row.kind) = (lane.name, Some(lane.kind));
+                }
+            }
+            Payload::Block(block) => {
+                for (lane, dropped) in block.drops() {
+                    events_dropped += u64::from(dropped);
+                    lanes.entry(lane).or_default().dropped += u64::from(dropped);
+                }
+                if block.records > 0 {
+                    first = first.min(block.first_time);
+                    last = last.max(block.last_time);
+                }
+                if scratch.len() < block.uncompressed_len as usize {
+                    scratch.resize(block.uncompressed_len as usize, 0);
+                }
+                for item in block.decompress(&mut scratch)? {
+                    let (lane, event) = item?;
+                    let row = lanes.entry(lane).or_default();
+                    row.events += 1;
+                    let kind = match event {
+                        Event::Span { duration, .. } => {
+                            row.spans += 1;
+                            row.span_ticks += duration;
+                            "spans"
+                        }
+                        Event::Instant { .. } => "instants",
+                        Event::Gauge { .. } => "gauges",
+                        Event::TickStart { .. } | Event::TickEnd { .. } => "tick markers",
+                    };
+                    *events.entry(kind).or_default() += 1;
+                }
+            }
+            Payload::CatchUp(_) => {}
+            Payload::Shutdown(totals) => shutdown = Some(totals),
+        }
+        Ok(())
+    });
+    let Some(header) = header else {
+        let reason = damage.first().map_or("no Init frame".into(), |d| {
+            format!("byte {}: {}", d.offset, d.error)
+        });
+        return Err(CliError::BadTrace {
+            path: path.into(),
+            reason,
+        });
+    };
+    let _ = writeln!(
+        out,
+        "file        {} ({} bytes)",
+        path.display(),
+        bytes.len()
+    );
+    out.push_str(&header);
+    let frame_counts: Vec<String> = kinds.iter().map(|(k, n)| format!("{n} {k}")).collect();
+    let _ = writeln!(
+        out,
+        "frames      {} ({}), {gaps} missing by sequence number",
+        kinds.values().sum::<u64>(),
+        frame_counts.join(", ")
+    );
+    let event_counts: Vec<String> = events.iter().map(|(k, n)| format!("{n} {k}")).collect();
+    let _ = writeln!(
+        out,
+        "events      {} ({}), {events_dropped} dropped",
+        events.values().sum::<u64>(),
+        event_counts.join(", ")
+    );
+    if first <= last {
+        let seconds = |t: u64| t as f64 / ticks_per_second as f64;
+        let _ = writeln!(
+            out,
+            "time span   {:.6} s to {:.6} s ({:.3} s)",
+            seconds(first),
+            seconds(last),
+            seconds(last - first)
+        );
+    }
+    match shutdown {
+        Some(s) => {
+            let _ = writeln!(
+                out,
+                "shutdown    clean: {} frames sent, {} dropped, {} events dropped",
+                s.frames_sent, s.frames_dropped, s.events_dropped
+            );
+        }
+        None => {
+            let _ = writeln!(
+                out,
+                "shutdown    none: the session did not end cleanly (cut off or still running)"
+            );
+        }
+    }
+    let _ = writeln!(out, "lanes");
+    for (id, lane) in &lanes {
+        let name = names
+            .get(&lane.name)
+            .cloned()
+            .unwrap_or_else(|| format!("#{}", lane.name));
+        let kind = match lane.kind {
+            Some(LaneKind::Main) => "main",
+            Some(LaneKind::Worker) => "worker",
+            Some(LaneKind::Pool) => "pool",
+            _ => "other",
+        };
+        let _ = writeln!(
+            out,
+            "  {id:>3} {name:<24} {kind:<6} {:>9} events {:>8} spans {:>12.3} ms in spans {:>6} dropped",
+            lane.events,
+            lane.spans,
+            lane.span_ticks as f64 * 1e3 / ticks_per_second as f64,
+            lane.dropped
+        );
+    }
+    if !damage.is_empty() {
+        let _ = writeln!(out, "damage");
+        for d in &damage {
+            let _ = writeln!(out, "  at byte {}: {}", d.offset, d.error);
+        }
+    }
+    Ok((out, !damage.is_empty()))
+}
+
+fn list(items: &[&str]) -> String {
+    if items.is_empty() {
+        String::new()
+    } else {
+        format!("({})", items.join(", "))
+    }
+}

@@ -1,0 +1,202 @@
+//! `typhon-live`: run the demo, watch a live process, record, inspect and
+//! convert traces.
+
+mod attach;
+mod convert;
+mod demo;
+mod error;
+mod inspect;
+mod model;
+mod record;
+mod stream;
+mod trace;
+mod view;
+
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{Parser, Subcommand, ValueEnum};
+
+use crate::error::CliError;
+
+#[derive(Parser)]
+#[command(
+    name = "typhon-live",
+    version,
+    about = "Watch a running process's profiler telemetry live, record and convert traces"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run an instrumented sample runtime, export it live and watch it.
+    Demo {
+        /// Port to export on; 0 picks a free one.
+        #[arg(long, default_value_t = 9100)]
+        live: u16,
+        /// Address to listen on (loopback unless you mean otherwise).
+        #[arg(long, default_value = "127.0.0.1")]
+        bind_address: IpAddr,
+        /// Also write the stream to this trace file.
+        #[arg(long)]
+        trace: Option<PathBuf>,
+        /// Worker threads.
+        #[arg(long, default_value_t = 4)]
+        threads: usize,
+        /// Simulation ticks per second.
+        #[arg(long, default_value_t = 60.0, value_parser = positive)]
+        tick_rate: f64,
+        /// Stop after this many seconds.
+        #[arg(long, value_parser = seconds)]
+        duration: Option<Duration>,
+        /// Do not attach the live view; just export.
+        #[arg(long)]
+        no_view: bool,
+    },
+    /// Show a live view of a running process.
+    Attach {
+        /// Where the process exports.
+        #[arg(default_value = "127.0.0.1:9100")]
+        addr: String,
+        /// One JSON summary per line instead of the view.
+        #[arg(long)]
+        json: bool,
+        /// Stop after this many seconds.
+        #[arg(long, value_parser = seconds)]
+        duration: Option<Duration>,
+    },
+    /// Write a live stream to a trace file.
+    Record {
+        /// Where the process exports.
+        addr: String,
+        /// The trace file to write.
+        #[arg(short, long)]
+        output: PathBuf,
+        /// Stop after this many seconds.
+        #[arg(long, value_parser = seconds)]
+        duration: Option<Duration>,
+    },
+    /// Describe a trace file: header, metadata, counts, lanes, damage.
+    Inspect {
+        /// The trace file.
+        file: PathBuf,
+    },
+    /// Convert a trace file for other viewers.
+    Convert {
+        /// The trace file.
+        file: PathBuf,
+        /// Output format.
+        #[arg(long, value_enum)]
+        to: Format,
+        /// Where to write it.
+        #[arg(short, long)]
+        output: PathBuf,
+    },
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Format {
+    /// Chrome Trace Event JSON (ui.perfetto.dev, chrome://tracing).
+    Chrome,
+}
+
+fn positive(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(v) if v > 0.0 && v.is_finite() => Ok(v),
+        _ => Err(format!("{text:?} is not a positive number")),
+    }
+}
+
+fn seconds(text: &str) -> Result<Duration, String> {
+    positive(text).map(Duration::from_secs_f64)
+}
+
+fn damaged(path: &std::path::Path, damage: &[trace::Damage]) -> CliError {
+    let first = &damage[0];
+    CliError::BadTrace {
+        path: path.into(),
+        reason: format!(
+            "{} damaged places, the first at byte {}: {} (the rest was read)",
+            damage.len(),
+            first.offset,
+            first.error
+        ),
+    }
+}
+
+fn run(cli: Cli) -> Result<(), CliError> {
+    match cli.command {
+        Command::Demo {
+            live,
+            bind_address,
+            trace,
+            threads,
+            tick_rate,
+            duration,
+            no_view,
+        } => demo::run(demo::DemoOptions {
+            live,
+            bind_address,
+            trace,
+            threads,
+            tick_rate,
+            duration,
+            no_view,
+        }),
+        Command::Attach {
+            addr,
+            json,
+            duration,
+        } => attach::run(&addr, json, duration),
+        Command::Record {
+            addr,
+            output,
+            duration,
+        } => record::run(&addr, &output, duration),
+        Command::Inspect { file } => {
+            let (report, was_damaged) = inspect::report(&file)?;
+            print!("{report}");
+            if was_damaged {
+                return Err(CliError::BadTrace {
+                    path: file,
+                    reason: "damaged; see the damage section above".into(),
+                });
+            }
+            Ok(())
+        }
+        Command::Convert {
+            file,
+            to: Format::Chrome,
+            output,
+        } => {
+            let (json, damage) = convert::to_chrome(&file)?;
+            let text = serde_json::to_string(&json).map_err(|e| CliError::File {
+                path: output.clone(),
+                reason: e.to_string(),
+            })?;
+            std::fs::write(&output, text).map_err(|e| CliError::File {
+                path: output.clone(),
+                reason: e.to_string(),
+            })?;
+            if !damage.is_empty() {
+                return Err(damaged(&file, &damage));
+            }
+            Ok(())
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    match run(Cli::parse()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("typhon-live: {e}");
+            ExitCode::from(e.exit_code())
+        }
+    }
+}

@@ -1,0 +1,510 @@
+//! What a viewer knows about a live session, built frame by frame, and the
+//! summary the live view, the summary lines and `--json` show.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use typhon_live_core::{DecodeError, Event, Frame, GaugeValue, LaneKind, OpenSpan, Payload};
+
+/// Host time the sliding windows cover (tick durations, top spans).
+const WINDOW_SECONDS: f64 = 2.0;
+/// Gauge readings kept per gauge, for the sparkline.
+const GAUGE_HISTORY: usize = 120;
+
+#[derive(Clone, Debug, Default)]
+struct Lane {
+    name: u32,
+    kind: Option<LaneKind>,
+    events: u64,
+    dropped: u64,
+    open_depth: u32,
+    open: Vec<OpenSpan>,
+}
+
+/// The connection, as the view reports it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum Connection {
+    /// Trying to connect.
+    Connecting { attempt: u32 },
+    /// Receiving.
+    Connected { peer: String },
+    /// The connection dropped; trying again.
+    Reconnecting { attempt: u32, reason: String },
+    /// The session ended (Shutdown received, or gave up).
+    Ended { reason: String },
+}
+
+/// A viewer's running state.
+pub struct Model {
+    pub connection: Connection,
+    pub session_id: Option<u64>,
+    pub process: String,
+    pub process_id: u32,
+    ticks_per_second: u64,
+    names: HashMap<u32, String>,
+    lanes: BTreeMap<u16, Lane>,
+    expected_seq: Option<u32>,
+    pub frames: u64,
+    pub frames_dropped: u64,
+    pub events: u64,
+    pub events_dropped: u64,
+    pub bytes: u64,
+    uncompressed: u64,
+    compressed: u64,
+    /// Latest host time seen (block ends, catch-up times), and when it
+    /// arrived: the view extrapolates from there while no event comes (a
+    /// stall), so an open span's age keeps growing on screen.
+    host_now: u64,
+    host_now_at: Option<Instant>,
+    tick_starts: HashMap<u64, u64>,
+    /// (tick, start, duration, overrun), newest last.
+    ticks: VecDeque<(u64, u64, u64, bool)>,
+    /// (end time, name, duration), newest last.
+    spans: VecDeque<(u64, u32, u64)>,
+    gauges: BTreeMap<u32, VecDeque<f64>>,
+    rates: VecDeque<(Instant, u64, u64)>,
+    /// Session ids seen before the current one: engine restarts.
+    pub restarts: u32,
+    pub notice: Option<String>,
+    pub ended_cleanly: bool,
+    scratch: Vec<u8>,
+}
+
+impl Default for Model {
+    fn default() -> Self {
+        Model {
+            connection: Connection::Connecting { attempt: 1 },
+            session_id: None,
+            process: String::new(),
+            process_id: 0,
+            ticks_per_second: 1_000_000_000,
+            names: HashMap::new(),
+            lanes: BTreeMap::new(),
+            expected_seq: None,
+            frames: 0,
+            frames_dropped: 0,
+            events: 0,
+            events_dropped: 0,
+            bytes: 0,
+            uncompressed: 0,
+            compressed: 0,
+            host_now: 0,
+            host_now_at: None,
+            tick_starts: HashMap::new(),
+            ticks: VecDeque::new(),
+            spans: VecDeque::new(),
+            gauges: BTreeMap::new(),
+            rates: VecDeque::new(),
+            restarts: 0,
+            notice: None,
+            ended_cleanly: false,
+            scratch: vec![0u8; 1 << 20],
+        }
+    }
+}
+
+impl Model {
+    /// The name of id `id`, or a placeholder until its definition arrives.
+    pub fn name(&self, id: u32) -> String {
+        self.names
+            .get(&id)
+            .cloned()
+            .unwrap_or_else(|| format!("#{id}"))
+    }
+
+    fn seconds(&self, ticks: u64) -> f64 {
+        ticks as f64 / self.ticks_per_second.max(1) as f64
+    }
+
+    /// Takes in one frame. Errors name a malformed payload; the model keeps
+    /// what it had.
+    pub fn on_frame(&mut self, frame: &Frame<'_>) -> Result<(), DecodeError> {
+        self.frames += 1;
+        self.bytes += frame.wire_len() as u64;
+        let payload = frame.parse()?;
+        if !matches!(payload, Payload::Init(_)) {
+            if let Some(expected) = self.expected_seq {
+                self.frames_dropped += u64::from(frame.seq.wrapping_sub(expected));
+            }
+            self.expected_seq = Some(frame.seq.wrapping_add(1));
+        }
+        match payload {
+            Payload::Init(init) => {
+                if let Some(old) = self.session_id {
+                    if old != init.session_id {
+                        self.restarts += 1;
+                        self.notice = Some(format!(
+                            "engine restarted: new session {:016x}",
+                            init.session_id
+                        ));
+                        self.reset_session();
+                    }
+                }
+                self.session_id = Some(init.session_id);
+                self.process = init.process_name.into();
+                self.process_id = init.process_id;
+                self.ticks_per_second = init.ticks_per_second.max(1);
+                self.expected_seq = Some(init.next_seq);
+                self.names
+                    .extend(init.names().map(|(id, n)| (id, n.to_owned())));
+                self.set_lanes(init.lanes());
+            }
+            Payload::Definitions(defs) => {
+                self.names
+                    .extend(defs.names().map(|(id, n)| (id, n.to_owned())));
+                self.set_lanes(defs.lanes());
+            }
+            Payload::CatchUp(catchup) => {
+                self.advance_host_now(catchup.time);
+                for lane in catchup.lanes() {
+                    self.names
+                        .entry(lane.info.name)
+                        .or_insert_with(|| lane.name.to_owned());
+                    let row = self.lanes.entry(lane.info.id).or_default();
+                    row.name = lane.info.name;
+                    row.kind = Some(lane.info.kind);
+                    row.open_depth = lane.open_depth;
+                    row.open = lane.open.collect();
+                }
+            }
+            Payload::Block(block) => {
+                self.uncompressed += u64::from(block.uncompressed_len);
+                self.compressed += block.compressed_len() as u64;
+                self.advance_host_now(block.last_time);
+                for (lane, dropped) in block.drops() {
+                    self.events_dropped += u64::from(dropped);
+                    self.lanes.entry(lane).or_default().dropped += u64::from(dropped);
+                }
+                let mut scratch = std::mem::take(&mut self.scratch);
+                if scratch.len() < block.uncompressed_len as usize {
+                    scratch.resize(block.uncompressed_len as usize, 0);
+                }
+                let result = block.decompress(&mut scratch).and_then(|events| {
+                    for item in events {
+                        let (lane, event) = item?;
+                        self.on_event(lane, &event);
+                    }
+                    Ok(())
+                });
+                self.scratch = scratch;
+                result?;
+            }
+            Payload::Shutdown(totals) => {
+                self.ended_cleanly = true;
+                self.events_dropped = self.events_dropped.max(totals.events_dropped);
+                self.connection = Connection::Ended {
+                    reason: "the session ended (Shutdown)".into(),
+                };
+            }
+        }
+        Ok(())
+    }
+
+    fn advance_host_now(&mut self, time: u64) {
+        if time > self.host_now {
+            self.host_now = time;
+            self.host_now_at = Some(Instant::now());
+        }
+    }
+
+    /// The host clock now, extrapolated from the last time seen while the
+    /// session is live.
+    fn host_time(&self, now: Instant) -> u64 {
+        match (self.host_now_at, &self.connection) {
+            (Some(at), Connection::Connected { .. }) => {
+                let elapsed = now.saturating_duration_since(at).as_secs_f64();
+                self.host_now
+                    .saturating_add((elapsed * self.ticks_per_second as f64) as u64)
+            }
+            _ => self.host_now,
+        }
+    }
+
+    fn reset_session(&mut self) {
+        let keep = Model {
+            connection: self.connection.clone(),
+            restarts: self.restarts,
+            notice: self.notice.take(),
+            ..Model::default()
+        };
+        *self = keep;
+    }
+
+    fn set_lanes(&mut self, lanes: impl Iterator<Item = typhon_live_core::LaneInfo>) {
+        let mut current = BTreeMap::new();
+        for info in lanes {
+            let mut row = self.lanes.remove(&info.id).unwrap_or_default();
+            row.name = info.name;
+            row.kind = Some(info.kind);
+            current.insert(info.id, row);
+        }
+        self.lanes = current;
+    }
+
+    fn on_event(&mut self, lane: u16, event: &Event) {
+        self.events += 1;
+        let row = self.lanes.entry(lane).or_default();
+        row.events += 1;
+        match *event {
+            Event::Span {
+                name, duration, id, ..
+            } => {
+                // Ended: no longer open, whatever the last Catch-up said.
+                row.open.retain(|open| open.id != id);
+                self.spans.push_back((event.end_time(), name, duration));
+            }
+            Event::Gauge { gauge, value, .. } => {
+                let v = match value {
+                    GaugeValue::Int(v) => v as f64,
+                    GaugeValue::Float(v) => v,
+                };
+                let history = self.gauges.entry(gauge).or_default();
+                history.push_back(v);
+                if history.len() > GAUGE_HISTORY {
+                    history.pop_front();
+                }
+            }
+            Event::TickStart { time, tick } => {
+                self.tick_starts.insert(tick, time);
+            }
+            Event::TickEnd {
+                time,
+                tick,
+                overrun,
+            } => {
+                if let Some(start) = self.tick_starts.remove(&tick) {
+                    self.ticks
+                        .push_back((tick, start, time.saturating_sub(start), overrun));
+                }
+            }
+            Event::Instant { .. } => {}
+        }
+        self.advance_host_now(event.end_time());
+        let horizon = self
+            .host_now
+            .saturating_sub((WINDOW_SECONDS * self.ticks_per_second as f64) as u64);
+        while self.spans.front().is_some_and(|s| s.0 < horizon) {
+            self.spans.pop_front();
+        }
+        while self.ticks.front().is_some_and(|t| t.1 < horizon) {
+            self.ticks.pop_front();
+        }
+        // A tick whose end never came (dropped frame) must not pile up.
+        if self.tick_starts.len() > 1024 {
+            self.tick_starts.retain(|_, start| *start >= horizon);
+        }
+    }
+
+    /// The figures a view shows, as of wall-clock `now`.
+    pub fn summary(&mut self, now: Instant) -> Summary {
+        self.rates.push_back((now, self.events, self.bytes));
+        while self.rates.len() > 2 && now.duration_since(self.rates[0].0) > Duration::from_secs(2) {
+            self.rates.pop_front();
+        }
+        self.summarise(now)
+    }
+
+    fn summarise(&self, now: Instant) -> Summary {
+        let (t0, e0, b0) = self.rates[0];
+        let elapsed = now.duration_since(t0).as_secs_f64();
+        let per_second = |delta: u64| {
+            if elapsed > 0.0 {
+                delta as f64 / elapsed
+            } else {
+                0.0
+            }
+        };
+
+        let mut durations: Vec<u64> = self.ticks.iter().map(|t| t.2).collect();
+        durations.sort_unstable();
+        let pick = |q: f64| {
+            durations
+                .get(((durations.len() as f64 - 1.0) * q).round() as usize)
+                .map(|&d| self.seconds(d) * 1e3)
+        };
+        let tick_rate = match (self.ticks.front(), self.ticks.back()) {
+            (Some(first), Some(last)) if last.1 > first.1 => {
+                (self.ticks.len() - 1) as f64 / self.seconds(last.1 - first.1)
+            }
+            _ => 0.0,
+        };
+
+        let mut totals: HashMap<u32, (u64, u64)> = HashMap::new();
+        for &(_, name, duration) in &self.spans {
+            let entry = totals.entry(name).or_default();
+            entry.0 += duration;
+            entry.1 += 1;
+        }
+        let mut top: Vec<SpanTotal> = totals
+            .into_iter()
+            .map(|(name, (total, count))| SpanTotal {
+                name: self.name(name),
+                total_ms: self.seconds(total) * 1e3,
+                count,
+            })
+            .collect();
+        top.sort_by(|a, b| {
+            b.total_ms
+                .total_cmp(&a.total_ms)
+                .then_with(|| a.name.cmp(&b.name))
+        });
+        top.truncate(10);
+
+        let lanes = self
+            .lanes
+            .iter()
+            .map(|(&id, lane)| LaneSummary {
+                id,
+                name: self.name(lane.name),
+                kind: match lane.kind {
+                    Some(LaneKind::Main) => "main",
+                    Some(LaneKind::Worker) => "worker",
+                    Some(LaneKind::Pool) => "pool",
+                    _ => "other",
+                },
+                events: lane.events,
+                dropped: lane.dropped,
+            })
+            .collect();
+        let host_time = self.host_time(now);
+        let mut open: Vec<OpenSummary> = self
+            .lanes
+            .values()
+            .flat_map(|lane| {
+                lane.open.iter().map(move |span| OpenSummary {
+                    lane: self.name(lane.name),
+                    span: self.name(span.name),
+                    open_ms: self.seconds(host_time.saturating_sub(span.start)) * 1e3,
+                })
+            })
+            .collect();
+        open.sort_by(|a, b| b.open_ms.total_cmp(&a.open_ms));
+        let gauges = self
+            .gauges
+            .iter()
+            .map(|(&id, history)| GaugeSummary {
+                name: self.name(id),
+                value: history.back().copied().unwrap_or(0.0),
+                history: history.iter().copied().collect(),
+            })
+            .collect();
+        Summary {
+            connection: self.connection.clone(),
+            session_id: self.session_id.map(|s| format!("{s:016x}")),
+            process: self.process.clone(),
+            restarts: self.restarts,
+            notice: self.notice.clone(),
+            lanes,
+            tick_rate_hz: tick_rate,
+            tick_p50_ms: pick(0.5),
+            tick_p99_ms: pick(0.99),
+            tick_max_ms: durations.last().map(|&d| self.seconds(d) * 1e3),
+            overruns: self.ticks.iter().filter(|t| t.3).count() as u64,
+            top_spans: top,
+            open_spans: open,
+            gauges,
+            events: self.events,
+            events_per_second: per_second(self.events - e0),
+            bytes_per_second: per_second(self.bytes - b0),
+            compression_ratio: if self.compressed > 0 {
+                self.uncompressed as f64 / self.compressed as f64
+            } else {
+                0.0
+            },
+            frames: self.frames,
+            frames_dropped: self.frames_dropped,
+            events_dropped: self.events_dropped,
+        }
+    }
+}
+
+/// One lane in a summary.
+#[derive(Clone, Debug, Serialize)]
+pub struct LaneSummary {
+    pub id: u16,
+    pub name: String,
+    pub kind: &'static str,
+    pub events: u64,
+    pub dropped: u64,
+}
+
+/// A span name's total time over the window.
+#[derive(Clone, Debug, Serialize)]
+pub struct SpanTotal {
+    pub name: String,
+    pub total_ms: f64,
+    pub count: u64,
+}
+
+/// A span open right now.
+#[derive(Clone, Debug, Serialize)]
+pub struct OpenSummary {
+    pub lane: String,
+    pub span: String,
+    pub open_ms: f64,
+}
+
+/// A gauge's latest value and recent history.
+#[derive(Clone, Debug, Serialize)]
+pub struct GaugeSummary {
+    pub name: String,
+    pub value: f64,
+    pub history: Vec<f64>,
+}
+
+/// Everything a view shows.
+#[derive(Clone, Debug, Serialize)]
+pub struct Summary {
+    pub connection: Connection,
+    pub session_id: Option<String>,
+    pub process: String,
+    pub restarts: u32,
+    pub notice: Option<String>,
+    pub lanes: Vec<LaneSummary>,
+    pub tick_rate_hz: f64,
+    pub tick_p50_ms: Option<f64>,
+    pub tick_p99_ms: Option<f64>,
+    pub tick_max_ms: Option<f64>,
+    pub overruns: u64,
+    pub top_spans: Vec<SpanTotal>,
+    pub open_spans: Vec<OpenSummary>,
+    pub gauges: Vec<GaugeSummary>,
+    pub events: u64,
+    pub events_per_second: f64,
+    pub bytes_per_second: f64,
+    pub compression_ratio: f64,
+    pub frames: u64,
+    pub frames_dropped: u64,
+    pub events_dropped: u64,
+}
+
+impl Summary {
+    /// The one-line form, for a view that is not a terminal.
+    pub fn line(&self) -> String {
+        let state = match &self.connection {
+            Connection::Connecting { attempt } => format!("connecting (attempt {attempt})"),
+            Connection::Connected { peer } => format!("connected to {peer}"),
+            Connection::Reconnecting { attempt, reason } => {
+                format!("reconnecting (attempt {attempt}): {reason}")
+            }
+            Connection::Ended { reason } => format!("ended: {reason}"),
+        };
+        let ms = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.2}"));
+        format!(
+            "{state} | {} lanes | tick {:.1} Hz p50 {} p99 {} max {} ms | {:.0} ev/s {:.0} B/s x{:.1} | dropped {} frames {} events{}",
+            self.lanes.len(),
+            self.tick_rate_hz,
+            ms(self.tick_p50_ms),
+            ms(self.tick_p99_ms),
+            ms(self.tick_max_ms),
+            self.events_per_second,
+            self.bytes_per_second,
+            self.compression_ratio,
+            self.frames_dropped,
+            self.events_dropped,
+            self.open_spans.first().map_or(String::new(), |s| format!(" | open: {} on {} for {:.0} ms", s.span, s.lane, s.open_ms)),
+        )
+    }
+}

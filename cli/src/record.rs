@@ -1,0 +1,135 @@
+//! `typhon-live record`: the live stream into a trace file, whole frames
+//! only, so the file is valid whenever the command is interrupted.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use typhon_live_core::frame::write_raw_frame;
+use typhon_live_core::{DecodeError, Frame, FrameKind};
+
+use crate::error::CliError;
+use crate::stream::{self, Consumer, End, Flow};
+
+struct Recorder<'p> {
+    path: &'p Path,
+    file: BufWriter<File>,
+    out: Vec<u8>,
+    bytes: u64,
+    frames: u64,
+    gaps: u64,
+    expected: Option<u32>,
+    damage: u64,
+    error: Option<CliError>,
+    deadline: Option<Instant>,
+    last_progress: Instant,
+    shutdown: bool,
+}
+
+impl Recorder<'_> {
+    fn progress(&self, end: &str) {
+        eprint!(
+            "\rrecorded {} bytes, {} frames, {} gaps{end}",
+            self.bytes, self.frames, self.gaps
+        );
+    }
+}
+
+impl Consumer for Recorder<'_> {
+    fn frame(&mut self, frame: &Frame<'_>) -> Flow {
+        // Re-sealed exactly as received (kind, sequence number, payload).
+        let needed = frame.wire_len();
+        if self.out.len() < needed {
+            self.out.resize(needed, 0);
+        }
+        let Ok(n) = write_raw_frame(&mut self.out, frame.kind, frame.seq, frame.payload) else {
+            return Flow::Continue;
+        };
+        if let Err(e) = self
+            .file
+            .write_all(&self.out[..n])
+            .and_then(|()| self.file.flush())
+        {
+            self.error = Some(CliError::File {
+                path: self.path.into(),
+                reason: e.to_string(),
+            });
+            return Flow::Stop;
+        }
+        self.bytes += n as u64;
+        self.frames += 1;
+        if frame.kind != FrameKind::Init.to_byte() {
+            if let Some(expected) = self.expected {
+                self.gaps += u64::from(frame.seq.wrapping_sub(expected));
+            }
+            self.expected = Some(frame.seq.wrapping_add(1));
+        } else {
+            self.expected = Some(frame.seq);
+        }
+        if frame.kind == FrameKind::Shutdown.to_byte() {
+            self.shutdown = true;
+            return Flow::Stop;
+        }
+        Flow::Continue
+    }
+
+    fn damage(&mut self, _error: DecodeError) {
+        self.damage += 1;
+    }
+
+    fn tick(&mut self) -> Flow {
+        if self.last_progress.elapsed() >= Duration::from_secs(1) {
+            self.last_progress = Instant::now();
+            self.progress("");
+        }
+        if self.deadline.is_some_and(|d| Instant::now() >= d) {
+            return Flow::Stop;
+        }
+        Flow::Continue
+    }
+}
+
+/// Records `addr` into `path` until Shutdown, `duration`, or interruption.
+pub fn run(addr: &str, path: &Path, duration: Option<Duration>) -> Result<(), CliError> {
+    let file = File::create(path).map_err(|e| CliError::File {
+        path: path.into(),
+        reason: e.to_string(),
+    })?;
+    let mut stream = stream::connect(addr, |_| {})?;
+    let mut recorder = Recorder {
+        path,
+        file: BufWriter::new(file),
+        out: vec![0u8; 1 << 16],
+        bytes: 0,
+        frames: 0,
+        gaps: 0,
+        expected: None,
+        damage: 0,
+        error: None,
+        deadline: duration.map(|d| Instant::now() + d),
+        last_progress: Instant::now(),
+        shutdown: false,
+    };
+    let end = stream::read_frames(&mut stream, &mut recorder);
+    let why = if recorder.shutdown {
+        " (session ended)"
+    } else {
+        ""
+    };
+    recorder.progress(&format!("{why}\n"));
+    if let Some(error) = recorder.error {
+        return Err(error);
+    }
+    match end {
+        End::Done => Ok(()),
+        End::NotTyphon(reason) => Err(CliError::NotTyphon {
+            addr: addr.into(),
+            reason,
+        }),
+        End::Lost(reason) => Err(CliError::ConnectionLost {
+            addr: addr.into(),
+            reason,
+        }),
+    }
+}

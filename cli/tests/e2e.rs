@@ -1,0 +1,233 @@
+//! The command end to end: the demo exporting on an ephemeral loopback
+//! port, recorded, inspected and converted; and `attach` against peers that
+//! misbehave. Waits are bounded.
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_typhon-live");
+
+fn temp(name: &str) -> PathBuf {
+    std::env::temp_dir().join(format!("typhon-live-e2e-{}-{name}", std::process::id()))
+}
+
+#[test]
+fn demo_record_inspect_convert() {
+    let mut demo = Command::new(BIN)
+        .args([
+            "demo",
+            "--no-view",
+            "--live",
+            "0",
+            "--duration",
+            "4",
+            "--threads",
+            "2",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("demo starts");
+    let mut line = String::new();
+    BufReader::new(demo.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let addr = line.trim().rsplit(' ').next().unwrap().to_owned();
+    assert!(addr.starts_with("127.0.0.1:"), "demo printed {line:?}");
+
+    let trace = temp("demo.tlt");
+    let record = Command::new(BIN)
+        .args(["record", &addr, "-o"])
+        .arg(&trace)
+        .args(["--duration", "30"])
+        .output()
+        .unwrap();
+    assert!(
+        record.status.success(),
+        "record failed: {}",
+        String::from_utf8_lossy(&record.stderr)
+    );
+    assert!(String::from_utf8_lossy(&record.stderr).contains("session ended"));
+    assert!(demo.wait().unwrap().success());
+
+    let inspect = Command::new(BIN)
+        .arg("inspect")
+        .arg(&trace)
+        .output()
+        .unwrap();
+    let report = String::from_utf8_lossy(&inspect.stdout);
+    assert!(
+        inspect.status.success(),
+        "{report}\n{}",
+        String::from_utf8_lossy(&inspect.stderr)
+    );
+    for expected in [
+        "typhon-live demo",
+        "Transform",
+        "shutdown    clean",
+        "Sim ",
+        "worker-0",
+        "0 missing by sequence number",
+    ] {
+        assert!(
+            report.contains(expected),
+            "{expected:?} missing from\n{report}"
+        );
+    }
+
+    let json_path = temp("demo.json");
+    let convert = Command::new(BIN)
+        .arg("convert")
+        .arg(&trace)
+        .args(["--to", "chrome", "-o"])
+        .arg(&json_path)
+        .output()
+        .unwrap();
+    assert!(
+        convert.status.success(),
+        "{}",
+        String::from_utf8_lossy(&convert.stderr)
+    );
+    let json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&json_path).unwrap()).unwrap();
+    let events = json["traceEvents"].as_array().unwrap();
+    let has = |ph: &str, name: &str| events.iter().any(|e| e["ph"] == ph && e["name"] == name);
+    assert!(
+        has("X", "Tick") && has("X", "Sim.Physics") && has("X", "Query<Collider>"),
+        "spans with their names"
+    );
+    assert!(events
+        .iter()
+        .any(|e| e["ph"] == "M" && e["name"] == "thread_name" && e["args"]["name"] == "Sim"));
+    assert!(events
+        .iter()
+        .any(|e| e["ph"] == "M" && e["args"]["name"] == "worker-1"));
+    assert!(has("C", "memory.bytes"), "the memory gauge");
+    assert!(events
+        .iter()
+        .filter(|e| e["ph"] == "X")
+        .all(|e| e["ts"].is_number() && e["dur"].is_number()));
+    for path in [&trace, &json_path] {
+        let _ = std::fs::remove_file(path);
+    }
+}
+
+fn attach(addr: &str) -> (i32, String, Duration) {
+    let started = Instant::now();
+    let out = Command::new(BIN)
+        .args(["attach", addr, "--json", "--duration", "30"])
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+        started.elapsed(),
+    )
+}
+
+#[test]
+fn attach_to_nothing_says_so() {
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let (code, stderr, took) = attach(&format!("127.0.0.1:{port}"));
+    assert_eq!(code, 3, "{stderr}");
+    assert!(
+        stderr.contains(&format!("cannot connect to 127.0.0.1:{port}")),
+        "{stderr}"
+    );
+    assert_eq!(stderr.lines().count(), 1, "one line: {stderr}");
+    // Three tries, two seconds apart.
+    assert!(took >= Duration::from_secs(4), "{took:?}");
+}
+
+#[test]
+fn attach_to_a_peer_sending_garbage_says_it_is_not_typhon() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    let server = std::thread::spawn(move || {
+        let (mut conn, _) = listener.accept().unwrap();
+        let _ = conn.write_all(b"HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\n\r\nhello");
+        std::thread::sleep(Duration::from_secs(2));
+    });
+    let (code, stderr, _) = attach(&addr);
+    assert_eq!(code, 4, "{stderr}");
+    assert!(stderr.contains("is not a typhon-live stream"), "{stderr}");
+    server.join().unwrap();
+}
+
+#[test]
+fn attach_to_a_peer_that_closes_mid_frame_says_the_connection_was_lost() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    let server = std::thread::spawn(move || {
+        let (mut conn, _) = listener.accept().unwrap();
+        // A real Init, then half of a frame, then gone for good.
+        let mut out = vec![0u8; 4096];
+        let names: typhon_live_core::NameTable<4, 64> = typhon_live_core::NameTable::new();
+        let n = typhon_live_core::init::write_init(
+            &mut out,
+            0,
+            &typhon_live_core::Metadata::default(),
+            &names,
+            std::iter::empty(),
+        )
+        .unwrap();
+        conn.write_all(&out[..n]).unwrap();
+        conn.write_all(&out[..n / 2]).unwrap();
+        drop(conn);
+        drop(listener);
+    });
+    let (code, stderr, _) = attach(&addr);
+    server.join().unwrap();
+    assert_eq!(code, 5, "{stderr}");
+    assert!(
+        stderr.contains(&format!("lost the connection to {addr}")) && stderr.contains("mid-frame"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_truncated_trace_is_read_to_its_last_frame_and_reported() {
+    let bytes = {
+        let mut out = vec![0u8; 4096];
+        let names: typhon_live_core::NameTable<4, 64> = typhon_live_core::NameTable::new();
+        let n = typhon_live_core::init::write_init(
+            &mut out,
+            0,
+            &typhon_live_core::Metadata::default(),
+            &names,
+            std::iter::empty(),
+        )
+        .unwrap();
+        let mut file = out[..n].to_vec();
+        file.extend(&out[..n / 2]);
+        file
+    };
+    let path = temp("cut.tlt");
+    std::fs::write(&path, &bytes).unwrap();
+    let out = Command::new(BIN)
+        .arg("inspect")
+        .arg(&path)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{stderr}");
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("at byte"),
+        "damage with its offset"
+    );
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    let missing = Command::new(BIN)
+        .args(["inspect", "/nonexistent/trace.tlt"])
+        .output()
+        .unwrap();
+    assert_eq!(missing.status.code(), Some(6));
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("/nonexistent/trace.tlt"));
+    let _ = std::fs::remove_file(&path);
+}
