@@ -508,3 +508,49 @@ impl Summary {
         )
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use typhon_live_core::init::write_init;
+    use typhon_live_core::{Decoder, Metadata, NameTable};
+
+    use super::*;
+
+    fn init(session_id: u64) -> Vec<u8> {
+        let names: NameTable<4, 64> = NameTable::new();
+        let mut out = vec![0u8; 1024];
+        let meta = Metadata {
+            session_id,
+            ticks_per_second: 1000,
+            ..Metadata::default()
+        };
+        let n = write_init(&mut out, 0, &meta, &names, std::iter::empty()).unwrap();
+        out.truncate(n);
+        out
+    }
+
+    fn feed(model: &mut Model, bytes: &[u8]) {
+        let mut buf = vec![0u8; 4096];
+        let mut decoder = Decoder::new(&mut buf);
+        decoder.feed(bytes);
+        while let Some(frame) = decoder.next().unwrap() {
+            model.on_frame(&frame).unwrap();
+        }
+    }
+
+    #[test]
+    fn a_new_session_id_is_a_restart_the_same_one_a_reconnect() {
+        let mut model = Model::default();
+        feed(&mut model, &init(7));
+        feed(&mut model, &init(7));
+        assert_eq!(model.restarts, 0);
+        assert_eq!(model.notice, None);
+        feed(&mut model, &init(8));
+        assert_eq!(model.restarts, 1);
+        assert!(model
+            .notice
+            .as_deref()
+            .is_some_and(|n| n.contains("restarted")));
+        assert_eq!(model.session_id, Some(8));
+    }
+}

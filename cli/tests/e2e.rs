@@ -231,3 +231,71 @@ fn a_truncated_trace_is_read_to_its_last_frame_and_reported() {
     assert!(String::from_utf8_lossy(&missing.stderr).contains("/nonexistent/trace.tlt"));
     let _ = std::fs::remove_file(&path);
 }
+
+#[test]
+fn a_recording_killed_midway_is_a_valid_trace_and_bad_outputs_are_named() {
+    let mut demo = Command::new(BIN)
+        .args([
+            "demo",
+            "--no-view",
+            "--live",
+            "0",
+            "--duration",
+            "6",
+            "--threads",
+            "1",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(demo.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let addr = line.trim().rsplit(' ').next().unwrap().to_owned();
+    let trace = temp("killed.tlt");
+    let mut record = Command::new(BIN)
+        .args(["record", &addr, "-o"])
+        .arg(&trace)
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while std::fs::metadata(&trace).map_or(0, |m| m.len()) < 4096 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    record.kill().unwrap(); // as hard an interruption as there is
+    record.wait().unwrap();
+    let inspect = Command::new(BIN)
+        .arg("inspect")
+        .arg(&trace)
+        .output()
+        .unwrap();
+    let report = String::from_utf8_lossy(&inspect.stdout);
+    assert!(
+        inspect.status.success(),
+        "{report}\n{}",
+        String::from_utf8_lossy(&inspect.stderr)
+    );
+    assert!(
+        report.contains("shutdown    none") && !report.contains("damage"),
+        "{report}"
+    );
+
+    let convert = Command::new(BIN)
+        .arg("convert")
+        .arg(&trace)
+        .args(["--to", "chrome", "-o", "/nonexistent-dir/out.json"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&convert.stderr);
+    assert_eq!(convert.status.code(), Some(6), "{stderr}");
+    assert!(
+        stderr.contains("/nonexistent-dir/out.json") && stderr.lines().count() == 1,
+        "{stderr}"
+    );
+    let _ = demo.kill();
+    let _ = demo.wait();
+    let _ = std::fs::remove_file(&trace);
+}
