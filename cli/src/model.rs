@@ -9,8 +9,14 @@ use typhon_live_core::{DecodeError, Event, Frame, GaugeValue, LaneKind, OpenSpan
 
 /// Host time the sliding windows cover (tick durations, top spans).
 const WINDOW_SECONDS: f64 = 2.0;
+/// The span window is kept as this many buckets of per-name totals, so its
+/// memory depends on the number of names, not on the event rate.
+const SPAN_BUCKETS: u64 = 20;
 /// Gauge readings kept per gauge, for the sparkline.
 const GAUGE_HISTORY: usize = 120;
+
+/// Per span name: total duration and count.
+type SpanTotals = HashMap<u32, (u64, u64)>;
 
 #[derive(Clone, Debug, Default)]
 struct Lane {
@@ -61,8 +67,8 @@ pub struct Model {
     tick_starts: HashMap<u64, u64>,
     /// (tick, start, duration, overrun), newest last.
     ticks: VecDeque<(u64, u64, u64, bool)>,
-    /// (end time, name, duration), newest last.
-    spans: VecDeque<(u64, u32, u64)>,
+    /// (bucket index, per-name totals), newest last.
+    spans: VecDeque<(u64, SpanTotals)>,
     gauges: BTreeMap<u32, VecDeque<f64>>,
     rates: VecDeque<(Instant, u64, u64)>,
     /// Session ids seen before the current one: engine restarts.
@@ -112,6 +118,10 @@ impl Model {
             .get(&id)
             .cloned()
             .unwrap_or_else(|| format!("#{id}"))
+    }
+
+    fn bucket_ticks(&self) -> u64 {
+        ((WINDOW_SECONDS * self.ticks_per_second as f64) as u64 / SPAN_BUCKETS).max(1)
     }
 
     fn seconds(&self, ticks: u64) -> f64 {
@@ -253,7 +263,17 @@ impl Model {
             } => {
                 // Ended: no longer open, whatever the last Catch-up said.
                 row.open.retain(|open| open.id != id);
-                self.spans.push_back((event.end_time(), name, duration));
+                let bucket = event.end_time() / self.bucket_ticks();
+                if self.spans.back().is_none_or(|(b, _)| *b < bucket) {
+                    self.spans.push_back((bucket, HashMap::new()));
+                }
+                // Spans ending out of order land in the newest bucket: the
+                // window is approximate by one bucket, never unbounded.
+                if let Some((_, totals)) = self.spans.back_mut() {
+                    let entry = totals.entry(name).or_default();
+                    entry.0 += duration;
+                    entry.1 += 1;
+                }
             }
             Event::Gauge { gauge, value, .. } => {
                 let v = match value {
@@ -285,7 +305,8 @@ impl Model {
         let horizon = self
             .host_now
             .saturating_sub((WINDOW_SECONDS * self.ticks_per_second as f64) as u64);
-        while self.spans.front().is_some_and(|s| s.0 < horizon) {
+        let oldest_bucket = horizon / self.bucket_ticks();
+        while self.spans.front().is_some_and(|(b, _)| *b < oldest_bucket) {
             self.spans.pop_front();
         }
         while self.ticks.front().is_some_and(|t| t.1 < horizon) {
@@ -331,11 +352,13 @@ impl Model {
             _ => 0.0,
         };
 
-        let mut totals: HashMap<u32, (u64, u64)> = HashMap::new();
-        for &(_, name, duration) in &self.spans {
-            let entry = totals.entry(name).or_default();
-            entry.0 += duration;
-            entry.1 += 1;
+        let mut totals = SpanTotals::new();
+        for (_, bucket) in &self.spans {
+            for (&name, &(duration, count)) in bucket {
+                let entry = totals.entry(name).or_default();
+                entry.0 += duration;
+                entry.1 += count;
+            }
         }
         let mut top: Vec<SpanTotal> = totals
             .into_iter()
