@@ -73,6 +73,13 @@ pub struct Exporter<'a, const L: usize> {
     /// Per lane: events in `block` plus drops it carries.
     block_lanes: [u32; L],
     block_ready: bool,
+    /// The last fill stopped because the Block had no more room.
+    block_full: bool,
+    /// Host time at which the open Block got its first event.
+    block_opened: Option<u64>,
+    /// How long a Block may stay open collecting drains; 0 closes it after
+    /// every drain pass.
+    block_max_age: u64,
     /// Per lane: events still to take in the current drain pass.
     budget: [u32; L],
     draining: bool,
@@ -105,6 +112,9 @@ impl<'a, const L: usize> Exporter<'a, L> {
             block: BlockBuilder::new(scratch),
             block_lanes: [0; L],
             block_ready: false,
+            block_full: false,
+            block_opened: None,
+            block_max_age: 0,
             budget: [0; L],
             draining: false,
             drain_requested: false,
@@ -123,6 +133,15 @@ impl<'a, const L: usize> Exporter<'a, L> {
             last: None,
             totals: Totals::default(),
         }
+    }
+
+    /// Lets a Block collect the events of several drain passes for up to
+    /// `ticks` of host time (or until it is full) before it is written:
+    /// fewer, larger Blocks compress better and amortise the frame overhead,
+    /// at the price of that much latency. 0 (the default) writes a Block
+    /// after every drain pass.
+    pub fn set_block_max_age(&mut self, ticks: u64) {
+        self.block_max_age = ticks;
     }
 
     /// Sets the catch-up period in host clock ticks.
@@ -282,6 +301,9 @@ impl<'a, const L: usize> Exporter<'a, L> {
             if self.draining && !self.block_ready {
                 self.fill_block(lanes);
             }
+            if !self.block_ready && !self.draining {
+                self.block_ready = self.block_should_close();
+            }
             if self.attached {
                 if let Some(emitted) = self.poll_attached(lanes, names, out)? {
                     return Ok(Some(emitted));
@@ -373,10 +395,24 @@ impl<'a, const L: usize> Exporter<'a, L> {
         self.block.clear();
         self.block_lanes = [0; L];
         self.block_ready = false;
+        self.block_full = false;
+        self.block_opened = None;
     }
 
-    /// Moves events from the lanes into the Block until it is full or the
-    /// drain pass is done; marks it ready if it has anything to say.
+    /// Whether the Block collected so far goes out now.
+    fn block_should_close(&self) -> bool {
+        if self.block.is_empty() {
+            // Drop counts alone do not wait for events to join them.
+            return self.pending_drops.iter().any(|&d| d > 0);
+        }
+        let aged = self
+            .block_opened
+            .is_some_and(|opened| self.now.saturating_sub(opened) >= self.block_max_age);
+        self.block_full || self.stopping || aged
+    }
+
+    /// Moves events from the lanes into the Block until it is full (then it
+    /// is ready) or the drain pass is done (then `block_should_close` says).
     fn fill_block<const N: usize>(&mut self, lanes: &Lanes<L, N>) {
         if self.block.is_empty() {
             // Only between Blocks: a slot freed here gets a new owner whose
@@ -411,11 +447,14 @@ impl<'a, const L: usize> Exporter<'a, L> {
                 break;
             }
         }
-        if !full {
-            self.draining = false;
+        if !self.block.is_empty() && self.block_opened.is_none() {
+            self.block_opened = Some(self.now);
         }
-        if !self.block.is_empty() || self.pending_drops.iter().any(|&d| d > 0) {
+        self.block_full = full;
+        if full {
             self.block_ready = true;
+        } else {
+            self.draining = false;
         }
     }
 }

@@ -296,7 +296,7 @@ fn check_attachment(a: &Attachment) -> (u64, Option<typhon_live_core::Shutdown>)
     (events, shutdown)
 }
 
-fn run(ops: &[Op], final_drops: &[bool]) {
+fn run(ops: &[Op], final_drops: &[bool], block_max_age: u64) {
     let lanes = Lanes::<LANES, RING>::new();
     let mut scratch = vec![0u8; 300];
     let meta = Metadata {
@@ -309,7 +309,11 @@ fn run(ops: &[Op], final_drops: &[bool]) {
         lanes: &lanes,
         names: NameTable::new(),
         handles: Vec::new(),
-        exporter: Exporter::new(meta, &mut scratch),
+        exporter: {
+            let mut exporter = Exporter::new(meta, &mut scratch);
+            exporter.set_block_max_age(block_max_age);
+            exporter
+        },
         now: 1,
         tick: 0,
         recorded: 0,
@@ -361,8 +365,9 @@ proptest! {
     fn exporter_streams_always_decode_and_account_for_everything(
         ops in prop::collection::vec(op(), 0..120),
         final_drops in prop::collection::vec(prop::bool::weighted(0.3), 1..4),
+        block_max_age in prop_oneof![Just(0u64), 1u64..3000],
     ) {
-        run(&ops, &final_drops);
+        run(&ops, &final_drops, block_max_age);
     }
 }
 
@@ -375,7 +380,7 @@ fn a_quiet_session_gets_init_catchup_and_shutdown() {
         Op::Advance(1000),
         Op::Poll(vec![false]),
     ];
-    run(&ops, &[false]);
+    run(&ops, &[false], 0);
 }
 
 #[test]
@@ -389,5 +394,47 @@ fn a_dropped_definitions_frame_is_written_again() {
         // Drops the Definitions, delivers the rest.
         Op::Poll(vec![true, false, false, false]),
     ];
-    run(&ops, &[false]);
+    run(&ops, &[false], 0);
+}
+
+#[test]
+fn a_block_collects_several_drains_until_it_ages() {
+    let lanes = Lanes::<LANES, 64>::new();
+    let mut names: NameTable<8, 64> = NameTable::new();
+    let lane = lanes
+        .claim(names.intern("main").unwrap(), LaneKind::Main)
+        .unwrap();
+    let mut scratch = vec![0u8; 4096];
+    let meta = Metadata {
+        ticks_per_second: 1_000_000,
+        ..Metadata::default()
+    };
+    let mut exporter: Exporter<'_, LANES> = Exporter::new(meta, &mut scratch);
+    exporter.set_block_max_age(5_000);
+    exporter.attach();
+    let mut out = vec![0u8; 1 << 16];
+    let mut blocks = Vec::new();
+    for step in 0..10u64 {
+        let now = step * 1_000;
+        assert!(lane.instant(0, now, step));
+        exporter.request_drain();
+        while let Some(frame) = exporter.poll(now, &lanes, &names, &mut out).unwrap() {
+            if frame.kind == FrameKind::Block {
+                blocks.push((now, frame.events));
+            }
+        }
+    }
+    // Events at 0..=5 ms share a Block, written once it is 5 ms old.
+    assert_eq!(blocks, [(5_000, 6)]);
+    exporter.stop();
+    while let Some(frame) = exporter.poll(10_000, &lanes, &names, &mut out).unwrap() {
+        if frame.kind == FrameKind::Block {
+            blocks.push((10_000, frame.events));
+        }
+    }
+    assert_eq!(
+        blocks,
+        [(5_000, 6), (10_000, 4)],
+        "stop flushes the open Block"
+    );
 }

@@ -40,6 +40,9 @@ pub struct ProfilerConfig {
     pub trace: Option<PathBuf>,
     /// How often the exporter drains the lanes.
     pub drain_interval: Duration,
+    /// How long a Block may collect drains before it is sent: larger Blocks
+    /// compress better, at this much extra latency.
+    pub block_max_age: Duration,
 }
 
 impl Default for ProfilerConfig {
@@ -51,6 +54,7 @@ impl Default for ProfilerConfig {
             bind_address: IpAddr::from([127, 0, 0, 1]),
             trace: None,
             drain_interval: Duration::from_millis(1),
+            block_max_age: Duration::from_millis(2),
         }
     }
 }

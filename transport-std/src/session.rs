@@ -177,6 +177,7 @@ impl Profiler {
             .map_or(0, |d| d.as_nanos() as u64);
         let meta = OwnedMetadata::new(metadata, 1_000_000_000, session_id(created), created);
         let drain_interval = config.drain_interval.max(Duration::from_micros(100));
+        let block_max_age = config.block_max_age.as_nanos() as u64;
         let thread = {
             let control = Arc::clone(&control);
             std::thread::Builder::new()
@@ -185,7 +186,15 @@ impl Profiler {
                     // The slot is free again once the thread has let go of
                     // the lanes, however the session ends.
                     let _slot = slot;
-                    export(&meta, live, trace, drain_interval, &control, clock)
+                    export(
+                        &meta,
+                        live,
+                        trace,
+                        drain_interval,
+                        block_max_age,
+                        &control,
+                        clock,
+                    )
                 })
                 .map_err(StartError::Thread)?
         };
@@ -323,12 +332,15 @@ fn export(
     mut live: Option<TcpSink>,
     mut trace: Option<TraceFile>,
     interval: Duration,
+    block_max_age: u64,
     control: &Control,
     clock: &runtime::Clock,
 ) -> io::Result<()> {
     meta.with(|meta| {
         let mut scratch = vec![0u8; BLOCK_SCRATCH];
         let mut exporter: Exporter<'_, MAX_LANES> = Exporter::new(meta, &mut scratch);
+        // Timestamps are nanoseconds, so the age is too.
+        exporter.set_block_max_age(block_max_age);
         let mut out = vec![0u8; exporter.min_block_buffer().max(1 << 16)];
         let mut init_for = None;
         let mut stop_deadline = None;
