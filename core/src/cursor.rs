@@ -53,7 +53,23 @@ impl<'a> Writer<'a> {
         self.bytes(&v.to_le_bytes());
     }
 
+    #[inline]
     pub(crate) fn varint(&mut self, mut v: u64) {
+        // Fast path: room for the longest varint, written in place.
+        if let Some(dst) = self
+            .buf
+            .get_mut(self.pos..self.pos.saturating_add(MAX_VARINT_LEN))
+        {
+            let mut n = 0;
+            while v >= 0x80 {
+                dst[n] = (v as u8) | 0x80;
+                v >>= 7;
+                n += 1;
+            }
+            dst[n] = v as u8;
+            self.pos += n + 1;
+            return;
+        }
         let mut tmp = [0u8; MAX_VARINT_LEN];
         let mut n = 0;
         loop {
@@ -185,10 +201,11 @@ impl<'a> Reader<'a> {
         self.array(what).map(u64::from_le_bytes)
     }
 
+    #[inline]
     pub(crate) fn varint(&mut self, what: &'static str) -> Result<u64, DecodeError> {
+        let bytes = self.bytes;
         let mut value = 0u64;
-        for i in 0..MAX_VARINT_LEN {
-            let byte = self.u8(what)?;
+        for (i, &byte) in bytes.iter().take(MAX_VARINT_LEN).enumerate() {
             let bits = u64::from(byte & 0x7f);
             // The tenth byte may only carry the top bit of a u64.
             if i == MAX_VARINT_LEN - 1 && bits > 1 {
@@ -196,9 +213,11 @@ impl<'a> Reader<'a> {
             }
             value |= bits << (7 * i);
             if byte & 0x80 == 0 {
+                self.bytes = &bytes[i + 1..];
                 return Ok(value);
             }
         }
+        // Ran out of bytes, or ten bytes all saying "more".
         Err(DecodeError::Malformed { what })
     }
 

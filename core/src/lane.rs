@@ -46,66 +46,71 @@ pub struct LaneInfo {
 
 /// Spans begun and not ended, readable from another thread.
 ///
-/// A sequence lock made of atomics: the owning thread bumps `version` to odd,
-/// writes, bumps it to even; a reader retries while it sees a change.
+/// A sequence lock made of atomics, with version and depth in one word:
+/// every change stores a new word (version + 1), so a reader that sees the
+/// same word before and after copying the slots copied a consistent stack.
+/// A push writes the slot above the current depth, behind a release fence
+/// that orders the previous change's store before it, then publishes the
+/// new word; a pop only publishes a new word. Two stores per push, one per
+/// pop: this is on every span's path.
 struct OpenStack {
-    version: AtomicU32,
-    depth: AtomicU32,
+    /// `version << DEPTH_BITS | depth`.
+    state: AtomicU32,
     /// id, name, start low word, start high word.
     slots: [[AtomicU32; 4]; MAX_OPEN_SPANS],
+}
+
+const DEPTH_BITS: u32 = 12;
+/// Depths past this saturate (the reported depth then means "at least").
+const DEPTH_MAX: u32 = (1 << DEPTH_BITS) - 1;
+
+fn pack(version: u32, depth: u32) -> u32 {
+    (version << DEPTH_BITS) | depth.min(DEPTH_MAX)
 }
 
 impl OpenStack {
     const fn new() -> Self {
         OpenStack {
-            version: AtomicU32::new(0),
-            depth: AtomicU32::new(0),
+            state: AtomicU32::new(0),
             slots: [const { [const { AtomicU32::new(0) }; 4] }; MAX_OPEN_SPANS],
         }
     }
 
-    fn write(&self, f: impl FnOnce(&Self)) {
-        let v = self.version.load(Ordering::Relaxed);
-        self.version.store(v.wrapping_add(1), Ordering::Relaxed);
-        fence(Ordering::Release);
-        f(self);
-        self.version.store(v.wrapping_add(2), Ordering::Release);
+    fn publish(&self, old: u32, depth: u32) {
+        let version = (old >> DEPTH_BITS).wrapping_add(1);
+        self.state.store(pack(version, depth), Ordering::Release);
     }
 
     fn push(&self, span: OpenSpan) {
-        self.write(|s| {
-            let depth = s.depth.load(Ordering::Relaxed);
-            if let Some(slot) = s.slots.get(depth as usize) {
-                slot[0].store(span.id, Ordering::Relaxed);
-                slot[1].store(span.name, Ordering::Relaxed);
-                slot[2].store(span.start as u32, Ordering::Relaxed);
-                slot[3].store((span.start >> 32) as u32, Ordering::Relaxed);
-            }
-            s.depth.store(depth.saturating_add(1), Ordering::Relaxed);
-        });
+        let old = self.state.load(Ordering::Relaxed);
+        let depth = old & DEPTH_MAX;
+        if let Some(slot) = self.slots.get(depth as usize) {
+            // Readers that see these stores see the previous change too.
+            fence(Ordering::Release);
+            slot[0].store(span.id, Ordering::Relaxed);
+            slot[1].store(span.name, Ordering::Relaxed);
+            slot[2].store(span.start as u32, Ordering::Relaxed);
+            slot[3].store((span.start >> 32) as u32, Ordering::Relaxed);
+        }
+        self.publish(old, depth.saturating_add(1));
     }
 
     fn pop(&self) {
-        self.write(|s| {
-            let depth = s.depth.load(Ordering::Relaxed);
-            s.depth.store(depth.saturating_sub(1), Ordering::Relaxed);
-        });
+        let old = self.state.load(Ordering::Relaxed);
+        self.publish(old, (old & DEPTH_MAX).saturating_sub(1));
     }
 
     fn clear(&self) {
-        self.write(|s| s.depth.store(0, Ordering::Relaxed));
+        let old = self.state.load(Ordering::Relaxed);
+        self.publish(old, 0);
     }
 
     /// Copies the outermost open spans into `out` and returns how many were
-    /// copied and the true depth; `None` if the owner kept writing.
+    /// copied and the depth; `None` if the owner kept writing.
     fn read(&self, out: &mut [OpenSpan]) -> Option<(usize, u32)> {
         for _ in 0..16 {
-            let before = self.version.load(Ordering::Acquire);
-            if before & 1 == 1 {
-                core::hint::spin_loop();
-                continue;
-            }
-            let depth = self.depth.load(Ordering::Relaxed);
+            let before = self.state.load(Ordering::Acquire);
+            let depth = before & DEPTH_MAX;
             let mut copied = 0;
             for (dst, slot) in out.iter_mut().zip(&self.slots).take(depth as usize) {
                 let lo = slot[2].load(Ordering::Relaxed);
@@ -118,9 +123,10 @@ impl OpenStack {
                 copied += 1;
             }
             fence(Ordering::Acquire);
-            if self.version.load(Ordering::Relaxed) == before {
+            if self.state.load(Ordering::Relaxed) == before {
                 return Some((copied, depth));
             }
+            core::hint::spin_loop();
         }
         None
     }
@@ -333,7 +339,9 @@ impl<const N: usize> LaneHandle<'_, N> {
             id = 1;
         }
         self.lane.last_span.store(id, Ordering::Relaxed);
-        let parent = self.lane.current.swap(id, Ordering::Relaxed);
+        // Owner-only fields: a load and a store, not a (locked) swap.
+        let parent = self.lane.current.load(Ordering::Relaxed);
+        self.lane.current.store(id, Ordering::Relaxed);
         self.lane.open.push(OpenSpan {
             id,
             name,

@@ -106,6 +106,9 @@ pub struct EventRing<const N: usize> {
     head: AtomicU32,
     /// Free-running count of records ever popped (consumer-owned).
     tail: AtomicU32,
+    /// The producer's last look at `tail`: it reads the consumer's cache
+    /// line again only when the ring looks full, not on every push.
+    tail_seen: AtomicU32,
     dropped: AtomicU32,
     slots: [Slot; N],
 }
@@ -129,6 +132,7 @@ impl<const N: usize> EventRing<N> {
         EventRing {
             head: AtomicU32::new(0),
             tail: AtomicU32::new(0),
+            tail_seen: AtomicU32::new(0),
             dropped: AtomicU32::new(0),
             slots: [const { Slot::new() }; N],
         }
@@ -156,10 +160,13 @@ impl<const N: usize> EventRing<N> {
     #[inline]
     pub fn push(&self, event: &Event) -> bool {
         let head = self.head.load(Ordering::Relaxed);
-        let tail = self.tail.load(Ordering::Acquire);
-        if head.wrapping_sub(tail) as usize >= N {
-            self.dropped.fetch_add(1, Ordering::Relaxed);
-            return false;
+        if head.wrapping_sub(self.tail_seen.load(Ordering::Relaxed)) as usize >= N {
+            let tail = self.tail.load(Ordering::Acquire);
+            self.tail_seen.store(tail, Ordering::Relaxed);
+            if head.wrapping_sub(tail) as usize >= N {
+                self.dropped.fetch_add(1, Ordering::Relaxed);
+                return false;
+            }
         }
         self.slots[head as usize & (N - 1)].store(to_words(event));
         // Publishes the slot's words to the consumer's acquire of `head`.
@@ -394,6 +401,7 @@ mod tests {
         let ring = EventRing::<4>::new();
         ring.head.store(u32::MAX - 1, Ordering::Relaxed);
         ring.tail.store(u32::MAX - 1, Ordering::Relaxed);
+        ring.tail_seen.store(u32::MAX - 1, Ordering::Relaxed);
         for i in 0..4 {
             assert!(ring.push(&instant(i)));
         }

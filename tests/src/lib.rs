@@ -439,11 +439,17 @@ pub fn exporter_stream(ticks: u64, scratch_len: usize) -> Vec<u8> {
             stream.extend(&out[..e.len]);
         }
     };
-    for tick in 0..ticks {
-        for (lane, event) in &events {
-            if (event.time() - 1_000_000_000) / 16_666_667 == tick {
-                handles[usize::from(*lane)].record(event);
-            }
+    let mut by_tick: Vec<Vec<(LaneId, Event)>> = vec![Vec::new(); ticks as usize];
+    for &(lane, event) in &events {
+        let tick = ((event.time() - 1_000_000_000) / 16_666_667) as usize;
+        if let Some(bucket) = by_tick.get_mut(tick) {
+            bucket.push((lane, event));
+        }
+    }
+    for (tick, bucket) in by_tick.iter().enumerate() {
+        let tick = tick as u64;
+        for (lane, event) in bucket {
+            handles[usize::from(*lane)].record(event);
         }
         if tick == ticks / 2 {
             names.intern("late.name").expect("room");

@@ -3,7 +3,7 @@
 //!
 //! Everything here costs one relaxed atomic load when no profiler runs.
 
-use std::cell::RefCell;
+use std::cell::OnceCell;
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock};
@@ -105,16 +105,14 @@ pub fn intern(name: &str) -> Option<NameId> {
     }
 }
 
-enum ThreadLane {
-    Unclaimed,
-    Claimed(LaneHandle<'static, RING_EVENTS>),
-    /// Every slot was taken when this thread asked; it records nothing.
-    Refused,
-}
+/// This thread's lane: claimed on first use (`None` if every slot was
+/// taken then), released when the thread ends. A `OnceCell` rather than a
+/// `RefCell`: the hot path is one initialised-check, no borrow counting.
+type ThreadLane = OnceCell<Option<LaneHandle<'static, RING_EVENTS>>>;
 
 thread_local! {
     // Dropped when the thread ends, which releases the lane.
-    static LANE: RefCell<ThreadLane> = const { RefCell::new(ThreadLane::Unclaimed) };
+    static LANE: ThreadLane = const { OnceCell::new() };
 }
 
 /// Names the calling thread's lane (before it records anything; later
@@ -122,49 +120,43 @@ thread_local! {
 /// and the kind `Main` for the thread called "main", `Other` otherwise.
 pub fn register_thread(name: &str, kind: LaneKind) -> bool {
     LANE.with(|lane| {
-        let mut lane = lane.borrow_mut();
-        if !matches!(*lane, ThreadLane::Unclaimed) {
-            return false;
-        }
-        *lane = claim(name, kind);
-        matches!(*lane, ThreadLane::Claimed(_))
+        let mut claimed_here = false;
+        lane.get_or_init(|| {
+            claimed_here = true;
+            claim(name, kind)
+        });
+        claimed_here && lane.get().is_some_and(Option::is_some)
     })
 }
 
-fn claim(name: &str, kind: LaneKind) -> ThreadLane {
-    let Some(name) = intern(name) else {
-        return ThreadLane::Refused;
-    };
-    match LANES.claim(name, kind) {
-        Some(handle) => ThreadLane::Claimed(handle),
-        None => {
-            log::warn!("typhon-live: all {MAX_LANES} lanes are taken; this thread records nothing");
-            ThreadLane::Refused
-        }
+fn claim(name: &str, kind: LaneKind) -> Option<LaneHandle<'static, RING_EVENTS>> {
+    let name = intern(name)?;
+    let handle = LANES.claim(name, kind);
+    if handle.is_none() {
+        log::warn!("typhon-live: all {MAX_LANES} lanes are taken; this thread records nothing");
     }
+    handle
 }
 
 #[inline]
 fn with_lane<R>(f: impl FnOnce(&LaneHandle<'static, RING_EVENTS>) -> R) -> Option<R> {
-    LANE.try_with(|lane| {
-        if matches!(*lane.borrow(), ThreadLane::Unclaimed) {
-            let thread = std::thread::current();
-            let (name, kind) = match thread.name() {
-                Some("main") => ("main".to_owned(), LaneKind::Main),
-                Some(name) => (name.to_owned(), LaneKind::Other),
-                None => (format!("{:?}", thread.id()), LaneKind::Other),
-            };
-            *lane.borrow_mut() = claim(&name, kind);
-        }
-        match &*lane.borrow() {
-            ThreadLane::Claimed(handle) => Some(f(handle)),
-            _ => None,
-        }
-    })
-    .ok()
-    .flatten()
+    LANE.try_with(|lane| lane.get_or_init(claim_for_this_thread).as_ref().map(f))
+        .ok()
+        .flatten()
 }
 
+/// A thread's first record: claims its lane, named after the thread.
+#[cold]
+fn claim_for_this_thread() -> Option<LaneHandle<'static, RING_EVENTS>> {
+    let thread = std::thread::current();
+    match thread.name() {
+        Some("main") => claim("main", LaneKind::Main),
+        Some(name) => claim(name, LaneKind::Other),
+        None => claim(&format!("{:?}", thread.id()), LaneKind::Other),
+    }
+}
+
+#[inline]
 fn recorded(ok: Option<bool>) {
     if ok.is_none() {
         UNRECORDED.fetch_add(1, Ordering::Relaxed);
@@ -182,6 +174,7 @@ pub struct SpanGuard {
 
 impl SpanGuard {
     /// A guard that records nothing.
+    #[inline]
     pub fn inert() -> Self {
         SpanGuard {
             token: None,
@@ -197,6 +190,7 @@ impl SpanGuard {
 }
 
 impl Drop for SpanGuard {
+    #[inline]
     fn drop(&mut self) {
         if let Some(token) = self.token.take() {
             let arg = self.arg;
@@ -270,6 +264,7 @@ pub struct CachedName(std::sync::atomic::AtomicU32);
 
 impl CachedName {
     #[doc(hidden)]
+    #[inline]
     pub const fn new() -> Self {
         CachedName(std::sync::atomic::AtomicU32::new(u32::MAX))
     }

@@ -1,0 +1,366 @@
+//! `typhon-live-bench`: typhon-live beside Tracy (tracy-client) and puffin
+//! in one run on one machine, printed as one table with the targets of the
+//! benchmark issue and whether each is met. Benchmarks are not tests:
+//! nothing here asserts a time.
+//!
+//! `cargo run --release -p typhon-live-bench [-- --quick]`
+
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+use typhon_live_core::{Decoder, Event, Exporter, LaneKind, Lanes, Metadata, NameTable, Payload};
+use typhon_live_std::config::ProfilerConfig;
+use typhon_live_std::{runtime, Profiler};
+
+/// Spans per timed batch: below a ring's capacity, so that every span
+/// takes the full recording path (a full ring refuses events cheaply).
+const BATCH: u64 = 2000;
+
+struct Settings {
+    samples: usize,
+}
+
+/// Median nanoseconds per iteration of `f(BATCH)` over `samples` batches,
+/// with `between` run untimed after each batch.
+fn per_iteration(samples: usize, mut f: impl FnMut(u64), mut between: impl FnMut()) -> f64 {
+    f(BATCH);
+    between();
+    let mut times: Vec<f64> = (0..samples)
+        .map(|_| {
+            let started = Instant::now();
+            f(BATCH);
+            let ns = started.elapsed().as_nanos() as f64 / BATCH as f64;
+            between();
+            ns
+        })
+        .collect();
+    times.sort_by(f64::total_cmp);
+    times[times.len() / 2]
+}
+
+/// The same measurement on every core at once: the median of the
+/// per-thread medians.
+fn per_iteration_all_threads(
+    samples: usize,
+    make: impl Fn() -> Box<dyn FnMut(u64) + Send> + Sync,
+    between: impl Fn() + Sync,
+) -> f64 {
+    let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let mut medians: Vec<f64> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..threads)
+            .map(|_| {
+                let (make, between) = (&make, &between);
+                scope.spawn(move || {
+                    let f = make();
+                    per_iteration(samples, f, between)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("bench thread"))
+            .collect()
+    });
+    medians.sort_by(f64::total_cmp);
+    medians[medians.len() / 2]
+}
+
+fn pause() {
+    // Lets typhon's exporter drain the ring between batches.
+    std::thread::sleep(Duration::from_millis(2));
+}
+
+fn typhon_span(n: u64) {
+    for _ in 0..n {
+        let _span = typhon_live_std::span!("bench span");
+    }
+}
+
+fn floor(n: u64) {
+    for _ in 0..n {
+        black_box(runtime::now());
+        black_box(runtime::now());
+    }
+}
+
+fn tracy_span(n: u64) {
+    for _ in 0..n {
+        let _span = tracy_client::span!("bench span");
+    }
+}
+
+fn puffin_span(n: u64) {
+    for _ in 0..n {
+        puffin::profile_scope!("bench span");
+    }
+}
+
+fn puffin_frame() {
+    puffin::GlobalProfiler::lock().new_frame();
+}
+
+static EXPORT_LANES: Lanes<8, 65536> = Lanes::new();
+
+/// Exporter throughput on one core: full rings drained into Block frames.
+/// Returns (events per second, wire bytes per event, uncompressed bytes per
+/// event) for `events`.
+fn exporter(events: &[(u16, Event)], samples: usize) -> (f64, f64, f64) {
+    let mut names: NameTable<64, 2048> = NameTable::new();
+    for name in typhon_live_tests::REALISTIC_NAMES {
+        let _ = names.intern(name);
+    }
+    let handles: Vec<_> = (0..4)
+        .map(|i| EXPORT_LANES.claim(i, LaneKind::Worker).expect("lane"))
+        .collect();
+    let mut scratch = vec![0u8; 256 << 10];
+    let meta = Metadata {
+        ticks_per_second: 1_000_000_000,
+        ..Metadata::default()
+    };
+    let mut exporter: Exporter<'_, 8> = Exporter::new(meta, &mut scratch);
+    let mut out = vec![0u8; exporter.min_block_buffer()];
+    exporter.attach();
+    while exporter
+        .poll(0, &EXPORT_LANES, &names, &mut out)
+        .expect("init")
+        .is_some()
+    {}
+    let mut rates = Vec::new();
+    let (mut wire, mut uncompressed, mut counted) = (0u64, 0u64, 0u64);
+    for _ in 0..samples {
+        let mut filled = 0u64;
+        for (lane, event) in events {
+            if handles[usize::from(*lane) % handles.len()].record(event) {
+                filled += 1;
+            }
+        }
+        let started = Instant::now();
+        exporter.request_drain();
+        let (mut bytes, mut drained) = (0u64, 0u64);
+        while let Some(frame) = exporter
+            .poll(1, &EXPORT_LANES, &names, &mut out)
+            .expect("frame")
+        {
+            if frame.kind == typhon_live_core::FrameKind::Block {
+                bytes += frame.len as u64;
+                drained += u64::from(frame.events);
+                uncompressed +=
+                    u64::from(u32::from_le_bytes(out[16..20].try_into().expect("4 bytes")));
+            }
+        }
+        let elapsed = started.elapsed().as_secs_f64();
+        assert_eq!(drained, filled, "every event drained");
+        rates.push(drained as f64 / elapsed);
+        wire += bytes;
+        counted += drained;
+    }
+    rates.sort_by(f64::total_cmp);
+    (
+        rates[rates.len() / 2],
+        wire as f64 / counted as f64,
+        uncompressed as f64 / counted as f64,
+    )
+}
+
+/// Decoder throughput: events per second decoded (frames checked, Blocks
+/// decompressed, every event iterated) from a recorded stream.
+fn decoder(stream: &[u8], samples: usize) -> f64 {
+    let mut buf = vec![0u8; 16 << 20];
+    let mut scratch = vec![0u8; 1 << 20];
+    let mut rates = Vec::new();
+    for _ in 0..samples {
+        let started = Instant::now();
+        let mut decoder = Decoder::new(&mut buf);
+        let mut events = 0u64;
+        let mut rest = stream;
+        while !rest.is_empty() {
+            let n = decoder.feed(rest);
+            rest = &rest[n..];
+            while let Ok(Some(frame)) = decoder.next() {
+                if let Ok(Payload::Block(block)) = frame.parse() {
+                    if let Ok(iter) = block.decompress(&mut scratch) {
+                        for e in iter {
+                            black_box(e.ok());
+                            events += 1;
+                        }
+                    }
+                }
+            }
+        }
+        rates.push(events as f64 / started.elapsed().as_secs_f64());
+    }
+    rates.sort_by(f64::total_cmp);
+    rates[rates.len() / 2]
+}
+
+struct Row {
+    what: &'static str,
+    typhon: String,
+    tracy: String,
+    puffin: String,
+    target: String,
+    met: Option<bool>,
+}
+
+fn ns(v: f64) -> String {
+    format!("{v:.1} ns")
+}
+
+fn main() {
+    let quick = std::env::args().any(|a| a == "--quick");
+    let settings = Settings {
+        samples: if quick { 101 } else { 1001 },
+    };
+    let mut rows = Vec::new();
+
+    // Disabled cost first, before any profiler runs.
+    let off = per_iteration(settings.samples, typhon_span, || {});
+
+    let profiler =
+        Profiler::start(&ProfilerConfig::default(), &Metadata::default()).expect("typhon profiler");
+    let typhon_one = per_iteration(settings.samples, typhon_span, pause);
+    let floor_one = per_iteration(settings.samples, floor, || {});
+    let typhon_all =
+        per_iteration_all_threads(settings.samples / 4 + 1, || Box::new(typhon_span), pause);
+    drop(profiler);
+
+    let _tracy = tracy_client::Client::start();
+    // Tracy queues without a viewer: keep its run short.
+    let tracy_one = per_iteration(settings.samples / 4 + 1, tracy_span, || {});
+    let tracy_all =
+        per_iteration_all_threads(settings.samples / 8 + 1, || Box::new(tracy_span), || {});
+
+    puffin::set_scopes_on(true);
+    let puffin_one = per_iteration(settings.samples, puffin_span, puffin_frame);
+    let puffin_all = per_iteration_all_threads(
+        settings.samples / 4 + 1,
+        || Box::new(puffin_span),
+        puffin_frame,
+    );
+    puffin::set_scopes_on(false);
+
+    rows.push(Row {
+        what: "span begin+end, 1 thread",
+        typhon: ns(typhon_one),
+        tracy: ns(tracy_one),
+        puffin: ns(puffin_one),
+        target: format!(
+            "<= 0.7 x tracy ({:.1}), <= 0.25 x puffin ({:.1})",
+            0.7 * tracy_one,
+            0.25 * puffin_one
+        ),
+        met: Some(typhon_one <= 0.7 * tracy_one && typhon_one <= 0.25 * puffin_one),
+    });
+    rows.push(Row {
+        what: "span begin+end, all threads",
+        typhon: ns(typhon_all),
+        tracy: ns(tracy_all),
+        puffin: ns(puffin_all),
+        target: format!(
+            "<= 0.7 x tracy ({:.1}), <= 0.25 x puffin ({:.1})",
+            0.7 * tracy_all,
+            0.25 * puffin_all
+        ),
+        met: Some(typhon_all <= 0.7 * tracy_all && typhon_all <= 0.25 * puffin_all),
+    });
+    rows.push(Row {
+        what: "span vs floor (2 clock reads)",
+        typhon: format!("{:.2}x ({})", typhon_one / floor_one, ns(floor_one)),
+        tracy: "-".into(),
+        puffin: "-".into(),
+        target: "<= 1.5x".into(),
+        met: Some(typhon_one <= 1.5 * floor_one),
+    });
+    rows.push(Row {
+        what: "span, profiler off",
+        typhon: ns(off),
+        tracy: "-".into(),
+        puffin: "-".into(),
+        target: "<= 1 ns".into(),
+        met: Some(off <= 1.0),
+    });
+
+    let events = typhon_live_tests::realistic_events(if quick { 400 } else { 2000 });
+    let spans: Vec<_> = events
+        .iter()
+        .copied()
+        .filter(|(_, e)| matches!(e, Event::Span { .. }))
+        .collect();
+    let (rate, wire, raw) = exporter(&events, if quick { 5 } else { 25 });
+    rows.push(Row {
+        what: "exporter, 1 core (demo mix)",
+        typhon: format!("{:.1} M events/s", rate / 1e6),
+        tracy: "-".into(),
+        puffin: "-".into(),
+        target: ">= 30 M events/s".into(),
+        met: Some(rate >= 30e6),
+    });
+    rows.push(Row {
+        what: "wire bytes/event (demo mix)",
+        typhon: format!("{wire:.2} ({raw:.2} before LZ4)"),
+        tracy: "-".into(),
+        puffin: "-".into(),
+        target: "-".into(),
+        met: None,
+    });
+    let (_, span_wire, span_raw) = exporter(&spans, if quick { 5 } else { 25 });
+    rows.push(Row {
+        what: "wire bytes/span",
+        typhon: format!("{span_wire:.2} ({span_raw:.2} before LZ4)"),
+        tracy: "-".into(),
+        puffin: "-".into(),
+        target: "<= 3".into(),
+        met: Some(span_wire <= 3.0),
+    });
+    let stream = typhon_live_tests::exporter_stream(if quick { 200 } else { 1000 }, 256 << 10);
+    let decode = decoder(&stream, if quick { 5 } else { 21 });
+    rows.push(Row {
+        what: "decoder",
+        typhon: format!("{:.1} M events/s", decode / 1e6),
+        tracy: "-".into(),
+        puffin: "-".into(),
+        target: ">= 100 M events/s".into(),
+        met: Some(decode >= 100e6),
+    });
+    for what in [
+        "end to end, zero drops",
+        "latency p50/p99 at 1 M/s",
+        "RSS growth, no viewer",
+    ] {
+        rows.push(Row {
+            what,
+            typhon: "not measured yet".into(),
+            tracy: "-".into(),
+            puffin: "-".into(),
+            target: "see the issue".into(),
+            met: None,
+        });
+    }
+
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .map(|l| l.split(':').nth(1).unwrap_or("").trim().to_owned())
+        })
+        .unwrap_or_else(|| "unknown CPU".into());
+    println!(
+        "typhon-live-bench ({}; {} cores; {cpu}); medians, all columns from this run\n",
+        if quick { "quick" } else { "full" },
+        std::thread::available_parallelism().map_or(0, |n| n.get())
+    );
+    println!("| measure | typhon-live | tracy-client 0.18 | puffin 0.19 | target | met |");
+    println!("|---|---|---|---|---|---|");
+    for r in rows {
+        let met = match r.met {
+            Some(true) => "yes",
+            Some(false) => "NO",
+            None => "-",
+        };
+        println!(
+            "| {} | {} | {} | {} | {} | {} |",
+            r.what, r.typhon, r.tracy, r.puffin, r.target, met
+        );
+    }
+}
