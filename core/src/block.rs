@@ -130,6 +130,7 @@ impl<'s> BlockBuilder<'s> {
             return &[];
         }
         if !self.sealed {
+            self.close_group();
             // A record was pushed, so the buffer holds the streams header.
             let values_at = self.split;
             let structure_end = STREAMS_HEADER + self.structure_len;
@@ -151,6 +152,7 @@ impl<'s> BlockBuilder<'s> {
     }
 
     /// Whether one more event of `lane` is guaranteed to fit.
+    #[inline]
     pub fn has_room(&self, lane: LaneId) -> bool {
         let group = match self.group {
             Some(g) if g.lane == lane => 0,
@@ -166,34 +168,45 @@ impl<'s> BlockBuilder<'s> {
         if !self.has_room(lane) {
             return false;
         }
+        let in_group = self.group.is_some_and(|g| g.lane == lane);
+        if !in_group {
+            self.close_group();
+        }
         let (front, values) = self.buf.split_at_mut(self.split);
         let mut s = Writer::new(&mut front[STREAMS_HEADER + self.structure_len..]);
         let mut v = Writer::new(&mut values[self.values_len..]);
-        let mut group = match self.group {
-            Some(g) if g.lane == lane => g,
-            _ => {
-                s.u16(lane);
-                s.u32(0);
-                Group {
-                    lane,
-                    count_at: STREAMS_HEADER + self.structure_len + 2,
-                    ..Group::default()
-                }
-            }
-        };
-        encode_record(&mut s, &mut v, &mut group, event);
+        if !in_group {
+            s.u16(lane);
+            s.u32(0); // the count, written when the group closes
+            self.group = Some(Group {
+                lane,
+                count_at: STREAMS_HEADER + self.structure_len + 2,
+                ..Group::default()
+            });
+        }
+        if let Some(group) = &mut self.group {
+            encode_record(&mut s, &mut v, group, event);
+            group.count += 1;
+        }
         self.structure_len += s.position();
         self.values_len += v.position();
-        group.count += 1;
-        self.buf[group.count_at..group.count_at + 4].copy_from_slice(&group.count.to_le_bytes());
-        self.group = Some(group);
         self.records += 1;
         self.first = self.first.min(event.time());
         self.last = self.last.max(event.end_time());
         true
     }
+
+    /// Writes the open group's record count into its header.
+    fn close_group(&mut self) {
+        if let Some(group) = self.group.take() {
+            if let Some(count) = self.buf.get_mut(group.count_at..group.count_at + 4) {
+                count.copy_from_slice(&group.count.to_le_bytes());
+            }
+        }
+    }
 }
 
+#[inline]
 fn encode_record(s: &mut Writer<'_>, v: &mut Writer<'_>, g: &mut Group, event: &Event) {
     let time = event.time();
     v.zigzag(time.wrapping_sub(g.prev_time) as i64);

@@ -21,6 +21,7 @@ impl<'a> Writer<'a> {
     }
 
     /// Bytes written (or that would have been written) so far.
+    #[inline]
     pub(crate) fn position(&self) -> usize {
         self.pos
     }
@@ -29,6 +30,7 @@ impl<'a> Writer<'a> {
         self.pos > self.buf.len()
     }
 
+    #[inline]
     pub(crate) fn bytes(&mut self, bytes: &[u8]) {
         let end = self.pos.saturating_add(bytes.len());
         if let Some(dst) = self.buf.get_mut(self.pos..end) {
@@ -37,23 +39,27 @@ impl<'a> Writer<'a> {
         self.pos = end;
     }
 
+    #[inline]
     pub(crate) fn u8(&mut self, v: u8) {
         self.bytes(&[v]);
     }
 
+    #[inline]
     pub(crate) fn u16(&mut self, v: u16) {
         self.bytes(&v.to_le_bytes());
     }
 
+    #[inline]
     pub(crate) fn u32(&mut self, v: u32) {
         self.bytes(&v.to_le_bytes());
     }
 
+    #[inline]
     pub(crate) fn u64(&mut self, v: u64) {
         self.bytes(&v.to_le_bytes());
     }
 
-    #[inline]
+    #[inline(always)]
     pub(crate) fn varint(&mut self, mut v: u64) {
         // Fast path: room for the longest varint, written in place.
         if let Some(dst) = self
@@ -86,6 +92,7 @@ impl<'a> Writer<'a> {
         self.bytes(&tmp[..n]);
     }
 
+    #[inline]
     pub(crate) fn zigzag(&mut self, v: i64) {
         self.varint(((v << 1) ^ (v >> 63)) as u64);
     }

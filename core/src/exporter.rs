@@ -429,20 +429,25 @@ impl<'a, const L: usize> Exporter<'a, L> {
         let mut full = false;
         for id in 0..L {
             let lane = id as LaneId;
-            while self.budget[id] > 0 {
-                if !self.block.has_room(lane) {
-                    full = true;
-                    break;
-                }
-                match lanes.pop(lane) {
-                    Some(event) => {
-                        self.block.push(lane, &event);
-                        self.block_lanes[id] += 1;
-                        self.budget[id] -= 1;
-                    }
-                    None => self.budget[id] = 0,
-                }
+            let budget = self.budget[id] as usize;
+            if budget == 0 {
+                continue;
             }
+            let block = &mut self.block;
+            let taken = lanes.drain(lane, budget, |event| {
+                if !block.has_room(lane) {
+                    full = true;
+                    return false;
+                }
+                block.push(lane, &event)
+            });
+            self.block_lanes[id] += taken as u32;
+            // A lane that had less than its budget (garbled records) is done.
+            self.budget[id] = if full {
+                self.budget[id] - taken as u32
+            } else {
+                0
+            };
             if full {
                 break;
             }

@@ -250,6 +250,15 @@ impl<const L: usize, const N: usize> Lanes<L, N> {
         self.lanes.get(usize::from(id))?.ring.pop()
     }
 
+    /// Consumer side: up to `max` events of lane `id` to `take`, oldest
+    /// first, until `take` refuses one; see
+    /// [`EventRing::drain`](crate::ring::EventRing::drain).
+    pub fn drain(&self, id: LaneId, max: usize, take: impl FnMut(Event) -> bool) -> usize {
+        self.lanes
+            .get(usize::from(id))
+            .map_or(0, |l| l.ring.drain(max, take))
+    }
+
     /// Consumer side: events lane `id` refused since the last call.
     pub fn take_dropped(&self, id: LaneId) -> u32 {
         self.lanes

@@ -197,6 +197,40 @@ impl<const N: usize> EventRing<N> {
         }
     }
 
+    /// Consumer side: hands up to `max` waiting events, oldest first, to
+    /// `take`, which returns `false` for an event it cannot take (that event
+    /// stays in the ring, and the drain stops). Reads the producer's index
+    /// once and publishes the consumer's once, however many events move.
+    /// Returns how many were taken.
+    pub fn drain(&self, max: usize, mut take: impl FnMut(Event) -> bool) -> usize {
+        let tail = self.tail.load(Ordering::Relaxed);
+        let head = self.head.load(Ordering::Acquire);
+        let available = (head.wrapping_sub(tail) as usize).min(max);
+        let mut consumed = 0;
+        let mut taken = 0;
+        while consumed < available {
+            let index = tail.wrapping_add(consumed as u32) as usize & (N - 1);
+            match from_words(self.slots[index].load()) {
+                Some(event) => {
+                    if !take(event) {
+                        break;
+                    }
+                    taken += 1;
+                }
+                // A garbled record (two producers at once): count, skip.
+                None => {
+                    self.dropped.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+            consumed += 1;
+        }
+        // Hands the slots back; the producer's acquire of `tail` orders our
+        // loads before its next stores into them.
+        self.tail
+            .store(tail.wrapping_add(consumed as u32), Ordering::Release);
+        taken
+    }
+
     /// Events refused because the ring was full, since the last call.
     pub fn take_dropped(&self) -> u32 {
         self.dropped.swap(0, Ordering::Relaxed)
@@ -394,6 +428,27 @@ mod tests {
             wide.store(words);
             assert_eq!(wide.load(), words);
         }
+    }
+
+    #[test]
+    fn drain_stops_at_the_first_event_not_taken_and_keeps_it() {
+        let ring = EventRing::<8>::new();
+        for i in 0..6 {
+            assert!(ring.push(&instant(i)));
+        }
+        let mut got = std::vec::Vec::new();
+        let taken = ring.drain(usize::MAX, |e| {
+            if got.len() == 3 {
+                return false;
+            }
+            got.push(e);
+            true
+        });
+        assert_eq!(taken, 3);
+        assert_eq!(got, [instant(0), instant(1), instant(2)]);
+        assert_eq!(ring.drain(2, |_| true), 2);
+        assert_eq!(ring.pop(), Some(instant(5)));
+        assert_eq!(ring.drain(10, |_| true), 0);
     }
 
     #[test]
