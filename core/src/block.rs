@@ -435,6 +435,7 @@ pub struct BlockEvents<'b> {
 }
 
 impl BlockEvents<'_> {
+    #[inline]
     fn next_event(&mut self) -> Result<Option<(LaneId, Event)>, DecodeError> {
         while self.left_in_group == 0 {
             if self.structure.is_empty() {
@@ -478,6 +479,7 @@ impl Iterator for BlockEvents<'_> {
     }
 }
 
+#[inline]
 fn decode_record(
     s: &mut Reader<'_>,
     v: &mut Reader<'_>,

@@ -165,6 +165,7 @@ impl<'a> Reader<'a> {
         Reader { bytes }
     }
 
+    #[inline]
     pub(crate) fn is_empty(&self) -> bool {
         self.bytes.is_empty()
     }
@@ -177,6 +178,7 @@ impl<'a> Reader<'a> {
         self.bytes
     }
 
+    #[inline]
     pub(crate) fn take(&mut self, n: usize, what: &'static str) -> Result<&'a [u8], DecodeError> {
         if n > self.bytes.len() {
             return Err(DecodeError::Malformed { what });
@@ -186,24 +188,29 @@ impl<'a> Reader<'a> {
         Ok(head)
     }
 
+    #[inline]
     fn array<const N: usize>(&mut self, what: &'static str) -> Result<[u8; N], DecodeError> {
         let mut out = [0u8; N];
         out.copy_from_slice(self.take(N, what)?);
         Ok(out)
     }
 
+    #[inline]
     pub(crate) fn u8(&mut self, what: &'static str) -> Result<u8, DecodeError> {
         Ok(self.array::<1>(what)?[0])
     }
 
+    #[inline]
     pub(crate) fn u16(&mut self, what: &'static str) -> Result<u16, DecodeError> {
         self.array(what).map(u16::from_le_bytes)
     }
 
+    #[inline]
     pub(crate) fn u32(&mut self, what: &'static str) -> Result<u32, DecodeError> {
         self.array(what).map(u32::from_le_bytes)
     }
 
+    #[inline]
     pub(crate) fn u64(&mut self, what: &'static str) -> Result<u64, DecodeError> {
         self.array(what).map(u64::from_le_bytes)
     }
@@ -228,14 +235,17 @@ impl<'a> Reader<'a> {
         Err(DecodeError::Malformed { what })
     }
 
+    #[inline]
     pub(crate) fn varint_u32(&mut self, what: &'static str) -> Result<u32, DecodeError> {
         u32::try_from(self.varint(what)?).map_err(|_| DecodeError::Malformed { what })
     }
 
+    #[inline]
     pub(crate) fn varint_u16(&mut self, what: &'static str) -> Result<u16, DecodeError> {
         u16::try_from(self.varint(what)?).map_err(|_| DecodeError::Malformed { what })
     }
 
+    #[inline]
     pub(crate) fn zigzag(&mut self, what: &'static str) -> Result<i64, DecodeError> {
         let v = self.varint(what)?;
         Ok(((v >> 1) as i64) ^ -((v & 1) as i64))
