@@ -5,6 +5,8 @@
 //!
 //! `cargo run --release -p typhon-live-bench [-- --quick]`
 
+mod live;
+
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
@@ -231,7 +233,54 @@ fn main() {
         per_iteration_all_threads(settings.samples / 4 + 1, || Box::new(typhon_span), pause);
     drop(profiler);
 
+    // End to end, latency and memory: typhon-live only, before Tracy's
+    // client starts (it would grow the RSS measured here).
+    let seconds = if quick { 1 } else { 10 };
+    let mut best_lossless = None;
+    let mut at_1m = None;
+    for rate in [
+        250_000.0,
+        500_000.0,
+        1_000_000.0,
+        2_000_000.0,
+        4_000_000.0,
+        8_000_000.0,
+    ] {
+        let run = live::run_at(rate, Duration::from_secs(seconds));
+        eprintln!(
+            "end to end at {:.2} M/s: {} recorded, {} received, {} frames missed, {} events dropped",
+            rate / 1e6, run.recorded, run.received, run.frames_missed, run.events_dropped
+        );
+        if run.lossless() {
+            best_lossless = Some(rate);
+        }
+        let stop = !run.lossless();
+        if rate == 1_000_000.0 {
+            at_1m = Some(run);
+        }
+        if stop {
+            break;
+        }
+    }
+    let (growth, unwatched_spans) =
+        live::rss_growth_unwatched(Duration::from_secs(if quick { 5 } else { 60 }));
+
     let _tracy = tracy_client::Client::start();
+    // Tracy with nobody attached, 1 M spans/s: its queue grows.
+    let tracy_seconds = if quick { 2 } else { 5 };
+    let tracy_growth = {
+        let before = live::rss();
+        let started = Instant::now();
+        let mut done = 0u64;
+        while started.elapsed() < Duration::from_secs(tracy_seconds) {
+            let due = (started.elapsed().as_secs_f64() * 1e6) as u64;
+            while done < due {
+                let _span = tracy_client::span!("unwatched");
+                done += 1;
+            }
+        }
+        live::rss().saturating_sub(before)
+    };
     // Tracy queues without a viewer: keep its run short.
     let tracy_one = per_iteration(settings.samples / 4 + 1, tracy_span, || {});
     let tracy_all =
@@ -338,20 +387,43 @@ fn main() {
         target: ">= 100 M events/s".into(),
         met: Some(decode >= 100e6),
     });
-    for what in [
-        "end to end, zero drops",
-        "latency p50/p99 at 1 M/s",
-        "RSS growth, no viewer",
-    ] {
+    rows.push(Row {
+        what: "end to end, highest rate without a drop",
+        typhon: best_lossless.map_or("below 0.25 M events/s".into(), |r| {
+            format!(">= {:.2} M events/s ({seconds} s runs)", r / 1e6)
+        }),
+        tracy: "-".into(),
+        puffin: "not measured".into(),
+        target: "ratio to puffin_http".into(),
+        met: None,
+    });
+    if let Some(run) = &at_1m {
+        let (p50, p99) = (run.percentile(0.5), run.percentile(0.99));
         rows.push(Row {
-            what,
-            typhon: "not measured yet".into(),
+            what: "latency record->decoded at 1 M/s",
+            typhon: format!("p50 {p50:.2} ms, p99 {p99:.2} ms"),
             tracy: "-".into(),
             puffin: "-".into(),
-            target: "see the issue".into(),
-            met: None,
+            target: "p50 <= 2 ms, p99 <= 10 ms".into(),
+            met: Some(p50 <= 2.0 && p99 <= 10.0),
         });
     }
+    rows.push(Row {
+        what: "RSS growth, no viewer, max rate",
+        typhon: format!(
+            "{:.2} MiB over {} s ({:.0} M spans)",
+            growth as f64 / (1u64 << 20) as f64,
+            if quick { 5 } else { 60 },
+            unwatched_spans as f64 / 1e6
+        ),
+        tracy: format!(
+            "{:.1} MiB over {tracy_seconds} s at 1 M spans/s",
+            tracy_growth as f64 / (1u64 << 20) as f64
+        ),
+        puffin: "-".into(),
+        target: "< 1 MiB".into(),
+        met: Some(growth < 1 << 20),
+    });
 
     let cpu = std::fs::read_to_string("/proc/cpuinfo")
         .ok()

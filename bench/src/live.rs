@@ -1,0 +1,196 @@
+//! End to end over loopback: a producer recording at a paced rate, the
+//! profiler exporting, and a viewer in this process decoding every frame.
+//! Measures drops, latency (record to decoded, on the same clock) and RSS.
+
+use std::io::Read;
+use std::net::TcpStream;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use typhon_live_core::{Decoder, Event, Metadata, Payload};
+use typhon_live_std::config::ProfilerConfig;
+use typhon_live_std::{runtime, Profiler};
+
+/// What the viewer saw in one run.
+pub struct Run {
+    pub rate: f64,
+    pub recorded: u64,
+    pub received: u64,
+    pub frames_missed: u64,
+    pub events_dropped: u64,
+    /// Record-to-decode latencies in nanoseconds, sorted.
+    pub latencies: Vec<u64>,
+}
+
+impl Run {
+    pub fn lossless(&self) -> bool {
+        self.frames_missed == 0 && self.events_dropped == 0 && self.received == self.recorded
+    }
+
+    pub fn percentile(&self, q: f64) -> f64 {
+        if self.latencies.is_empty() {
+            return f64::NAN;
+        }
+        let i = ((self.latencies.len() - 1) as f64 * q).round() as usize;
+        self.latencies[i] as f64 / 1e6
+    }
+}
+
+fn viewer(addr: std::net::SocketAddr, done: Arc<AtomicBool>, name: &str) -> Run {
+    let mut stream = TcpStream::connect(addr).expect("viewer connects");
+    stream
+        .set_read_timeout(Some(Duration::from_millis(50)))
+        .expect("timeout");
+    let mut buf = vec![0u8; 16 << 20];
+    let mut decoder = Decoder::new(&mut buf);
+    let mut scratch = vec![0u8; 1 << 20];
+    let mut chunk = vec![0u8; 1 << 20];
+    let mut names = std::collections::HashMap::new();
+    let mut run = Run {
+        rate: 0.0,
+        recorded: 0,
+        received: 0,
+        frames_missed: 0,
+        events_dropped: 0,
+        latencies: Vec::new(),
+    };
+    let mut expected = None;
+    let mut quiet_since = None::<Instant>;
+    loop {
+        let n = match stream.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(_) => 0,
+        };
+        if n == 0 && done.load(Ordering::Acquire) {
+            // The producer finished: wait for the last Blocks, then stop.
+            let since = *quiet_since.get_or_insert_with(Instant::now);
+            if since.elapsed() > Duration::from_millis(300) {
+                break;
+            }
+        } else if n > 0 {
+            quiet_since = None;
+        }
+        let mut rest = &chunk[..n];
+        loop {
+            let taken = decoder.feed(rest);
+            rest = &rest[taken..];
+            while let Ok(Some(frame)) = decoder.next() {
+                let Ok(payload) = frame.parse() else { continue };
+                if !matches!(payload, Payload::Init(_)) {
+                    if let Some(e) = expected {
+                        run.frames_missed += u64::from(frame.seq.wrapping_sub(e));
+                    }
+                    expected = Some(frame.seq.wrapping_add(1));
+                }
+                match payload {
+                    Payload::Init(init) => {
+                        expected = Some(init.next_seq);
+                        names.extend(init.names().map(|(id, n)| (id, n.to_owned())));
+                    }
+                    Payload::Definitions(defs) => {
+                        names.extend(defs.names().map(|(id, n)| (id, n.to_owned())))
+                    }
+                    Payload::Block(block) => {
+                        let now = runtime::now();
+                        run.events_dropped += block.drops().map(|(_, d)| u64::from(d)).sum::<u64>();
+                        let Ok(events) = block.decompress(&mut scratch) else {
+                            continue;
+                        };
+                        for item in events.flatten() {
+                            if let (_, Event::Instant { name: id, time, .. }) = item {
+                                if names.get(&id).is_some_and(|n: &String| n == name) {
+                                    run.received += 1;
+                                    // Sampled, so that the vector stays small.
+                                    if run.received % 64 == 0 {
+                                        run.latencies.push(now.saturating_sub(time));
+                                    }
+                                }
+                            }
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            if rest.is_empty() {
+                break;
+            }
+        }
+    }
+    run.latencies.sort_unstable();
+    run
+}
+
+/// Records instants at `rate` per second for `duration` on one thread while
+/// a viewer decodes everything.
+pub fn run_at(rate: f64, duration: Duration) -> Run {
+    let config = ProfilerConfig {
+        live: Some(0),
+        ..ProfilerConfig::default()
+    };
+    let profiler = Profiler::start(&config, &Metadata::default()).expect("profiler");
+    let addr = profiler.live_addr().expect("live address");
+    let done = Arc::new(AtomicBool::new(false));
+    let name = format!("e2e-{rate}");
+    let viewer = {
+        let (done, name) = (Arc::clone(&done), name.clone());
+        std::thread::spawn(move || viewer(addr, done, &name))
+    };
+    // Let the viewer attach and read its Init first.
+    std::thread::sleep(Duration::from_millis(100));
+    let id = runtime::intern(&name).expect("name");
+    let started = Instant::now();
+    let mut recorded = 0u64;
+    while started.elapsed() < duration {
+        let due = (started.elapsed().as_secs_f64() * rate) as u64;
+        while recorded < due {
+            runtime::instant(id, recorded);
+            recorded += 1;
+        }
+        std::hint::spin_loop();
+    }
+    std::thread::sleep(Duration::from_millis(50));
+    done.store(true, Ordering::Release);
+    let mut run = viewer.join().expect("viewer");
+    profiler.stop().expect("stop");
+    run.rate = rate;
+    run.recorded = recorded;
+    run
+}
+
+/// Resident set size of this process in bytes.
+pub fn rss() -> u64 {
+    std::fs::read_to_string("/proc/self/statm")
+        .ok()
+        .and_then(|s| {
+            s.split_whitespace()
+                .nth(1)
+                .and_then(|p| p.parse::<u64>().ok())
+        })
+        .map_or(0, |pages| pages * 4096)
+}
+
+/// RSS growth while one thread records spans as fast as it can for
+/// `duration` with a profiler on and nobody watching.
+pub fn rss_growth_unwatched(duration: Duration) -> (u64, u64) {
+    let profiler =
+        Profiler::start(&ProfilerConfig::default(), &Metadata::default()).expect("profiler");
+    // Warm up: every page the steady state touches is touched once.
+    let warm = Instant::now();
+    while warm.elapsed() < Duration::from_millis(500) {
+        let _span = typhon_live_std::span!("unwatched");
+    }
+    let before = rss();
+    let started = Instant::now();
+    let mut spans = 0u64;
+    while started.elapsed() < duration {
+        for _ in 0..1000 {
+            let _span = typhon_live_std::span!("unwatched");
+        }
+        spans += 1000;
+    }
+    let after = rss();
+    profiler.stop().expect("stop");
+    (after.saturating_sub(before), spans)
+}
