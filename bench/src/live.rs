@@ -103,7 +103,7 @@ fn viewer(addr: std::net::SocketAddr, done: Arc<AtomicBool>, name: &str) -> Run 
                                 if names.get(&id).is_some_and(|n: &String| n == name) {
                                     run.received += 1;
                                     // Sampled, so that the vector stays small.
-                                    if run.received % 64 == 0 {
+                                    if run.received.is_multiple_of(64) {
                                         run.latencies.push(now.saturating_sub(time));
                                     }
                                 }
