@@ -194,3 +194,81 @@ pub fn rss_growth_unwatched(duration: Duration) -> (u64, u64) {
     profiler.stop().expect("stop");
     (after.saturating_sub(before), spans)
 }
+
+/// The same workload through puffin_http: scopes recorded at `rate` per
+/// second, one puffin frame a millisecond (puffin's unit of export), and a
+/// client reading every frame. Returns (scopes expected, scopes received):
+/// puffin counts one scope more per frame than were recorded in it.
+pub fn puffin_run_at(rate: f64, duration: Duration) -> (u64, u64) {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port");
+    let addr = format!("127.0.0.1:{port}");
+    let server = puffin_http::Server::new(&addr).expect("puffin_http server");
+    puffin::set_scopes_on(true);
+    let done = Arc::new(AtomicBool::new(false));
+    let client = {
+        let (addr, done) = (addr.clone(), Arc::clone(&done));
+        std::thread::spawn(move || {
+            let mut stream = TcpStream::connect(&addr).expect("puffin client connects");
+            stream
+                .set_read_timeout(Some(Duration::from_millis(300)))
+                .expect("timeout");
+            let mut received = 0u64;
+            loop {
+                match read_puffin_frame(&mut stream) {
+                    Some(frame) => received += frame.meta().num_scopes as u64,
+                    None if done.load(Ordering::Acquire) => break,
+                    None => {}
+                }
+            }
+            received
+        })
+    };
+    // Let the server accept the client before the first frame.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while server.num_clients() == 0 && Instant::now() < deadline {
+        puffin::GlobalProfiler::lock().new_frame();
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // Frames sent before counting starts are not counted by either side.
+    std::thread::sleep(Duration::from_millis(100));
+    puffin::GlobalProfiler::lock().new_frame();
+    let started = Instant::now();
+    let mut recorded = 0u64;
+    let mut frames = 0u64;
+    let mut next_frame = Duration::from_millis(1);
+    while started.elapsed() < duration {
+        let elapsed = started.elapsed();
+        let due = (elapsed.as_secs_f64() * rate) as u64;
+        while recorded < due {
+            puffin::profile_scope!("e2e");
+            recorded += 1;
+        }
+        if elapsed >= next_frame {
+            puffin::GlobalProfiler::lock().new_frame();
+            frames += 1;
+            next_frame += Duration::from_millis(1);
+        }
+    }
+    puffin::GlobalProfiler::lock().new_frame();
+    frames += 1;
+    std::thread::sleep(Duration::from_millis(500));
+    done.store(true, Ordering::Release);
+    let received = client.join().expect("puffin client");
+    puffin::set_scopes_on(false);
+    drop(server);
+    (recorded + frames, received)
+}
+
+/// One puffin_http message: the protocol version, then a frame (what
+/// puffin_http's own client reads; its reader is not public).
+fn read_puffin_frame(stream: &mut TcpStream) -> Option<puffin::FrameData> {
+    let mut version = [0u8; 2];
+    stream.read_exact(&mut version).ok()?;
+    if u16::from_le_bytes(version) != puffin_http::PROTOCOL_VERSION {
+        return None;
+    }
+    puffin::FrameData::read_next(stream).ok().flatten()
+}

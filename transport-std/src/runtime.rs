@@ -14,15 +14,20 @@ use typhon_live_core::{
 
 /// Lane slots: threads that can record at once.
 pub const MAX_LANES: usize = 64;
-/// Events a lane's ring holds between drains.
-pub const RING_EVENTS: usize = DEFAULT_RING_EVENTS;
+/// Events a lane's ring holds between drains: 16384 (640 KiB, paged in by
+/// threads that record). Four times the core's default because the exporter
+/// thread of a loaded machine misses its 1 ms deadline by several ms: in
+/// `typhon-live-bench`'s end-to-end run on the 2-core CI machine, 4096-event
+/// rings overflowed at 2 M events/s on one thread, 16384-event rings did
+/// not (they overflow at 4 M/s).
+pub const RING_EVENTS: usize = 4 * DEFAULT_RING_EVENTS;
 /// Distinct names a process can intern.
 pub const MAX_NAMES: usize = 16_384;
 /// Bytes of name text a process can intern.
 pub const NAME_BYTES: usize = 1 << 20;
 
-/// The process's lanes. Zero-initialised, so its 10 MiB cost only the pages
-/// that threads actually touch.
+/// The process's lanes. Zero-initialised, so its 40 MiB cost only the pages
+/// that recording threads actually touch.
 pub(crate) static LANES: Lanes<MAX_LANES, RING_EVENTS> = Lanes::new();
 
 /// The process's interned names.
