@@ -54,7 +54,7 @@ impl Default for ProfilerConfig {
             bind_address: IpAddr::from([127, 0, 0, 1]),
             trace: None,
             drain_interval: Duration::from_millis(1),
-            block_max_age: Duration::from_millis(2),
+            block_max_age: Duration::from_millis(1),
         }
     }
 }
