@@ -21,14 +21,29 @@ use typhon_live_std::{runtime, Profiler};
 use crate::attach;
 use crate::error::CliError;
 
-/// What the demo runs.
+/// What the demo runs: the `demo` subcommand's arguments.
+#[derive(clap::Args)]
 pub struct DemoOptions {
+    /// Port to export on; 0 picks a free one.
+    #[arg(long, default_value_t = 9100)]
     pub live: u16,
+    /// Address to listen on (loopback unless you mean otherwise).
+    #[arg(long, default_value = "127.0.0.1")]
     pub bind_address: IpAddr,
+    /// Also write the stream to this trace file.
+    #[arg(long)]
     pub trace: Option<PathBuf>,
+    /// Worker threads.
+    #[arg(long, default_value_t = 4)]
     pub threads: usize,
+    /// Simulation ticks per second.
+    #[arg(long, default_value_t = 60.0, value_parser = crate::positive)]
     pub tick_rate: f64,
+    /// Stop after this many seconds.
+    #[arg(long, value_parser = crate::seconds)]
     pub duration: Option<Duration>,
+    /// Do not attach the live view; just export.
+    #[arg(long)]
     pub no_view: bool,
 }
 

@@ -12,7 +12,6 @@ mod stream;
 mod trace;
 mod view;
 
-use std::net::IpAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -35,29 +34,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Run an instrumented sample runtime, export it live and watch it.
-    Demo {
-        /// Port to export on; 0 picks a free one.
-        #[arg(long, default_value_t = 9100)]
-        live: u16,
-        /// Address to listen on (loopback unless you mean otherwise).
-        #[arg(long, default_value = "127.0.0.1")]
-        bind_address: IpAddr,
-        /// Also write the stream to this trace file.
-        #[arg(long)]
-        trace: Option<PathBuf>,
-        /// Worker threads.
-        #[arg(long, default_value_t = 4)]
-        threads: usize,
-        /// Simulation ticks per second.
-        #[arg(long, default_value_t = 60.0, value_parser = positive)]
-        tick_rate: f64,
-        /// Stop after this many seconds.
-        #[arg(long, value_parser = seconds)]
-        duration: Option<Duration>,
-        /// Do not attach the live view; just export.
-        #[arg(long)]
-        no_view: bool,
-    },
+    Demo(demo::DemoOptions),
     /// Show a live view of a running process.
     Attach {
         /// Where the process exports.
@@ -105,14 +82,14 @@ enum Format {
     Chrome,
 }
 
-fn positive(text: &str) -> Result<f64, String> {
+pub(crate) fn positive(text: &str) -> Result<f64, String> {
     match text.parse::<f64>() {
         Ok(v) if v > 0.0 && v.is_finite() => Ok(v),
         _ => Err(format!("{text:?} is not a positive number")),
     }
 }
 
-fn seconds(text: &str) -> Result<Duration, String> {
+pub(crate) fn seconds(text: &str) -> Result<Duration, String> {
     positive(text).map(Duration::from_secs_f64)
 }
 
@@ -131,23 +108,7 @@ fn damaged(path: &std::path::Path, damage: &[trace::Damage]) -> CliError {
 
 fn run(cli: Cli) -> Result<(), CliError> {
     match cli.command {
-        Command::Demo {
-            live,
-            bind_address,
-            trace,
-            threads,
-            tick_rate,
-            duration,
-            no_view,
-        } => demo::run(demo::DemoOptions {
-            live,
-            bind_address,
-            trace,
-            threads,
-            tick_rate,
-            duration,
-            no_view,
-        }),
+        Command::Demo(options) => demo::run(options),
         Command::Attach {
             addr,
             json,

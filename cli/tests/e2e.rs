@@ -14,8 +14,9 @@ fn temp(name: &str) -> PathBuf {
     std::env::temp_dir().join(format!("typhon-live-e2e-{}-{name}", std::process::id()))
 }
 
-#[test]
-fn demo_record_inspect_convert() {
+/// Starts `demo --no-view --live 0` and returns it with the address it
+/// printed.
+fn spawn_demo(duration: &str, threads: &str) -> (std::process::Child, String) {
     let mut demo = Command::new(BIN)
         .args([
             "demo",
@@ -23,12 +24,12 @@ fn demo_record_inspect_convert() {
             "--live",
             "0",
             "--duration",
-            "4",
+            duration,
             "--threads",
-            "2",
+            threads,
         ])
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
+        .stderr(Stdio::null())
         .spawn()
         .expect("demo starts");
     let mut line = String::new();
@@ -37,6 +38,12 @@ fn demo_record_inspect_convert() {
         .unwrap();
     let addr = line.trim().rsplit(' ').next().unwrap().to_owned();
     assert!(addr.starts_with("127.0.0.1:"), "demo printed {line:?}");
+    (demo, addr)
+}
+
+#[test]
+fn demo_record_inspect_convert() {
+    let (mut demo, addr) = spawn_demo("4", "2");
 
     let trace = temp("demo.tlt");
     let record = Command::new(BIN)
@@ -234,26 +241,7 @@ fn a_truncated_trace_is_read_to_its_last_frame_and_reported() {
 
 #[test]
 fn a_recording_killed_midway_is_a_valid_trace_and_bad_outputs_are_named() {
-    let mut demo = Command::new(BIN)
-        .args([
-            "demo",
-            "--no-view",
-            "--live",
-            "0",
-            "--duration",
-            "6",
-            "--threads",
-            "1",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(demo.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let addr = line.trim().rsplit(' ').next().unwrap().to_owned();
+    let (mut demo, addr) = spawn_demo("6", "1");
     let trace = temp("killed.tlt");
     let mut record = Command::new(BIN)
         .args(["record", &addr, "-o"])
