@@ -67,8 +67,9 @@ pub fn unrecorded_events() -> u64 {
 /// TSC where `quanta` can calibrate it (x86_64), the OS clock elsewhere.
 ///
 /// Why quanta rather than `std::time::Instant`: `cargo bench -p
-/// typhon-live-std --bench recording` reads 10.5 ns per call against
-/// 29.1 ns for `Instant` (medians, same run), and a span reads it twice.
+/// typhon-live-std --bench recording` reads 10.5 to 10.6 ns per call against
+/// 28 to 29 ns for `Instant` (medians, same run, two runs), and a span reads
+/// it twice.
 pub(crate) struct Clock {
     clock: quanta::Clock,
     origin: u64,
