@@ -267,9 +267,9 @@ impl<const L: usize, const N: usize> Lanes<L, N> {
     }
 
     /// The open spans of lane `id`, outermost first, copied into `out`.
-    /// Returns the number copied and the true depth (which may exceed
-    /// [`MAX_OPEN_SPANS`]), or `None` if the lane is free or its owner kept
-    /// changing the stack while it was read.
+    /// Returns the number copied and the depth (which may exceed
+    /// [`MAX_OPEN_SPANS`]; depths past 4095 read as 4095), or `None` if the
+    /// lane is free or its owner kept changing the stack while it was read.
     pub fn open_spans(&self, id: LaneId, out: &mut [OpenSpan]) -> Option<(usize, u32)> {
         let lane = self.lanes.get(usize::from(id))?;
         if lane.state.load(Ordering::Acquire) != CLAIMED {
