@@ -22,7 +22,7 @@
 //! `cargo bench -p typhon-live-tests --bench block`). FORMAT.md has every
 //! field.
 
-use crate::cursor::{Reader, Writer, MAX_VARINT_LEN};
+use crate::cursor::{Reader, MAX_VARINT_LEN};
 use crate::error::{DecodeError, EncodeError};
 use crate::event::{kind, Event, GaugeValue, LaneId, SpanId};
 use crate::frame::{write_frame, FrameKind, OVERHEAD};
@@ -168,28 +168,34 @@ impl<'s> BlockBuilder<'s> {
         if !self.has_room(lane) {
             return false;
         }
-        let in_group = self.group.is_some_and(|g| g.lane == lane);
-        if !in_group {
+        if self.group.is_none_or(|g| g.lane != lane) {
             self.close_group();
-        }
-        let (front, values) = self.buf.split_at_mut(self.split);
-        let mut s = Writer::new(&mut front[STREAMS_HEADER + self.structure_len..]);
-        let mut v = Writer::new(&mut values[self.values_len..]);
-        if !in_group {
-            s.u16(lane);
-            s.u32(0); // the count, written when the group closes
+            let at = STREAMS_HEADER + self.structure_len;
+            let mut header = [0u8; GROUP_HEADER];
+            header[..2].copy_from_slice(&lane.to_le_bytes());
+            // The count (bytes 2..6) is written when the group closes.
+            self.buf[at..at + GROUP_HEADER].copy_from_slice(&header);
+            self.structure_len += GROUP_HEADER;
             self.group = Some(Group {
                 lane,
-                count_at: STREAMS_HEADER + self.structure_len + 2,
+                count_at: at + 2,
                 ..Group::default()
             });
         }
+        let mut structure = Record::<MAX_STRUCTURE>::new();
+        let mut values = Record::<MAX_VALUES>::new();
         if let Some(group) = &mut self.group {
-            encode_record(&mut s, &mut v, group, event);
+            encode_record(&mut structure, &mut values, group, event);
             group.count += 1;
         }
-        self.structure_len += s.position();
-        self.values_len += v.position();
+        // `has_room` guaranteed a worst-case record's room in both streams,
+        // so each is copied out as one fixed-size move.
+        let at = STREAMS_HEADER + self.structure_len;
+        self.buf[at..at + MAX_STRUCTURE].copy_from_slice(&structure.bytes);
+        let at = self.split + self.values_len;
+        self.buf[at..at + MAX_VALUES].copy_from_slice(&values.bytes);
+        self.structure_len += structure.len;
+        self.values_len += values.len;
         self.records += 1;
         self.first = self.first.min(event.time());
         self.last = self.last.max(event.end_time());
@@ -206,8 +212,59 @@ impl<'s> BlockBuilder<'s> {
     }
 }
 
+/// One record's bytes in one stream, built on the stack.
+struct Record<const N: usize> {
+    bytes: [u8; N],
+    len: usize,
+}
+
+impl<const N: usize> Record<N> {
+    #[inline]
+    fn new() -> Self {
+        Record {
+            bytes: [0; N],
+            len: 0,
+        }
+    }
+
+    #[inline]
+    fn u8(&mut self, byte: u8) {
+        // N is each stream's worst case, so this never falls off the end.
+        if let Some(slot) = self.bytes.get_mut(self.len) {
+            *slot = byte;
+            self.len += 1;
+        }
+    }
+
+    #[inline]
+    fn varint(&mut self, mut v: u64) {
+        while v >= 0x80 {
+            self.u8(v as u8 | 0x80);
+            v >>= 7;
+        }
+        self.u8(v as u8);
+    }
+
+    #[inline]
+    fn zigzag(&mut self, v: i64) {
+        self.varint(((v << 1) ^ (v >> 63)) as u64);
+    }
+
+    #[inline]
+    fn u64(&mut self, v: u64) {
+        for byte in v.to_le_bytes() {
+            self.u8(byte);
+        }
+    }
+}
+
 #[inline]
-fn encode_record(s: &mut Writer<'_>, v: &mut Writer<'_>, g: &mut Group, event: &Event) {
+fn encode_record(
+    s: &mut Record<MAX_STRUCTURE>,
+    v: &mut Record<MAX_VALUES>,
+    g: &mut Group,
+    event: &Event,
+) {
     let time = event.time();
     v.zigzag(time.wrapping_sub(g.prev_time) as i64);
     // Deltas run from the previous record's end: back-to-back spans then

@@ -92,7 +92,7 @@ impl<'a> Writer<'a> {
         self.bytes(&tmp[..n]);
     }
 
-    #[inline]
+    #[cfg(test)]
     pub(crate) fn zigzag(&mut self, v: i64) {
         self.varint(((v << 1) ^ (v >> 63)) as u64);
     }
