@@ -41,6 +41,22 @@ fn spawn_demo(duration: &str, threads: &str) -> (std::process::Child, String) {
     (demo, addr)
 }
 
+/// `inspect` on a file that must read cleanly; its report.
+fn inspect_ok(trace: &std::path::Path) -> String {
+    let inspect = Command::new(BIN)
+        .arg("inspect")
+        .arg(trace)
+        .output()
+        .unwrap();
+    let report = String::from_utf8_lossy(&inspect.stdout).into_owned();
+    assert!(
+        inspect.status.success(),
+        "{report}\n{}",
+        String::from_utf8_lossy(&inspect.stderr)
+    );
+    report
+}
+
 #[test]
 fn demo_record_inspect_convert() {
     let (mut demo, addr) = spawn_demo("4", "2");
@@ -60,17 +76,7 @@ fn demo_record_inspect_convert() {
     assert!(String::from_utf8_lossy(&record.stderr).contains("session ended"));
     assert!(demo.wait().unwrap().success());
 
-    let inspect = Command::new(BIN)
-        .arg("inspect")
-        .arg(&trace)
-        .output()
-        .unwrap();
-    let report = String::from_utf8_lossy(&inspect.stdout);
-    assert!(
-        inspect.status.success(),
-        "{report}\n{}",
-        String::from_utf8_lossy(&inspect.stderr)
-    );
+    let report = inspect_ok(&trace);
     for expected in [
         "typhon-live demo",
         "Transform",
@@ -255,17 +261,7 @@ fn a_recording_killed_midway_is_a_valid_trace_and_bad_outputs_are_named() {
     }
     record.kill().unwrap(); // as hard an interruption as there is
     record.wait().unwrap();
-    let inspect = Command::new(BIN)
-        .arg("inspect")
-        .arg(&trace)
-        .output()
-        .unwrap();
-    let report = String::from_utf8_lossy(&inspect.stdout);
-    assert!(
-        inspect.status.success(),
-        "{report}\n{}",
-        String::from_utf8_lossy(&inspect.stderr)
-    );
+    let report = inspect_ok(&trace);
     assert!(
         report.contains("shutdown    none") && !report.contains("damage"),
         "{report}"

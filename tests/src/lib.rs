@@ -7,30 +7,9 @@ use typhon_live_core::{
     DecodeError, Decoder, Event, Frame, GaugeValue, LaneId, LaneInfo, OpenSpan, Payload, Shutdown,
 };
 
-/// An owned component layout.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Component {
-    pub id: u32,
-    pub name: String,
-    pub size: u32,
-    pub fields: Vec<(String, String, u32, u32)>,
-}
-
-/// Owned Init metadata (names and lanes kept apart).
-#[derive(Clone, Debug, PartialEq, Eq, Default)]
-pub struct Meta {
-    pub ticks_per_second: u64,
-    pub session_id: u64,
-    pub process_name: String,
-    pub process_id: u32,
-    pub created_unix_ns: u64,
-    pub components: Vec<Component>,
-    pub archetypes: Vec<(u32, String, Vec<u32>)>,
-    pub indexes: Vec<(u32, String, String)>,
-    pub config: Vec<(String, String)>,
-    pub queues: Vec<(u32, String, u32)>,
-    pub resources: Vec<(u32, Option<u32>, String, String)>,
-}
+/// Owned Init metadata (names and lanes kept apart): the std transport's
+/// own owned form, so that what went in and what came out compare with `==`.
+pub use typhon_live_std::metadata::{OwnedComponent as Component, OwnedMetadata as Meta};
 
 /// One lane of a Catch-up, owned.
 #[derive(Clone, Debug, PartialEq, Eq)]

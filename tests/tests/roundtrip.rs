@@ -4,9 +4,7 @@
 use proptest::prelude::*;
 use typhon_live_core::block::{max_block_frame_len, write_block, MAX_RECORD_LEN};
 use typhon_live_core::definitions::write_definitions;
-use typhon_live_core::init::{
-    self, write_init, Archetype, ConfigEntry, EventQueue, Field, Index, Resource,
-};
+use typhon_live_core::init::write_init;
 use typhon_live_core::{
     BlockBuilder, Decoder, EncodeError, Event, GaugeValue, LaneId, LaneInfo, LaneKind, Metadata,
     NameSource, Shutdown,
@@ -167,87 +165,7 @@ fn drops() -> impl Strategy<Value = Vec<(LaneId, u32)>> {
 }
 
 fn with_metadata<R>(m: &Meta, f: impl FnOnce(&Metadata<'_>) -> R) -> R {
-    let fields: Vec<Vec<Field<'_>>> = m
-        .components
-        .iter()
-        .map(|c| {
-            c.fields
-                .iter()
-                .map(|(name, ty, offset, size)| Field {
-                    name,
-                    ty,
-                    offset: *offset,
-                    size: *size,
-                })
-                .collect()
-        })
-        .collect();
-    let components: Vec<init::Component<'_>> = m
-        .components
-        .iter()
-        .zip(&fields)
-        .map(|(c, fields)| init::Component {
-            id: c.id,
-            name: &c.name,
-            size: c.size,
-            fields,
-        })
-        .collect();
-    let archetypes: Vec<Archetype<'_>> = m
-        .archetypes
-        .iter()
-        .map(|(id, name, components)| Archetype {
-            id: *id,
-            name,
-            components,
-        })
-        .collect();
-    let indexes: Vec<Index<'_>> = m
-        .indexes
-        .iter()
-        .map(|(component, field, kind)| Index {
-            component: *component,
-            field,
-            kind,
-        })
-        .collect();
-    let config: Vec<ConfigEntry<'_>> = m
-        .config
-        .iter()
-        .map(|(key, value)| ConfigEntry { key, value })
-        .collect();
-    let queues: Vec<EventQueue<'_>> = m
-        .queues
-        .iter()
-        .map(|(id, name, capacity)| EventQueue {
-            id: *id,
-            name,
-            capacity: *capacity,
-        })
-        .collect();
-    let resources: Vec<Resource<'_>> = m
-        .resources
-        .iter()
-        .map(|(id, parent, name, kind)| Resource {
-            id: *id,
-            parent: *parent,
-            name,
-            kind,
-        })
-        .collect();
-    f(&Metadata {
-        ticks_per_second: m.ticks_per_second,
-        session_id: m.session_id,
-        process_name: &m.process_name,
-        process_id: m.process_id,
-        created_unix_ns: m.created_unix_ns,
-        components: &components,
-        archetypes: &archetypes,
-        indexes: &indexes,
-        config: &config,
-        queues: &queues,
-        resources: &resources,
-    })
+    m.with(|meta| f(&meta))
 }
 
 /// Encodes a Block of `events` (as many as fit `scratch_len`), returning the

@@ -25,7 +25,7 @@
 
 pub mod config;
 mod file;
-mod metadata;
+pub mod metadata;
 pub mod runtime;
 mod session;
 mod tcp;

@@ -175,7 +175,8 @@ impl Profiler {
         let created = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos() as u64);
-        let meta = OwnedMetadata::new(metadata, 1_000_000_000, session_id(created), created);
+        let meta =
+            OwnedMetadata::for_session(metadata, 1_000_000_000, session_id(created), created);
         let drain_interval = config.drain_interval.max(Duration::from_micros(100));
         let block_max_age = config.block_max_age.as_nanos() as u64;
         let thread = {
