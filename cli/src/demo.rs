@@ -11,11 +11,9 @@ use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use typhon_live_core::init::{
-    Archetype, Component, ConfigEntry, EventQueue, Field, Index, Resource,
-};
-use typhon_live_core::{LaneKind, Metadata};
+use typhon_live_core::LaneKind;
 use typhon_live_std::config::ProfilerConfig;
+use typhon_live_std::metadata::{OwnedComponent, OwnedMetadata};
 use typhon_live_std::{runtime, Profiler};
 
 use crate::attach;
@@ -82,111 +80,47 @@ fn work(nanos: u64) {
     }
 }
 
-fn metadata<R>(threads: usize, tick_rate: f64, f: impl FnOnce(&Metadata<'_>) -> R) -> R {
-    let transform = [
-        Field {
-            name: "position",
-            ty: "Vec3",
-            offset: 0,
-            size: 12,
-        },
-        Field {
-            name: "rotation",
-            ty: "Quat",
-            offset: 12,
-            size: 16,
-        },
-    ];
-    let velocity = [Field {
-        name: "linear",
-        ty: "Vec3",
-        offset: 0,
-        size: 12,
-    }];
-    let components = [
-        Component {
-            id: 1,
-            name: "Transform",
-            size: 28,
-            fields: &transform,
-        },
-        Component {
-            id: 2,
-            name: "Velocity",
-            size: 12,
-            fields: &velocity,
-        },
-        Component {
-            id: 3,
-            name: "Collider",
-            size: 16,
-            fields: &[],
-        },
-        Component {
-            id: 4,
-            name: "Brain",
-            size: 64,
-            fields: &[],
-        },
-    ];
-    let archetypes = [
-        Archetype {
-            id: 1,
-            name: "Mover",
-            components: &[1, 2],
-        },
-        Archetype {
-            id: 2,
-            name: "Agent",
-            components: &[1, 2, 3, 4],
-        },
-    ];
-    let indexes = [Index {
-        component: 1,
-        field: "position",
-        kind: "spatial",
-    }];
-    let threads = threads.to_string();
-    let rate = format!("{tick_rate}");
-    let config = [
-        ConfigEntry {
-            key: "workers",
-            value: &threads,
-        },
-        ConfigEntry {
-            key: "tick_rate_hz",
-            value: &rate,
-        },
-    ];
-    let queues = [EventQueue {
-        id: 1,
-        name: "collisions",
-        capacity: 4096,
-    }];
-    let resources = [
-        Resource {
-            id: 1,
-            parent: None,
-            name: "heap",
-            kind: "pool",
-        },
-        Resource {
-            id: 2,
-            parent: Some(1),
-            name: "entities",
-            kind: "buffer",
-        },
-    ];
-    f(&Metadata {
-        process_name: "typhon-live demo",
-        components: &components,
-        archetypes: &archetypes,
-        indexes: &indexes,
-        config: &config,
-        queues: &queues,
-        resources: &resources,
-        ..Metadata::default()
-    })
+/// What the demo's Init says about it: a small ECS-shaped runtime.
+fn metadata(threads: usize, tick_rate: f64) -> OwnedMetadata {
+    let text = |s: &str| s.to_owned();
+    let component = |id, name: &str, size, fields: &[(&str, &str, u32, u32)]| OwnedComponent {
+        id,
+        name: name.into(),
+        size,
+        fields: fields
+            .iter()
+            .map(|&(n, t, o, s)| (n.into(), t.into(), o, s))
+            .collect(),
+    };
+    OwnedMetadata {
+        process_name: text("typhon-live demo"),
+        components: vec![
+            component(
+                1,
+                "Transform",
+                28,
+                &[("position", "Vec3", 0, 12), ("rotation", "Quat", 12, 16)],
+            ),
+            component(2, "Velocity", 12, &[("linear", "Vec3", 0, 12)]),
+            component(3, "Collider", 16, &[]),
+            component(4, "Brain", 64, &[]),
+        ],
+        archetypes: vec![
+            (1, text("Mover"), vec![1, 2]),
+            (2, text("Agent"), vec![1, 2, 3, 4]),
+        ],
+        indexes: vec![(1, text("position"), text("spatial"))],
+        config: vec![
+            (text("workers"), threads.to_string()),
+            (text("tick_rate_hz"), tick_rate.to_string()),
+        ],
+        queues: vec![(1, text("collisions"), 4096)],
+        resources: vec![
+            (1, None, text("heap"), text("pool")),
+            (2, Some(1), text("entities"), text("buffer")),
+        ],
+        ..OwnedMetadata::default()
+    }
 }
 
 fn intern(name: &str) -> u32 {
@@ -293,10 +227,9 @@ pub fn run(opts: DemoOptions) -> Result<(), CliError> {
         trace: opts.trace.clone(),
         ..ProfilerConfig::default()
     };
-    let profiler = metadata(opts.threads, opts.tick_rate, |meta| {
-        Profiler::start(&config, meta)
-    })
-    .map_err(|e| CliError::Profiler(e.to_string()))?;
+    let profiler = metadata(opts.threads, opts.tick_rate)
+        .with(|meta| Profiler::start(&config, &meta))
+        .map_err(|e| CliError::Profiler(e.to_string()))?;
     let addr = profiler
         .live_addr()
         .ok_or_else(|| CliError::Profiler("no live address".into()))?;
