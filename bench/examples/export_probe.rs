@@ -19,7 +19,7 @@ fn main() {
     let handles: Vec<_> = (0..4)
         .map(|i| LANES.claim(i, LaneKind::Worker).expect("lane"))
         .collect();
-    let mut scratch = vec![0u8; 256 << 10];
+    let mut scratch = vec![0u8; typhon_live_core::block::block_scratch_len(8192)];
     let meta = Metadata {
         ticks_per_second: 1_000_000_000,
         ..Metadata::default()

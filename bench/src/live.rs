@@ -44,7 +44,6 @@ fn viewer(addr: std::net::SocketAddr, done: Arc<AtomicBool>, name: &str) -> Run 
         .expect("timeout");
     let mut buf = vec![0u8; 16 << 20];
     let mut decoder = Decoder::new(&mut buf);
-    let mut scratch = vec![0u8; 1 << 20];
     let mut chunk = vec![0u8; 1 << 20];
     let mut names = std::collections::HashMap::new();
     let mut run = Run {
@@ -95,7 +94,7 @@ fn viewer(addr: std::net::SocketAddr, done: Arc<AtomicBool>, name: &str) -> Run 
                     Payload::Block(block) => {
                         let now = runtime::now();
                         run.events_dropped += block.drops().map(|(_, d)| u64::from(d)).sum::<u64>();
-                        let Ok(events) = block.decompress(&mut scratch) else {
+                        let Ok(events) = block.events() else {
                             continue;
                         };
                         for item in events.flatten() {

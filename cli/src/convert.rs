@@ -17,7 +17,6 @@ pub fn to_chrome(path: &Path) -> Result<(Value, Vec<Damage>), CliError> {
     let mut names: HashMap<u32, String> = HashMap::new();
     let mut lane_names: HashMap<u16, u32> = HashMap::new();
     let (mut pid, mut ticks_per_second, mut seen_init) = (0u32, 1_000_000_000f64, false);
-    let mut scratch = vec![0u8; 1 << 20];
     let thread_name = |out: &mut Vec<Value>, pid: u32, lane: u16, name: &str| {
         out.push(json!({ "ph": "M", "name": "thread_name", "pid": pid, "tid": lane, "args": { "name": name } }));
     };
@@ -46,11 +45,8 @@ pub fn to_chrome(path: &Path) -> Result<(Value, Vec<Damage>), CliError> {
                 }
             }
             Payload::Block(block) => {
-                if scratch.len() < block.uncompressed_len as usize {
-                    scratch.resize(block.uncompressed_len as usize, 0);
-                }
                 let us = |t: u64| t as f64 * 1e6 / ticks_per_second;
-                for item in block.decompress(&mut scratch)? {
+                for item in block.events()? {
                     let (lane, event) = item?;
                     out.push(match event {
                         Event::Span { start, duration, name, arg, .. } => {

@@ -30,7 +30,6 @@ pub fn report(path: &Path) -> Result<(String, bool), CliError> {
     let (mut gaps, mut expected, mut first, mut last) = (0u64, None::<u32>, u64::MAX, 0u64);
     let (mut events_dropped, mut ticks_per_second, mut header, mut shutdown) =
         (0u64, 1u64, None, None);
-    let mut scratch = vec![0u8; 1 << 20];
     let damage = trace::frames(&bytes, |frame| {
         let payload = frame.parse()?;
         let kind = match frame.kind() {
@@ -104,10 +103,7 @@ pub fn report(path: &Path) -> Result<(String, bool), CliError> {
                     first = first.min(block.first_time);
                     last = last.max(block.last_time);
                 }
-                if scratch.len() < block.uncompressed_len as usize {
-                    scratch.resize(block.uncompressed_len as usize, 0);
-                }
-                for item in block.decompress(&mut scratch)? {
+                for item in block.events()? {
                     let (lane, event) = item?;
                     let row = lanes.entry(lane).or_default();
                     row.events += 1;

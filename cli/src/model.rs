@@ -57,8 +57,9 @@ pub struct Model {
     pub events: u64,
     pub events_dropped: u64,
     pub bytes: u64,
-    uncompressed: u64,
-    compressed: u64,
+    /// Encoded event bytes of every Block and the events they held.
+    block_bytes: u64,
+    block_events: u64,
     /// Latest host time seen (block ends, catch-up times), and when it
     /// arrived: the view extrapolates from there while no event comes (a
     /// stall), so an open span's age keeps growing on screen.
@@ -75,7 +76,6 @@ pub struct Model {
     pub restarts: u32,
     pub notice: Option<String>,
     pub ended_cleanly: bool,
-    scratch: Vec<u8>,
 }
 
 impl Default for Model {
@@ -94,8 +94,8 @@ impl Default for Model {
             events: 0,
             events_dropped: 0,
             bytes: 0,
-            uncompressed: 0,
-            compressed: 0,
+            block_bytes: 0,
+            block_events: 0,
             host_now: 0,
             host_now_at: None,
             tick_starts: HashMap::new(),
@@ -106,7 +106,6 @@ impl Default for Model {
             restarts: 0,
             notice: None,
             ended_cleanly: false,
-            scratch: vec![0u8; 1 << 20],
         }
     }
 }
@@ -180,25 +179,20 @@ impl Model {
                 }
             }
             Payload::Block(block) => {
-                self.uncompressed += u64::from(block.uncompressed_len);
-                self.compressed += block.compressed_len() as u64;
+                self.block_bytes += block.encoded_len() as u64;
+                self.block_events += u64::from(block.records);
                 self.advance_host_now(block.last_time);
                 for (lane, dropped) in block.drops() {
                     self.events_dropped += u64::from(dropped);
                     self.lanes.entry(lane).or_default().dropped += u64::from(dropped);
                 }
-                let mut scratch = std::mem::take(&mut self.scratch);
-                if scratch.len() < block.uncompressed_len as usize {
-                    scratch.resize(block.uncompressed_len as usize, 0);
-                }
-                let result = block.decompress(&mut scratch).and_then(|events| {
+                let result = block.events().and_then(|events| {
                     for item in events {
                         let (lane, event) = item?;
                         self.on_event(lane, &event);
                     }
                     Ok(())
                 });
-                self.scratch = scratch;
                 result?;
             }
             Payload::Shutdown(totals) => {
@@ -431,8 +425,8 @@ impl Model {
             events: self.events,
             events_per_second: per_second(self.events - e0),
             bytes_per_second: per_second(self.bytes - b0),
-            compression_ratio: if self.compressed > 0 {
-                self.uncompressed as f64 / self.compressed as f64
+            bytes_per_event: if self.block_events > 0 {
+                self.block_bytes as f64 / self.block_events as f64
             } else {
                 0.0
             },
@@ -497,7 +491,8 @@ pub struct Summary {
     pub events: u64,
     pub events_per_second: f64,
     pub bytes_per_second: f64,
-    pub compression_ratio: f64,
+    /// Encoded bytes per event in Blocks, envelope excluded.
+    pub bytes_per_event: f64,
     pub frames: u64,
     pub frames_dropped: u64,
     pub events_dropped: u64,
@@ -516,7 +511,7 @@ impl Summary {
         };
         let ms = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.2}"));
         format!(
-            "{state} | {} lanes | tick {:.1} Hz p50 {} p99 {} max {} ms | {:.0} ev/s {:.0} B/s x{:.1} | dropped {} frames {} events{}",
+            "{state} | {} lanes | tick {:.1} Hz p50 {} p99 {} max {} ms | {:.0} ev/s {:.0} B/s {:.1} B/ev | dropped {} frames {} events{}",
             self.lanes.len(),
             self.tick_rate_hz,
             ms(self.tick_p50_ms),
@@ -524,7 +519,7 @@ impl Summary {
             ms(self.tick_max_ms),
             self.events_per_second,
             self.bytes_per_second,
-            self.compression_ratio,
+            self.bytes_per_event,
             self.frames_dropped,
             self.events_dropped,
             self.open_spans.first().map_or(String::new(), |s| format!(" | open: {} on {} for {:.0} ms", s.span, s.lane, s.open_ms)),

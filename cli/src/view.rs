@@ -141,9 +141,9 @@ fn draw_stats(frame: &mut Frame<'_>, area: Rect, s: &Summary) {
             s.events
         )),
         Line::from(format!(
-            "bytes/s    {}B  compression x{:.1}",
+            "bytes/s    {}B  {:.1} B/event",
             human(s.bytes_per_second),
-            s.compression_ratio
+            s.bytes_per_event
         )),
         Line::from(Span::styled(
             format!(
@@ -362,7 +362,7 @@ mod tests {
                 },
             );
             let mut frame = vec![0u8; max_block_frame_len(4096, 1)];
-            let n = write_block(&mut frame, seq, &mut block, &[(1, 17)]).unwrap();
+            let n = write_block(&mut frame, seq, &block, &[(1, 17)]).unwrap();
             stream.extend(&frame[..n]);
         }
         stream

@@ -1,112 +1,245 @@
-//! The Block frame: one drained batch of events, compactly encoded then
-//! LZ4-compressed (lz4_flex raw block format, which does not store the
-//! uncompressed length, so the Block header does).
+//! The Block frame: one drained batch of events, stored as bit-packed
+//! columns (`column.rs`: frame of reference, a bit width, packed escapes).
 //!
 //! Payload:
 //! ```text
-//! 0   4  uncompressed length, u32 LE
-//! 4   4  record count, u32 LE
-//! 8   8  first timestamp (earliest event time), u64 LE
-//! 16  8  last timestamp (latest event end), u64 LE
-//! 24  2  drop entry count k, u16 LE
-//! 26  6k (lane u16 LE, events dropped since the previous Block u32 LE)
-//! ..     LZ4 raw block
+//! 0   4  record count, u32 LE
+//! 4   8  first timestamp (earliest event time), u64 LE
+//! 12  8  last timestamp (latest event end), u64 LE
+//! 20  2  drop entry count k, u16 LE
+//! 22  6k (lane u16 LE, events dropped since the previous Block u32 LE)
+//! ..     v lane group count, then per group: lane u16 LE, v records,
+//!        v first event time - first timestamp, and nine columns: kind,
+//!        span time, name, span id, parent, duration, argument, point
+//!        time, value
 //! ```
-//! The uncompressed bytes hold two streams, `structure length u32 LE`,
-//! then the structure stream, then the values stream. Structure: lane
-//! groups (`lane u16, count u32`) and per record its kind byte, name and
-//! span-id fields: small, repetitive, LZ4 finds long matches. Values:
-//! per record its timestamp delta, duration, argument or payload: noisy,
-//! kept apart so that they do not break the structure's matches. On a
-//! realistic batch this takes LZ4 from 8.4 to 7.2 bytes per event (see
-//! `cargo bench -p typhon-live-tests --bench block`). FORMAT.md has every
-//! field.
+//! A record is one value in its group's kind column plus one in each
+//! column its kind uses, in record order. Every
+//! field is a delta against the group's previous record where that makes
+//! values small (times against the previous record's end, span ids, tick
+//! numbers, integer gauges). Columns are per group because a lane's values
+//! are alike (one worker runs one query, with one kind and one name) where
+//! a Block's are not. A Block without records ends after its drop entries.
+//! FORMAT.md has every field.
 
-use crate::cursor::{Reader, MAX_VARINT_LEN};
+use crate::column::{ColumnReader, Layout, MAX_HEADER_LEN, MAX_ROUNDING};
+use crate::cursor::{Reader, Writer, MAX_VARINT_LEN};
 use crate::error::{DecodeError, EncodeError};
 use crate::event::{kind, Event, GaugeValue, LaneId, SpanId};
 use crate::frame::{write_frame, FrameKind, OVERHEAD};
-use lz4_flex::block::get_maximum_output_size as lz4_max_output;
 
-const FIXED_HEADER: usize = 26;
-const GROUP_HEADER: usize = 6;
-/// Worst case of one record in the structure stream: kind, name, id, parent.
-const MAX_STRUCTURE: usize = 1 + 3 * 5;
-/// Worst case of one record in the values stream: time, duration, argument.
-const MAX_VALUES: usize = 3 * MAX_VARINT_LEN;
-/// Worst-case encoded size of one record (a span with every field).
-pub const MAX_RECORD_LEN: usize = MAX_STRUCTURE + MAX_VALUES;
-/// Bytes before the structure stream: its length.
-const STREAMS_HEADER: usize = 4;
+const FIXED_HEADER: usize = 22;
 
-/// Span has an argument / gauge is a float / tick overran.
-const FLAG_A: u8 = 0x10;
+/// The columns, in wire order. Spans and point events keep their times and
+/// values apart: a span's gap and duration are alike from one span to the
+/// next, a gauge's or tick's are alike among themselves, and mixing them
+/// would widen every slot.
+mod col {
+    /// Kind and flags.
+    pub const CODE: usize = 0;
+    /// Span start minus the previous record's end, zigzag.
+    pub const SPAN_GAP: usize = 1;
+    /// Span, instant or gauge name.
+    pub const NAME: usize = 2;
+    /// Span id minus the previous span id, zigzag.
+    pub const SPAN: usize = 3;
+    /// Span id minus parent id.
+    pub const PARENT: usize = 4;
+    /// Span duration.
+    pub const DURATION: usize = 5;
+    /// Span argument.
+    pub const ARG: usize = 6;
+    /// Point event time minus the previous record's end, zigzag.
+    pub const POINT_GAP: usize = 7;
+    /// Instant payload, gauge value or tick number delta.
+    pub const VALUE: usize = 8;
+    pub const COUNT: usize = 9;
+    /// Names in errors.
+    pub const WHAT: [&str; COUNT] = [
+        "block kind column",
+        "block span time column",
+        "block name column",
+        "block span id column",
+        "block parent column",
+        "block duration column",
+        "block argument column",
+        "block point time column",
+        "block value column",
+    ];
+}
+
+/// Scratch bytes per value of each column: the widest value it holds.
+const STORED: [usize; col::COUNT] = [1, 8, 4, 4, 4, 8, 8, 8, 8];
+/// Scratch bytes per record if it used every column.
+const ROW: usize = 53;
+/// A lane group's entry in the scratch: lane u16, record count u32, first
+/// event time u64, where the group starts in each column (u32 each), and
+/// each column's smallest and largest value (u64 each), so that packing
+/// needs no pass to find them.
+mod entry {
+    use super::col::COUNT;
+    pub const LANE: usize = 0;
+    pub const COUNT_AT: usize = 2;
+    pub const FIRST: usize = 6;
+    pub const STARTS: usize = 14;
+    pub const BOUNDS: usize = STARTS + 4 * COUNT;
+    pub const LEN: usize = BOUNDS + 16 * COUNT;
+}
+const GROUP_ENTRY: usize = entry::LEN;
+/// A Block's scratch holds one lane group per this many records; a Block
+/// whose lanes alternate more often than that fills up early.
+pub const RECORDS_PER_GROUP: usize = 16;
+/// Largest group on the wire, besides its values: lane, count, first time
+/// and the column headers (each column rounds up to a byte once).
+const MAX_GROUP_WIRE: usize = 2 + 5 + MAX_VARINT_LEN + col::COUNT * (MAX_HEADER_LEN + MAX_ROUNDING);
+
+/// A record code is its kind shifted by this, plus flags: flags in the low
+/// bits keep a lane's codes close together (a span with and without a
+/// parent differ by 2, not 16), so the kind column packs narrow.
+const KIND_SHIFT: u8 = 2;
+/// Record code flags: span has an argument / gauge is a float / tick overran.
+const FLAG_A: u8 = 0x01;
 /// Span has a parent.
-const FLAG_B: u8 = 0x20;
+const FLAG_B: u8 = 0x02;
+/// Flags each kind may carry, by kind.
+const KIND_FLAGS: [u8; 8] = [0, FLAG_A | FLAG_B, 0, FLAG_A, 0, FLAG_A, 0, 0];
 
-/// Largest frame a Block with `uncompressed` bytes and `drop_entries` drop
-/// entries can need: the buffer size to give the encoder.
-pub const fn max_block_frame_len(uncompressed: usize, drop_entries: usize) -> usize {
-    OVERHEAD + FIXED_HEADER + 6 * drop_entries + lz4_max_output(uncompressed)
+/// The code of a record of `kind` with `flags`.
+const fn code(kind: u8, flags: u8) -> u8 {
+    kind << KIND_SHIFT | flags
+}
+
+/// Scratch bytes a [`BlockBuilder`] needs to hold `records` events in at
+/// most `records / RECORDS_PER_GROUP + 1` lane groups.
+pub const fn block_scratch_len(records: usize) -> usize {
+    records * ROW + (records / RECORDS_PER_GROUP + 1) * GROUP_ENTRY
+}
+
+/// Records and groups a scratch of `len` bytes holds.
+const fn capacity(len: usize) -> (usize, usize) {
+    // block_scratch_len(r) > r * (ROW + GROUP_ENTRY / RECORDS_PER_GROUP),
+    // so this starts at or above the answer and steps down a few times.
+    let mut records = len * RECORDS_PER_GROUP / (RECORDS_PER_GROUP * ROW + GROUP_ENTRY);
+    while records > 0 && block_scratch_len(records) > len {
+        records -= 1;
+    }
+    // Record counts and column positions are u32s.
+    if records > u32::MAX as usize {
+        records = u32::MAX as usize;
+    }
+    if block_scratch_len(records) > len {
+        (0, 0)
+    } else {
+        (records, records / RECORDS_PER_GROUP + 1)
+    }
+}
+
+/// Largest frame a Block built in `scratch_len` bytes with `drop_entries`
+/// drop entries can need: the buffer size to give [`write_block`].
+pub const fn max_block_frame_len(scratch_len: usize, drop_entries: usize) -> usize {
+    let (records, groups) = capacity(scratch_len);
+    // Each column packs at most one bit per value above its scratch width
+    // (the width chooser never picks a layout larger than plain slots), so
+    // a record's values take at most ROW bytes plus one byte.
+    OVERHEAD
+        + FIXED_HEADER
+        + 6 * drop_entries
+        + MAX_VARINT_LEN
+        + groups * MAX_GROUP_WIRE
+        + records * (ROW + 1)
 }
 
 /// Delta state of one lane group, shared by encoder and decoder.
 #[derive(Clone, Copy, Default)]
 struct Group {
     lane: LaneId,
-    count_at: usize,
     count: u32,
-    prev_time: u64,
+    /// End of the previous record: a span's start + duration.
+    prev_end: u64,
     prev_span: SpanId,
+    prev_tick: u64,
+    prev_gauge: i64,
 }
 
-/// Encodes events into the uncompressed Block layout, in a caller buffer.
-///
-/// The structure stream grows from the front of the buffer and the values
-/// stream from its middle; [`BlockBuilder::bytes`] closes the gap.
+impl Group {
+    fn new(lane: LaneId, first_time: u64) -> Self {
+        Group {
+            lane,
+            prev_end: first_time,
+            ..Group::default()
+        }
+    }
+}
+
+#[inline]
+const fn zigzag(v: i64) -> u64 {
+    ((v << 1) ^ (v >> 63)) as u64
+}
+
+#[inline]
+const fn unzigzag(v: u64) -> i64 {
+    ((v >> 1) as i64) ^ -((v & 1) as i64)
+}
+
+/// Collects events column by column in a caller buffer; [`write_block`]
+/// packs them into a Block frame.
 pub struct BlockBuilder<'s> {
     buf: &'s mut [u8],
-    /// Where the values stream starts while building.
-    split: usize,
-    structure_len: usize,
-    values_len: usize,
-    sealed: bool,
+    capacity: usize,
+    group_capacity: usize,
+    /// Where each column starts in `buf`.
+    starts: [usize; col::COUNT],
+    /// Values in each column.
+    lens: [usize; col::COUNT],
+    /// Smallest and largest value of each column in the open group.
+    lo: [u64; col::COUNT],
+    hi: [u64; col::COUNT],
+    groups: usize,
     records: u32,
     first: u64,
     last: u64,
-    group: Option<Group>,
+    /// The open (last) group.
+    group: Group,
 }
 
 impl<'s> BlockBuilder<'s> {
-    /// An empty builder over `scratch`, which bounds the Block's size.
+    /// An empty builder over `scratch`, which bounds the Block's size
+    /// ([`block_scratch_len`] gives the size for a record count).
     pub fn new(scratch: &'s mut [u8]) -> Self {
-        // Values take about three fifths of a realistic batch.
-        let split = STREAMS_HEADER + (scratch.len().saturating_sub(STREAMS_HEADER)) * 2 / 5;
+        let (capacity, group_capacity) = capacity(scratch.len());
+        let mut starts = [0; col::COUNT];
+        let mut at = 0;
+        for (start, stored) in starts.iter_mut().zip(STORED) {
+            *start = at;
+            at += capacity * stored;
+        }
         BlockBuilder {
-            split: split.min(scratch.len()),
             buf: scratch,
-            structure_len: 0,
-            values_len: 0,
-            sealed: false,
+            capacity,
+            group_capacity,
+            starts,
+            lens: [0; col::COUNT],
+            lo: [u64::MAX; col::COUNT],
+            hi: [0; col::COUNT],
+            groups: 0,
             records: 0,
             first: u64::MAX,
             last: 0,
-            group: None,
+            group: Group::default(),
         }
     }
 
     /// Forgets every event, keeping the buffer.
     pub fn clear(&mut self) {
-        self.structure_len = 0;
-        self.values_len = 0;
-        self.sealed = false;
+        self.lens = [0; col::COUNT];
+        self.groups = 0;
         self.records = 0;
         self.first = u64::MAX;
         self.last = 0;
-        self.group = None;
+        self.group = Group::default();
     }
 
-    /// Size of the scratch buffer: the most uncompressed bytes a Block holds.
+    /// Size of the scratch buffer.
     pub fn capacity(&self) -> usize {
         self.buf.len()
     }
@@ -121,27 +254,6 @@ impl<'s> BlockBuilder<'s> {
         self.records == 0
     }
 
-    /// Closes the Block and returns its uncompressed bytes; later pushes
-    /// are refused until [`BlockBuilder::clear`].
-    /// A Block without events has no bytes at all.
-    pub fn bytes(&mut self) -> &[u8] {
-        if self.records == 0 {
-            self.sealed = true;
-            return &[];
-        }
-        if !self.sealed {
-            self.close_group();
-            // A record was pushed, so the buffer holds the streams header.
-            let values_at = self.split;
-            let structure_end = STREAMS_HEADER + self.structure_len;
-            self.buf[..STREAMS_HEADER].copy_from_slice(&(self.structure_len as u32).to_le_bytes());
-            self.buf
-                .copy_within(values_at..values_at + self.values_len, structure_end);
-            self.sealed = true;
-        }
-        &self.buf[..STREAMS_HEADER + self.structure_len + self.values_len]
-    }
-
     /// Earliest event time and latest event end, `(0, 0)` when empty.
     pub fn time_range(&self) -> (u64, u64) {
         if self.records == 0 {
@@ -151,16 +263,11 @@ impl<'s> BlockBuilder<'s> {
         }
     }
 
-    /// Whether one more event of `lane` is guaranteed to fit.
+    /// Whether one more event of `lane` fits.
     #[inline]
     pub fn has_room(&self, lane: LaneId) -> bool {
-        let group = match self.group {
-            Some(g) if g.lane == lane => 0,
-            _ => GROUP_HEADER,
-        };
-        let structure_room = self.split - STREAMS_HEADER.min(self.split) - self.structure_len;
-        let values_room = self.buf.len() - self.split - self.values_len;
-        !self.sealed && structure_room >= group + MAX_STRUCTURE && values_room >= MAX_VALUES
+        let same_group = self.groups > 0 && self.group.lane == lane;
+        (self.records as usize) < self.capacity && (same_group || self.groups < self.group_capacity)
     }
 
     /// Appends `event` of `lane`; `false` (and nothing written) without room.
@@ -168,192 +275,276 @@ impl<'s> BlockBuilder<'s> {
         if !self.has_room(lane) {
             return false;
         }
-        if self.group.is_none_or(|g| g.lane != lane) {
-            self.close_group();
-            let at = STREAMS_HEADER + self.structure_len;
-            let mut header = [0u8; GROUP_HEADER];
-            header[..2].copy_from_slice(&lane.to_le_bytes());
-            // The count (bytes 2..6) is written when the group closes.
-            self.buf[at..at + GROUP_HEADER].copy_from_slice(&header);
-            self.structure_len += GROUP_HEADER;
-            self.group = Some(Group {
-                lane,
-                count_at: at + 2,
-                ..Group::default()
-            });
+        let time = event.time();
+        if self.groups == 0 || self.group.lane != lane {
+            self.open_group(lane, time);
         }
-        let mut structure = Record::<MAX_STRUCTURE>::new();
-        let mut values = Record::<MAX_VALUES>::new();
-        if let Some(group) = &mut self.group {
-            encode_record(&mut structure, &mut values, group, event);
-            group.count += 1;
+        let mut g = self.group;
+        let gap = zigzag(time.wrapping_sub(g.prev_end) as i64);
+        g.prev_end = time;
+        if !matches!(event, Event::Span { .. }) {
+            self.put::<{ col::POINT_GAP }>(gap);
         }
-        // `has_room` guaranteed a worst-case record's room in both streams,
-        // so each is copied out as one fixed-size move.
-        let at = STREAMS_HEADER + self.structure_len;
-        self.buf[at..at + MAX_STRUCTURE].copy_from_slice(&structure.bytes);
-        let at = self.split + self.values_len;
-        self.buf[at..at + MAX_VALUES].copy_from_slice(&values.bytes);
-        self.structure_len += structure.len;
-        self.values_len += values.len;
+        let code = match *event {
+            Event::Span {
+                duration,
+                name,
+                id,
+                parent,
+                arg,
+                ..
+            } => {
+                self.put::<{ col::SPAN_GAP }>(gap);
+                self.put::<{ col::NAME }>(u64::from(name));
+                let id_delta = id.wrapping_sub(g.prev_span) as i32;
+                self.put::<{ col::SPAN }>(u64::from(((id_delta << 1) ^ (id_delta >> 31)) as u32));
+                g.prev_span = id;
+                let mut code = code(kind::SPAN, 0);
+                if parent != 0 {
+                    self.put::<{ col::PARENT }>(u64::from(id.wrapping_sub(parent)));
+                    code |= FLAG_B;
+                }
+                self.put::<{ col::DURATION }>(duration);
+                if let Some(arg) = arg {
+                    self.put::<{ col::ARG }>(arg);
+                    code |= FLAG_A;
+                }
+                // Deltas run from the previous record's end: back-to-back
+                // spans then cost the gap between them.
+                g.prev_end = time.wrapping_add(duration);
+                code
+            }
+            Event::Instant { name, payload, .. } => {
+                self.put::<{ col::NAME }>(u64::from(name));
+                self.put::<{ col::VALUE }>(payload);
+                code(kind::INSTANT, 0)
+            }
+            Event::Gauge { gauge, value, .. } => {
+                self.put::<{ col::NAME }>(u64::from(gauge));
+                match value {
+                    GaugeValue::Int(x) => {
+                        self.put::<{ col::VALUE }>(zigzag(x.wrapping_sub(g.prev_gauge)));
+                        g.prev_gauge = x;
+                        code(kind::GAUGE, 0)
+                    }
+                    GaugeValue::Float(x) => {
+                        self.put::<{ col::VALUE }>(x.to_bits());
+                        code(kind::GAUGE, FLAG_A)
+                    }
+                }
+            }
+            Event::TickStart { tick, .. } => {
+                self.put::<{ col::VALUE }>(zigzag(tick.wrapping_sub(g.prev_tick) as i64));
+                g.prev_tick = tick;
+                code(kind::TICK_START, 0)
+            }
+            Event::TickEnd { tick, overrun, .. } => {
+                self.put::<{ col::VALUE }>(zigzag(tick.wrapping_sub(g.prev_tick) as i64));
+                g.prev_tick = tick;
+                code(kind::TICK_END, if overrun { FLAG_A } else { 0 })
+            }
+        };
+        self.put::<{ col::CODE }>(u64::from(code));
+        g.count += 1;
+        self.group = g;
         self.records += 1;
-        self.first = self.first.min(event.time());
+        self.first = self.first.min(time);
         self.last = self.last.max(event.end_time());
         true
     }
 
-    /// Writes the open group's record count into its header.
-    fn close_group(&mut self) {
-        if let Some(group) = self.group.take() {
-            if let Some(count) = self.buf.get_mut(group.count_at..group.count_at + 4) {
-                count.copy_from_slice(&group.count.to_le_bytes());
+    /// Appends `v` to column `C`; room was checked by `has_room`.
+    #[inline(always)]
+    fn put<const C: usize>(&mut self, v: u64) {
+        const { assert!(C < col::COUNT) };
+        let n = STORED[C];
+        let at = self.starts[C] + self.lens[C] * n;
+        if let Some(dst) = self.buf.get_mut(at..at + n) {
+            dst.copy_from_slice(&v.to_le_bytes()[..n]);
+        }
+        self.lens[C] += 1;
+        self.lo[C] = self.lo[C].min(v);
+        self.hi[C] = self.hi[C].max(v);
+    }
+
+    /// Stores the open group's lane and count, then opens a group whose
+    /// first event is at `time` (its delta base) and whose columns start
+    /// where they end now.
+    fn open_group(&mut self, lane: LaneId, time: u64) {
+        let entries = self.capacity * ROW;
+        if self.groups > 0 {
+            let (g, lo, hi) = (self.group, self.lo, self.hi);
+            let at = entries + (self.groups - 1) * GROUP_ENTRY;
+            if let Some(dst) = self.buf.get_mut(at..at + GROUP_ENTRY) {
+                dst[entry::LANE..entry::COUNT_AT].copy_from_slice(&g.lane.to_le_bytes());
+                dst[entry::COUNT_AT..entry::FIRST].copy_from_slice(&g.count.to_le_bytes());
+                let bounds = dst[entry::BOUNDS..].chunks_exact_mut(16);
+                for ((bounds, lo), hi) in bounds.zip(lo).zip(hi) {
+                    bounds[..8].copy_from_slice(&lo.to_le_bytes());
+                    bounds[8..].copy_from_slice(&hi.to_le_bytes());
+                }
             }
         }
+        self.lo = [u64::MAX; col::COUNT];
+        self.hi = [0; col::COUNT];
+        let at = entries + self.groups * GROUP_ENTRY;
+        if let Some(dst) = self.buf.get_mut(at..at + GROUP_ENTRY) {
+            dst[entry::FIRST..entry::STARTS].copy_from_slice(&time.to_le_bytes());
+            let starts = dst[entry::STARTS..entry::BOUNDS].chunks_exact_mut(4);
+            for (start, len) in starts.zip(self.lens) {
+                // The capacity, and so every column length, fits a u32.
+                start.copy_from_slice(&(len as u32).to_le_bytes());
+            }
+        }
+        self.groups += 1;
+        self.group = Group::new(lane, time);
+    }
+
+    /// Group `i` as stored; the open group is read without closing it.
+    fn group_entry(&self, i: usize) -> GroupEntry {
+        let at = self.capacity * ROW + i * GROUP_ENTRY;
+        let stored = self.buf.get(at..at + GROUP_ENTRY).unwrap_or(&[]);
+        let u32_at = |at: usize| {
+            stored
+                .get(at..)
+                .and_then(|b| b.first_chunk::<4>())
+                .map_or(0, |b| u32::from_le_bytes(*b))
+        };
+        let u64_at = |at: usize| {
+            stored
+                .get(at..)
+                .and_then(|b| b.first_chunk::<8>())
+                .map_or(0, |b| u64::from_le_bytes(*b))
+        };
+        let open = i + 1 == self.groups;
+        let mut columns = [ColumnEntry::default(); col::COUNT];
+        for (c, column) in columns.iter_mut().enumerate() {
+            let start = entry::STARTS + 4 * c;
+            let bounds = entry::BOUNDS + 16 * c;
+            *column = ColumnEntry {
+                from: u32_at(start) as usize,
+                // A closed group ends where the next one starts.
+                to: if open {
+                    self.lens[c]
+                } else {
+                    let next = self
+                        .buf
+                        .get(at + GROUP_ENTRY + start..)
+                        .and_then(|b| b.first_chunk::<4>());
+                    next.map_or(0, |b| u32::from_le_bytes(*b) as usize)
+                },
+                lo: if open { self.lo[c] } else { u64_at(bounds) },
+                hi: if open { self.hi[c] } else { u64_at(bounds + 8) },
+            };
+        }
+        GroupEntry {
+            lane: if open {
+                self.group.lane
+            } else {
+                stored
+                    .get(entry::LANE..)
+                    .and_then(|b| b.first_chunk::<2>())
+                    .map_or(0, |b| u16::from_le_bytes(*b))
+            },
+            count: if open {
+                self.group.count
+            } else {
+                u32_at(entry::COUNT_AT)
+            },
+            first: u64_at(entry::FIRST),
+            columns,
+        }
+    }
+
+    /// Writes the groups: each one's header and its nine columns.
+    fn write_groups(&self, w: &mut Writer<'_>) {
+        w.varint(self.groups as u64);
+        for i in 0..self.groups {
+            let g = self.group_entry(i);
+            w.u16(g.lane);
+            w.varint(u64::from(g.count));
+            w.varint(g.first.wrapping_sub(self.first));
+            let c = &g.columns;
+            self.write_column::<{ col::CODE }>(w, c[col::CODE]);
+            self.write_column::<{ col::SPAN_GAP }>(w, c[col::SPAN_GAP]);
+            self.write_column::<{ col::NAME }>(w, c[col::NAME]);
+            self.write_column::<{ col::SPAN }>(w, c[col::SPAN]);
+            self.write_column::<{ col::PARENT }>(w, c[col::PARENT]);
+            self.write_column::<{ col::DURATION }>(w, c[col::DURATION]);
+            self.write_column::<{ col::ARG }>(w, c[col::ARG]);
+            self.write_column::<{ col::POINT_GAP }>(w, c[col::POINT_GAP]);
+            self.write_column::<{ col::VALUE }>(w, c[col::VALUE]);
+        }
+    }
+
+    /// Values `from..to` of column `C`.
+    fn column<const C: usize>(
+        &self,
+        from: usize,
+        to: usize,
+    ) -> impl Iterator<Item = u64> + Clone + '_ {
+        let n = STORED[C];
+        let start = self.starts[C];
+        self.buf
+            .get(start + from * n..start + to * n)
+            .unwrap_or(&[])
+            .chunks_exact(n)
+            // `n` is a constant here: each arm is one load.
+            .map(move |bytes| match n {
+                1 => bytes.first().map_or(0, |&b| u64::from(b)),
+                4 => bytes
+                    .first_chunk::<4>()
+                    .map_or(0, |b| u64::from(u32::from_le_bytes(*b))),
+                _ => bytes
+                    .first_chunk::<8>()
+                    .map_or(0, |b| u64::from_le_bytes(*b)),
+            })
+    }
+
+    fn write_column<const C: usize>(&self, w: &mut Writer<'_>, column: ColumnEntry) {
+        let values = self.column::<C>(column.from, column.to);
+        let n = column.to.saturating_sub(column.from);
+        let layout = Layout::choose(values.clone(), n, column.lo, column.hi);
+        layout.write(w, n, values);
     }
 }
 
-/// One record's bytes in one stream, built on the stack.
-struct Record<const N: usize> {
-    bytes: [u8; N],
-    len: usize,
+/// A stored lane group, read back for writing.
+struct GroupEntry {
+    lane: LaneId,
+    count: u32,
+    first: u64,
+    columns: [ColumnEntry; col::COUNT],
 }
 
-impl<const N: usize> Record<N> {
-    #[inline]
-    fn new() -> Self {
-        Record {
-            bytes: [0; N],
-            len: 0,
-        }
-    }
-
-    #[inline]
-    fn u8(&mut self, byte: u8) {
-        // N is each stream's worst case, so this never falls off the end.
-        if let Some(slot) = self.bytes.get_mut(self.len) {
-            *slot = byte;
-            self.len += 1;
-        }
-    }
-
-    #[inline]
-    fn varint(&mut self, mut v: u64) {
-        while v >= 0x80 {
-            self.u8(v as u8 | 0x80);
-            v >>= 7;
-        }
-        self.u8(v as u8);
-    }
-
-    #[inline]
-    fn zigzag(&mut self, v: i64) {
-        self.varint(((v << 1) ^ (v >> 63)) as u64);
-    }
-
-    #[inline]
-    fn u64(&mut self, v: u64) {
-        for byte in v.to_le_bytes() {
-            self.u8(byte);
-        }
-    }
+/// Where a group's values of one column lie, and their range.
+#[derive(Clone, Copy, Default)]
+struct ColumnEntry {
+    from: usize,
+    to: usize,
+    lo: u64,
+    hi: u64,
 }
 
-#[inline]
-fn encode_record(
-    s: &mut Record<MAX_STRUCTURE>,
-    v: &mut Record<MAX_VALUES>,
-    g: &mut Group,
-    event: &Event,
-) {
-    let time = event.time();
-    v.zigzag(time.wrapping_sub(g.prev_time) as i64);
-    // Deltas run from the previous record's end: back-to-back spans then
-    // cost the gap between them, not the previous span's duration again.
-    g.prev_time = match *event {
-        Event::Span { duration, .. } => time.wrapping_add(duration),
-        _ => time,
-    };
-    match *event {
-        Event::Span {
-            duration,
-            name,
-            id,
-            parent,
-            arg,
-            ..
-        } => {
-            let mut code = kind::SPAN;
-            if arg.is_some() {
-                code |= FLAG_A;
-            }
-            if parent != 0 {
-                code |= FLAG_B;
-            }
-            s.u8(code);
-            s.varint(u64::from(name));
-            s.zigzag(i64::from(id.wrapping_sub(g.prev_span) as i32));
-            g.prev_span = id;
-            if parent != 0 {
-                s.varint(u64::from(id.wrapping_sub(parent)));
-            }
-            v.varint(duration);
-            if let Some(arg) = arg {
-                v.varint(arg);
-            }
-        }
-        Event::Instant { name, payload, .. } => {
-            s.u8(kind::INSTANT);
-            s.varint(u64::from(name));
-            v.varint(payload);
-        }
-        Event::Gauge { gauge, value, .. } => match value {
-            GaugeValue::Int(x) => {
-                s.u8(kind::GAUGE);
-                s.varint(u64::from(gauge));
-                v.zigzag(x);
-            }
-            GaugeValue::Float(x) => {
-                s.u8(kind::GAUGE | FLAG_A);
-                s.varint(u64::from(gauge));
-                v.u64(x.to_bits());
-            }
-        },
-        Event::TickStart { tick, .. } => {
-            s.u8(kind::TICK_START);
-            v.varint(tick);
-        }
-        Event::TickEnd { tick, overrun, .. } => {
-            s.u8(kind::TICK_END | if overrun { FLAG_A } else { 0 });
-            v.varint(tick);
-        }
-    }
-}
-
-/// Writes a Block frame: closes `block` and compresses its bytes into `out`
-/// with the per-lane drop counts `drops`. On `Err` the Block is kept, closed,
-/// for another try with a larger buffer.
+/// Writes a Block frame of `block`'s events with the per-lane drop counts
+/// `drops`. The builder is not changed: on `Err` it can be written again
+/// into a larger buffer, and more events can be pushed after a write.
 pub fn write_block(
     out: &mut [u8],
     seq: u32,
-    block: &mut BlockBuilder<'_>,
+    block: &BlockBuilder<'_>,
     drops: &[(LaneId, u32)],
 ) -> Result<usize, EncodeError> {
-    let records = block.records();
-    let (first, last) = block.time_range();
-    let uncompressed = block.bytes();
-    let needed = max_block_frame_len(uncompressed.len(), drops.len());
+    let needed = max_block_frame_len(block.capacity(), drops.len());
     if out.len() < needed {
         return Err(EncodeError::BufferTooSmall { needed });
     }
     let drop_count = u16::try_from(drops.len()).map_err(|_| EncodeError::TooManyItems {
         what: "block drop entries",
     })?;
-    let len = u32::try_from(uncompressed.len()).map_err(|_| EncodeError::PayloadTooLarge {
-        len: uncompressed.len(),
-    })?;
+    let (first, last) = block.time_range();
     write_frame(out, FrameKind::Block, seq, |w| {
-        w.u32(len);
-        w.u32(records);
+        w.u32(block.records);
         w.u64(first);
         w.u64(last);
         w.u16(drop_count);
@@ -361,21 +552,17 @@ pub fn write_block(
             w.u16(lane);
             w.u32(dropped);
         }
-        if !uncompressed.is_empty() {
-            w.fill_with(lz4_max_output(uncompressed.len()), |dst| {
-                lz4_flex::block::compress_into(uncompressed, dst).ok()
-            });
+        if block.records > 0 {
+            block.write_groups(w);
         }
         Ok(())
     })
 }
 
 /// A Block frame's header over the caller's bytes; events come from
-/// [`BlockView::decompress`].
+/// [`BlockView::events`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BlockView<'a> {
-    /// Length of the uncompressed event bytes.
-    pub uncompressed_len: u32,
     /// Number of events.
     pub records: u32,
     /// Earliest event time.
@@ -383,32 +570,30 @@ pub struct BlockView<'a> {
     /// Latest event end.
     pub last_time: u64,
     drops: &'a [u8],
-    compressed: &'a [u8],
+    events: &'a [u8],
 }
 
 impl<'a> BlockView<'a> {
     /// Parses a Block payload's header.
     pub fn parse(payload: &'a [u8]) -> Result<Self, DecodeError> {
         let mut r = Reader::new(payload);
-        let uncompressed_len = r.u32("block uncompressed length")?;
         let records = r.u32("block record count")?;
         let first_time = r.u64("block first timestamp")?;
         let last_time = r.u64("block last timestamp")?;
         let drop_count = r.u16("block drop count")?;
         let drops = r.take(usize::from(drop_count) * 6, "block drop entries")?;
         Ok(BlockView {
-            uncompressed_len,
             records,
             first_time,
             last_time,
             drops,
-            compressed: r.rest(),
+            events: r.rest(),
         })
     }
 
-    /// Compressed size of the events.
-    pub fn compressed_len(&self) -> usize {
-        self.compressed.len()
+    /// Bytes of the encoded events (group table and columns).
+    pub fn encoded_len(&self) -> usize {
+        self.events.len()
     }
 
     /// `(lane, events dropped since the previous Block)` pairs.
@@ -421,105 +606,189 @@ impl<'a> BlockView<'a> {
         })
     }
 
-    /// Decompresses into `buf` and returns an iterator over the events.
-    pub fn decompress<'b>(&self, buf: &'b mut [u8]) -> Result<BlockEvents<'b>, DecodeError> {
-        let len = self.uncompressed_len as usize;
-        if len == 0 {
-            // No events: no streams and no LZ4 data.
-            if !self.compressed.is_empty() {
-                return Err(DecodeError::Malformed {
-                    what: "empty block carries compressed data",
-                });
-            }
-            return Ok(BlockEvents {
-                structure: Reader::EMPTY,
-                values: Reader::EMPTY,
-                expected: self.records,
-                seen: 0,
-                group: Group::default(),
-                left_in_group: 0,
-                done: false,
-            });
-        }
-        let max = u32::try_from(buf.len()).unwrap_or(u32::MAX);
-        let dst = buf.get_mut(..len).ok_or(DecodeError::BlockTooLarge {
-            len: self.uncompressed_len,
-            max,
-        })?;
-        let n = lz4_flex::block::decompress_into(self.compressed, dst).map_err(|e| {
-            use lz4_flex::block::DecompressError as E;
-            DecodeError::Lz4 {
-                what: match e {
-                    E::OutputTooSmall { .. } => "output larger than the stated length",
-                    E::LiteralOutOfBounds => "literal out of bounds",
-                    E::ExpectedAnotherByte => "input ends early",
-                    E::OffsetOutOfBounds => "match offset out of bounds",
-                    E::OffsetZero => "match offset is zero",
-                    _ => "invalid data",
-                },
-            }
-        })?;
-        if n != len {
-            return Err(DecodeError::Malformed {
-                what: "block decompresses to fewer bytes than stated",
-            });
-        }
-        let mut r = Reader::new(&buf[..len]);
-        let structure_len = r.u32("block structure length")?;
-        let structure = r.take(structure_len as usize, "block structure length")?;
-        Ok(BlockEvents {
-            structure: Reader::new(structure),
-            values: Reader::new(r.rest()),
+    /// The events, as `(lane, event)` in record order. A group's columns
+    /// are checked when the iteration reaches it; a record or group that
+    /// does not decode ends the iteration with one error.
+    pub fn events(&self) -> Result<BlockEvents<'a>, DecodeError> {
+        let mut events = BlockEvents {
+            bytes: Reader::new(self.events),
+            groups_left: 0,
+            columns: [ColumnReader::EMPTY; col::COUNT],
             expected: self.records,
             seen: 0,
+            first_time: self.first_time,
             group: Group::default(),
             left_in_group: 0,
             done: false,
-        })
+            pending: None,
+        };
+        if self.records == 0 {
+            if !self.events.is_empty() {
+                return Err(DecodeError::Malformed {
+                    what: "empty block carries event bytes",
+                });
+            }
+            return Ok(events);
+        }
+        let groups = events.bytes.varint("block group count")?;
+        events.groups_left = u32::try_from(groups)
+            .ok()
+            .filter(|&g| g <= self.records)
+            .ok_or(DecodeError::Malformed {
+                what: "block group count",
+            })?;
+        Ok(events)
     }
 }
 
-/// The events of a decompressed Block, as `(lane, event)`; a malformed
-/// record yields one error and ends the iteration.
-pub struct BlockEvents<'b> {
-    structure: Reader<'b>,
-    values: Reader<'b>,
+/// The events of a Block, as `(lane, event)`; a malformed record yields
+/// one error and ends the iteration.
+pub struct BlockEvents<'a> {
+    /// The groups not yet started.
+    bytes: Reader<'a>,
+    groups_left: u32,
+    /// The current group's columns.
+    columns: [ColumnReader<'a>; col::COUNT],
     expected: u32,
     seen: u32,
+    first_time: u64,
     group: Group,
     left_in_group: u32,
     done: bool,
+    /// An error found by [`BlockEvents::read`] after events it returned.
+    pending: Option<DecodeError>,
 }
 
 impl BlockEvents<'_> {
+    /// Decodes up to `out.len()` events into `out` and returns how many, 0
+    /// once the Block is done: the fast way to read a Block. A group whose
+    /// records all have one kind (a worker's query spans, say) is decoded
+    /// without reading each record's kind. An error ends the Block: the
+    /// events decoded before it are returned first, the error by the next
+    /// call.
+    pub fn read(&mut self, out: &mut [(LaneId, Event)]) -> Result<usize, DecodeError> {
+        if let Some(error) = self.pending.take() {
+            return Err(error);
+        }
+        let mut filled = 0;
+        while filled < out.len() && !self.done {
+            let (n, result) = self.read_group(&mut out[filled..]);
+            filled += n;
+            if let Err(error) = result {
+                self.done = true;
+                if filled == 0 {
+                    return Err(error);
+                }
+                self.pending = Some(error);
+            }
+        }
+        Ok(filled)
+    }
+
+    /// Decodes from the current group (starting the next one if it is
+    /// done) into `out`: how many, and whether it stopped on an error.
+    fn read_group(&mut self, out: &mut [(LaneId, Event)]) -> (usize, Result<(), DecodeError>) {
+        if self.left_in_group == 0 {
+            match self.advance() {
+                Ok(true) => {}
+                Ok(false) => {
+                    self.done = true;
+                    return (0, Ok(()));
+                }
+                Err(error) => return (0, Err(error)),
+            }
+        }
+        let n = out.len().min(self.left_in_group as usize);
+        let lane = self.group.lane;
+        let columns = &mut self.columns;
+        let group = &mut self.group;
+        let mut decoded = 0;
+        let result = match columns[col::CODE].constant(n).map(record_code) {
+            Some(Err(error)) => Err(error),
+            // Every record is a span of one shape: the fast case.
+            Some(Ok(code)) if code >> KIND_SHIFT == kind::SPAN => {
+                decode_spans(code, columns, group, lane, &mut out[..n], &mut decoded)
+                    .unwrap_or_else(|| {
+                        for slot in &mut out[..n] {
+                            *slot = (lane, decode_fields(code, columns, group)?);
+                            decoded += 1;
+                        }
+                        Ok(())
+                    })
+            }
+            // Every record has this kind: n kind values were taken at once.
+            Some(Ok(code)) => (|| {
+                for slot in &mut out[..n] {
+                    *slot = (lane, decode_fields(code, columns, group)?);
+                    decoded += 1;
+                }
+                Ok(())
+            })(),
+            None => (|| {
+                for slot in &mut out[..n] {
+                    *slot = (lane, decode_record(columns, group)?);
+                    decoded += 1;
+                }
+                Ok(())
+            })(),
+        };
+        self.left_in_group -= decoded as u32;
+        self.seen += decoded as u32;
+        (decoded, result)
+    }
+
     #[inline]
     fn next_event(&mut self) -> Result<Option<(LaneId, Event)>, DecodeError> {
+        if let Some(error) = self.pending.take() {
+            return Err(error);
+        }
+        if self.left_in_group == 0 && !self.advance()? {
+            return Ok(None);
+        }
+        self.left_in_group -= 1;
+        self.seen += 1;
+        let event = decode_record(&mut self.columns, &mut self.group)?;
+        Ok(Some((self.group.lane, event)))
+    }
+
+    /// Checks the finished group and starts the next one with records;
+    /// `false` at the end of the Block.
+    fn advance(&mut self) -> Result<bool, DecodeError> {
         while self.left_in_group == 0 {
-            if self.structure.is_empty() {
+            for column in &self.columns {
+                column.expect_end()?;
+            }
+            if self.groups_left == 0 {
+                self.bytes
+                    .expect_end("block has bytes after its last group")?;
                 if self.seen != self.expected {
                     return Err(DecodeError::Malformed {
                         what: "block holds fewer records than stated",
                     });
                 }
-                self.values
-                    .expect_end("block values stream has trailing bytes")?;
-                return Ok(None);
+                return Ok(false);
             }
-            self.group = Group {
-                lane: self.structure.u16("lane group id")?,
-                ..Group::default()
-            };
-            self.left_in_group = self.structure.u32("lane group count")?;
+            self.start_group()?;
         }
-        self.left_in_group -= 1;
-        let event = decode_record(&mut self.structure, &mut self.values, &mut self.group)?;
-        self.seen = self.seen.saturating_add(1);
-        if self.seen > self.expected {
+        Ok(true)
+    }
+
+    fn start_group(&mut self) -> Result<(), DecodeError> {
+        self.groups_left -= 1;
+        let lane = self.bytes.u16("lane group id")?;
+        let count = self.bytes.varint_u32("lane group count")?;
+        if count > self.expected - self.seen {
             return Err(DecodeError::Malformed {
                 what: "block holds more records than stated",
             });
         }
-        Ok(Some((self.group.lane, event)))
+        let first = self.bytes.varint("lane group first time")?;
+        for (column, what) in self.columns.iter_mut().zip(col::WHAT) {
+            *column = ColumnReader::parse(&mut self.bytes, count, what)?;
+        }
+        self.group = Group::new(lane, self.first_time.wrapping_add(first));
+        self.left_in_group = count;
+        Ok(())
     }
 }
 
@@ -536,67 +805,172 @@ impl Iterator for BlockEvents<'_> {
     }
 }
 
-#[inline]
+#[inline(always)]
+fn narrow(v: u64, what: &'static str) -> Result<u32, DecodeError> {
+    u32::try_from(v).map_err(|_| DecodeError::Malformed { what })
+}
+
+/// A kind column value as a record code, if it is one.
+#[inline(always)]
+fn record_code(v: u64) -> Result<u8, DecodeError> {
+    u8::try_from(v)
+        .ok()
+        .filter(|&code| {
+            let flags = code & ((1 << KIND_SHIFT) - 1);
+            code < 32 && flags & !KIND_FLAGS[usize::from(code >> KIND_SHIFT)] == 0
+        })
+        .ok_or(DecodeError::Malformed {
+            what: "record kind or flags",
+        })
+}
+
+#[inline(always)]
 fn decode_record(
-    s: &mut Reader<'_>,
-    v: &mut Reader<'_>,
+    c: &mut [ColumnReader<'_>; col::COUNT],
     g: &mut Group,
 ) -> Result<Event, DecodeError> {
-    let code = s.u8("record kind")?;
-    let time = g.prev_time.wrapping_add(v.zigzag("record time")? as u64);
-    g.prev_time = time;
-    let flag_a = code & FLAG_A != 0;
-    Ok(match code & 0x0f {
-        kind::SPAN => {
-            let name = s.varint_u32("span name")?;
-            let id_delta = i32::try_from(s.zigzag("span id")?)
-                .map_err(|_| DecodeError::Malformed { what: "span id" })?;
-            let id = g.prev_span.wrapping_add(id_delta as u32);
-            g.prev_span = id;
-            let parent = if code & FLAG_B != 0 {
-                id.wrapping_sub(s.varint_u32("span parent")?)
-            } else {
-                0
-            };
-            let duration = v.varint("span duration")?;
-            g.prev_time = time.wrapping_add(duration);
-            let arg = if flag_a {
-                Some(v.varint("span argument")?)
-            } else {
-                None
-            };
-            Event::Span {
-                start: time,
-                duration,
-                name,
-                id,
-                parent,
-                arg,
-            }
+    let code = record_code(c[col::CODE].next()?)?;
+    decode_fields(code, c, g)
+}
+
+/// A span's fields after its time. `CLAIMED`: the values were claimed
+/// from their columns beforehand, so each read skips the count check.
+#[inline(always)]
+fn decode_span<const CLAIMED: bool>(
+    code: u8,
+    start: u64,
+    c: &mut [ColumnReader<'_>; col::COUNT],
+    g: &mut Group,
+) -> Result<Event, DecodeError> {
+    let mut get = |column: usize| {
+        if CLAIMED {
+            c[column].take()
+        } else {
+            c[column].next()
         }
+    };
+    let name = narrow(get(col::NAME)?, "span name")?;
+    let delta = narrow(get(col::SPAN)?, "span id")?;
+    let id = g
+        .prev_span
+        .wrapping_add(((delta >> 1) as i32 ^ -((delta & 1) as i32)) as u32);
+    g.prev_span = id;
+    let parent = if code & FLAG_B != 0 {
+        id.wrapping_sub(narrow(get(col::PARENT)?, "span parent")?)
+    } else {
+        0
+    };
+    let duration = get(col::DURATION)?;
+    g.prev_end = start.wrapping_add(duration);
+    let arg = if code & FLAG_A != 0 {
+        Some(get(col::ARG)?)
+    } else {
+        None
+    };
+    Ok(Event::Span {
+        start,
+        duration,
+        name,
+        id,
+        parent,
+        arg,
+    })
+}
+
+/// `out.len()` spans of code `code` into `out`, if their columns hold
+/// enough values (`None` otherwise: the caller decodes them one by one, so
+/// that a short column gets its exact error).
+#[inline(always)]
+fn decode_spans(
+    code: u8,
+    c: &mut [ColumnReader<'_>; col::COUNT],
+    g: &mut Group,
+    lane: LaneId,
+    out: &mut [(LaneId, Event)],
+    decoded: &mut usize,
+) -> Option<Result<(), DecodeError>> {
+    let n = out.len();
+    let needs = [
+        (col::SPAN_GAP, true),
+        (col::NAME, true),
+        (col::SPAN, true),
+        (col::PARENT, code & FLAG_B != 0),
+        (col::DURATION, true),
+        (col::ARG, code & FLAG_A != 0),
+    ];
+    if needs
+        .iter()
+        .any(|&(column, used)| used && (c[column].left() as usize) < n)
+    {
+        return None;
+    }
+    for (column, used) in needs {
+        if used {
+            c[column].claim(n as u32);
+        }
+    }
+    Some((|| {
+        for slot in out.iter_mut() {
+            let gap = c[col::SPAN_GAP].take()?;
+            let start = g.prev_end.wrapping_add(unzigzag(gap) as u64);
+            *slot = (lane, decode_span::<true>(code, start, c, g)?);
+            *decoded += 1;
+        }
+        Ok(())
+    })())
+}
+
+/// The record of kind and flags `code`, whose kind value was read.
+#[inline(always)]
+fn decode_fields(
+    code: u8,
+    c: &mut [ColumnReader<'_>; col::COUNT],
+    g: &mut Group,
+) -> Result<Event, DecodeError> {
+    let kind = code >> KIND_SHIFT;
+    let gap = c[if kind == kind::SPAN {
+        col::SPAN_GAP
+    } else {
+        col::POINT_GAP
+    }]
+    .next()?;
+    let time = g.prev_end.wrapping_add(unzigzag(gap) as u64);
+    g.prev_end = time;
+    let flag_a = code & FLAG_A != 0;
+    Ok(match kind {
+        kind::SPAN => decode_span::<false>(code, time, c, g)?,
         kind::INSTANT => Event::Instant {
             time,
-            name: s.varint_u32("instant name")?,
-            payload: v.varint("instant payload")?,
+            name: narrow(c[col::NAME].next()?, "instant name")?,
+            payload: c[col::VALUE].next()?,
         },
         kind::GAUGE => {
-            let gauge = s.varint_u32("gauge id")?;
+            let gauge = narrow(c[col::NAME].next()?, "gauge name")?;
+            let raw = c[col::VALUE].next()?;
             let value = if flag_a {
-                GaugeValue::Float(f64::from_bits(v.u64("gauge value")?))
+                GaugeValue::Float(f64::from_bits(raw))
             } else {
-                GaugeValue::Int(v.zigzag("gauge value")?)
+                let x = g.prev_gauge.wrapping_add(unzigzag(raw));
+                g.prev_gauge = x;
+                GaugeValue::Int(x)
             };
             Event::Gauge { time, gauge, value }
         }
-        kind::TICK_START => Event::TickStart {
-            time,
-            tick: v.varint("tick number")?,
-        },
-        kind::TICK_END => Event::TickEnd {
-            time,
-            tick: v.varint("tick number")?,
-            overrun: flag_a,
-        },
+        kind::TICK_START | kind::TICK_END => {
+            let tick = g
+                .prev_tick
+                .wrapping_add(unzigzag(c[col::VALUE].next()?) as u64);
+            g.prev_tick = tick;
+            if kind == kind::TICK_START {
+                Event::TickStart { time, tick }
+            } else {
+                Event::TickEnd {
+                    time,
+                    tick,
+                    overrun: flag_a,
+                }
+            }
+        }
         _ => {
             return Err(DecodeError::Malformed {
                 what: "unknown record kind",

@@ -245,7 +245,7 @@ impl<'a> Reader<'a> {
         u16::try_from(self.varint(what)?).map_err(|_| DecodeError::Malformed { what })
     }
 
-    #[inline]
+    #[cfg(test)]
     pub(crate) fn zigzag(&mut self, what: &'static str) -> Result<i64, DecodeError> {
         let v = self.varint(what)?;
         Ok(((v >> 1) as i64) ^ -((v & 1) as i64))

@@ -96,18 +96,6 @@ pub enum DecodeError {
         /// The field or rule that was violated.
         what: &'static str,
     },
-    /// A Block's compressed data failed to decompress.
-    Lz4 {
-        /// Why LZ4 refused it.
-        what: &'static str,
-    },
-    /// A Block's uncompressed length is larger than the caller's buffer.
-    BlockTooLarge {
-        /// Uncompressed length the Block claims.
-        len: u32,
-        /// Size of the buffer offered.
-        max: u32,
-    },
     /// The Init frame has a format version this decoder cannot read.
     UnsupportedVersion {
         /// The version found.
@@ -135,11 +123,6 @@ impl fmt::Display for DecodeError {
             ),
             DecodeError::UnknownKind { kind } => write!(f, "unknown frame kind {kind:#04x}"),
             DecodeError::Malformed { what } => write!(f, "malformed payload: {what}"),
-            DecodeError::Lz4 { what } => write!(f, "block does not decompress: {what}"),
-            DecodeError::BlockTooLarge { len, max } => write!(
-                f,
-                "block expands to {len} bytes, larger than the {max}-byte buffer"
-            ),
             DecodeError::UnsupportedVersion { version } => {
                 write!(f, "unsupported format version {version}")
             }

@@ -104,7 +104,7 @@ pub struct Exporter<'a, const L: usize> {
 
 impl<'a, const L: usize> Exporter<'a, L> {
     /// An exporter with nobody attached. `scratch` holds one Block's
-    /// uncompressed events and so bounds the Block size; a Catch-up is due
+    /// events and so bounds the Block size; a Catch-up is due
     /// every `meta.ticks_per_second` ticks (about once a second).
     pub fn new(meta: Metadata<'a>, scratch: &'a mut [u8]) -> Self {
         Exporter {
@@ -352,7 +352,7 @@ impl<'a, const L: usize> Exporter<'a, L> {
                     count += 1;
                 }
             }
-            let len = write_block(out, self.seq, &mut self.block, &drops[..count])?;
+            let len = write_block(out, self.seq, &self.block, &drops[..count])?;
             for ((carried, in_block), dropped) in self
                 .in_flight
                 .iter_mut()

@@ -13,7 +13,7 @@ use crate::names::NameSource;
 use crate::section::{self, tag, Count, Entries, LaneTable, Names, Sections};
 
 /// The format version this crate writes and reads.
-pub const FORMAT_VERSION: u16 = 1;
+pub const FORMAT_VERSION: u16 = 2;
 
 /// A field of a component layout.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -19,7 +19,7 @@ pub extern "C" fn typhon_nostd_round_trip() -> u32 {
     let mut frame = [0u8; 512];
     let mut builder = BlockBuilder::new(&mut scratch);
     builder.push(0, &Event::TickStart { time: 1, tick: 1 });
-    let Ok(n) = write_block(&mut frame, 0, &mut builder, &[]) else {
+    let Ok(n) = write_block(&mut frame, 0, &builder, &[]) else {
         return 0;
     };
     let mut buf = [0u8; 1024];

@@ -35,8 +35,8 @@ pub enum Owned {
         last: u64,
         drops: Vec<(LaneId, u32)>,
         events: Vec<(LaneId, Event)>,
-        compressed: usize,
-        uncompressed: usize,
+        /// Bytes of the encoded events (group table and columns).
+        encoded: usize,
     },
     Definitions {
         seq: u32,
@@ -83,7 +83,7 @@ fn archetype(a: ArchetypeView<'_>) -> (u32, String, Vec<u32>) {
     (a.id, a.name.into(), a.components.collect())
 }
 
-/// Parses a frame into its owned form, decompressing Blocks.
+/// Parses a frame into its owned form, decoding Blocks.
 pub fn own(frame: &Frame<'_>) -> Result<Owned, DecodeError> {
     Ok(match frame.parse()? {
         Payload::Init(init) => Owned::Init {
@@ -117,16 +117,14 @@ pub fn own(frame: &Frame<'_>) -> Result<Owned, DecodeError> {
             lanes: init.lanes().collect(),
         },
         Payload::Block(block) => {
-            let mut buf = vec![0u8; block.uncompressed_len as usize];
-            let events = block.decompress(&mut buf)?.collect::<Result<Vec<_>, _>>()?;
+            let events = block.events()?.collect::<Result<Vec<_>, _>>()?;
             Owned::Block {
                 seq: frame.seq,
                 first: block.first_time,
                 last: block.last_time,
                 drops: block.drops().collect(),
                 events,
-                compressed: block.compressed_len(),
-                uncompressed: block.uncompressed_len as usize,
+                encoded: block.encoded_len(),
             }
         }
         Payload::Definitions(defs) => Owned::Definitions {
@@ -446,7 +444,7 @@ pub fn exporter_stream(ticks: u64, scratch_len: usize) -> Vec<u8> {
 /// The small stream FORMAT.md's worked example shows: an Init naming one
 /// lane, a Block of a tick start and a span, and a Shutdown.
 pub fn format_example() -> Vec<u8> {
-    use typhon_live_core::block::{max_block_frame_len, write_block};
+    use typhon_live_core::block::{block_scratch_len, max_block_frame_len, write_block};
     use typhon_live_core::init::write_init;
     use typhon_live_core::{BlockBuilder, LaneKind, Metadata, NameTable, Shutdown};
 
@@ -471,28 +469,23 @@ pub fn format_example() -> Vec<u8> {
     let n = write_init(&mut out, 0, &meta, &names, lanes.iter().copied()).expect("fits");
     stream.extend(&out[..n]);
 
-    let mut scratch = [0u8; 64];
+    let mut scratch = [0u8; block_scratch_len(2)];
     let mut block = BlockBuilder::new(&mut scratch);
-    block.push(
-        0,
-        &Event::TickStart {
-            time: 1000,
-            tick: 7,
-        },
-    );
-    block.push(
-        0,
-        &Event::Span {
-            start: 1010,
-            duration: 250,
-            name: tick,
-            id: 1,
-            parent: 0,
-            arg: None,
-        },
-    );
-    let mut out = vec![0u8; max_block_frame_len(64, 1)];
-    let n = write_block(&mut out, 0, &mut block, &[(0, 3)]).expect("fits");
+    let tick_start = Event::TickStart {
+        time: 1000,
+        tick: 7,
+    };
+    let span = Event::Span {
+        start: 1010,
+        duration: 250,
+        name: tick,
+        id: 1,
+        parent: 0,
+        arg: None,
+    };
+    assert!(block.push(0, &tick_start) && block.push(0, &span));
+    let mut out = vec![0u8; max_block_frame_len(block_scratch_len(2), 1)];
+    let n = write_block(&mut out, 0, &block, &[(0, 3)]).expect("fits");
     stream.extend(&out[..n]);
 
     let shutdown = Shutdown {

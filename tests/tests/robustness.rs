@@ -22,7 +22,7 @@ fn block(seq: u32, events: u32) -> Vec<u8> {
         ));
     }
     let mut out = vec![0u8; max_block_frame_len(1 << 16, 0)];
-    let n = write_block(&mut out, seq, &mut builder, &[]).unwrap();
+    let n = write_block(&mut out, seq, &builder, &[]).unwrap();
     out.truncate(n);
     out
 }
@@ -245,46 +245,77 @@ fn unknown_kinds_keep_the_stream_in_step() {
 #[test]
 fn bad_block_contents_are_named() {
     let mut out = vec![0u8; 256];
-    // A Block header claiming 100 bytes over LZ4 garbage.
-    let mut payload = Vec::new();
-    payload.extend(100u32.to_le_bytes());
-    payload.extend(1u32.to_le_bytes());
-    payload.extend([0u8; 16]);
-    payload.extend(0u16.to_le_bytes());
-    payload.extend([0xf0, 0x00, 0x00]);
-    let n = write_raw_frame(&mut out, FrameKind::Block.to_byte(), 0, &payload).unwrap();
-    let seen = read_stream(&out[..n], &[], 1024);
-    assert!(
-        matches!(errors(&seen)[..], [DecodeError::Lz4 { .. }]),
-        "{seen:?}"
-    );
-
-    // A valid Block whose record count lies.
-    let good = block(0, 3);
-    let mut lying = good[HEADER_LEN..good.len() - 4].to_vec();
-    lying[4..8].copy_from_slice(&5u32.to_le_bytes());
-    let n = write_raw_frame(&mut out, FrameKind::Block.to_byte(), 0, &lying).unwrap();
-    let seen = read_stream(&out[..n], &[], 1024);
-    assert_eq!(
-        errors(&seen),
-        [DecodeError::Malformed {
-            what: "block holds fewer records than stated"
-        }]
-    );
-
-    // A Block that expands beyond the reader's buffer.
-    let mut buf = vec![0u8; 1024];
-    let mut decoder = Decoder::new(&mut buf);
-    decoder.feed(&good);
-    let frame = decoder.next().unwrap().unwrap();
-    let typhon_live_core::Payload::Block(view) = frame.parse().unwrap() else {
-        panic!()
+    let header = |records: u32| {
+        let mut payload = Vec::new();
+        payload.extend(records.to_le_bytes());
+        payload.extend([0u8; 16]);
+        payload.extend(0u16.to_le_bytes());
+        payload
     };
-    let mut small = [0u8; 4];
+    let errors_of = |payload: &[u8], out: &mut [u8]| {
+        let n = write_raw_frame(out, FrameKind::Block.to_byte(), 0, payload).unwrap();
+        errors(&read_stream(&out[..n], &[], 1024))
+    };
+    let malformed = |what| [DecodeError::Malformed { what }];
+
+    // One record in one group, then a kind column 65 bits wide.
+    let mut payload = header(1);
+    payload.extend([1, 0, 0, 1, 0, 1, 65, 0, 0]);
+    assert_eq!(
+        errors_of(&payload, &mut out),
+        malformed("block kind column")
+    );
+
+    // A kind column whose slots are cut short.
+    let mut payload = header(40);
+    payload.extend([1, 0, 0, 40, 0, 40, 3, 0, 0, 0xff]);
+    assert_eq!(
+        errors_of(&payload, &mut out),
+        malformed("block kind column")
+    );
+
+    // A Block without records that carries event bytes.
+    let mut payload = header(0);
+    payload.push(0);
+    assert_eq!(
+        errors_of(&payload, &mut out),
+        malformed("empty block carries event bytes")
+    );
+
+    // A valid Block whose record count lies, up and down.
+    let good = block(0, 3);
+    for (records, what) in [
+        (5u32, "block holds fewer records than stated"),
+        (2, "block group count"),
+    ] {
+        let mut lying = good[HEADER_LEN..good.len() - 4].to_vec();
+        lying[..4].copy_from_slice(&records.to_le_bytes());
+        assert_eq!(errors_of(&lying, &mut out), malformed(what));
+    }
+
+    // Reading in batches: the events before the damage, then the error.
+    // Six instants on lanes 0, 1, 2, 0, 1, 2 make six one-record groups;
+    // cutting the payload's last byte damages the last group's columns.
+    let good = block(0, 6);
+    let mut damaged = good[HEADER_LEN..good.len() - 4].to_vec();
+    damaged.truncate(damaged.len() - 1);
+    let view = typhon_live_core::BlockView::parse(&damaged).unwrap();
+    let mut reader = view.events().unwrap();
+    let mut events = [(0, Event::TickStart { time: 0, tick: 0 }); 16];
+    assert_eq!(reader.read(&mut events), Ok(5));
     assert!(matches!(
-        view.decompress(&mut small),
-        Err(DecodeError::BlockTooLarge { max: 4, .. })
+        reader.read(&mut events),
+        Err(DecodeError::Malformed { .. })
     ));
+    assert_eq!(reader.read(&mut events), Ok(0));
+
+    // A valid Block with a byte after its last column.
+    let mut trailing = good[HEADER_LEN..good.len() - 4].to_vec();
+    trailing.push(0);
+    assert_eq!(
+        errors_of(&trailing, &mut out),
+        malformed("block has bytes after its last group")
+    );
 }
 
 #[test]

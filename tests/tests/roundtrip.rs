@@ -2,7 +2,9 @@
 //! any split of the stream into chunks.
 
 use proptest::prelude::*;
-use typhon_live_core::block::{max_block_frame_len, write_block, MAX_RECORD_LEN};
+use typhon_live_core::block::{
+    block_scratch_len, max_block_frame_len, write_block, RECORDS_PER_GROUP,
+};
 use typhon_live_core::definitions::write_definitions;
 use typhon_live_core::init::write_init;
 use typhon_live_core::{
@@ -183,7 +185,7 @@ fn block_frame(
         .take_while(|(lane, e)| builder.push(*lane, e))
         .count();
     let mut out = vec![0u8; max_block_frame_len(scratch_len, drops.len())];
-    let n = write_block(&mut out, seq, &mut builder, drops).expect("block fits its bound");
+    let n = write_block(&mut out, seq, &builder, drops).expect("block fits its bound");
     out.truncate(n);
     (out, taken)
 }
@@ -222,7 +224,8 @@ proptest! {
 
     #[test]
     fn block_round_trips(events in batch(), drops in drops(), seq in any::<u32>()) {
-        let (bytes, taken) = block_frame(seq, &events, &drops, 64 << 10);
+        // Room for every event even if each is its own lane group.
+        let (bytes, taken) = block_frame(seq, &events, &drops, block_scratch_len(RECORDS_PER_GROUP * 200));
         prop_assert_eq!(taken, events.len());
         let got = frames(read_stream(&bytes, &[], 1 << 20));
         let Owned::Block { seq: got_seq, events: got_events, drops: got_drops, first, last, .. } = &got[0] else {
@@ -237,9 +240,37 @@ proptest! {
     }
 
     #[test]
+    fn reading_in_batches_gives_what_the_iterator_gives(
+        events in prop::collection::vec((0u16..3, event()), 0..300),
+        sorted in any::<bool>(),
+        batch in 1usize..70,
+    ) {
+        // Sorted by lane, groups are long and often of one kind: the batch
+        // path's fast case. Unsorted, they are short and mixed.
+        let mut events = events;
+        if sorted {
+            events.sort_by_key(|(lane, _)| *lane);
+        }
+        let (bytes, taken) = block_frame(1, &events, &[], block_scratch_len(RECORDS_PER_GROUP * 300));
+        prop_assert_eq!(taken, events.len());
+        let view = typhon_live_core::BlockView::parse(&bytes[16..bytes.len() - 4]).expect("parses");
+        let mut reader = view.events().expect("columns parse");
+        let mut out = vec![(0, Event::TickStart { time: 0, tick: 0 }); batch];
+        let mut got = Vec::new();
+        loop {
+            let n = reader.read(&mut out).expect("valid");
+            if n == 0 {
+                break;
+            }
+            got.extend_from_slice(&out[..n]);
+        }
+        prop_assert!(same_events(&got, &events), "{:?} != {:?}", got, events);
+    }
+
+    #[test]
     fn a_full_block_refuses_more_and_keeps_what_it_took(events in prop::collection::vec((0u16..3, event()), 50..300)) {
-        // Room for only a few worst-case records.
-        let scratch = 6 + 8 * MAX_RECORD_LEN;
+        // Room for eight records in three lane groups.
+        let scratch = block_scratch_len(8);
         let (bytes, taken) = block_frame(1, &events, &[], scratch);
         prop_assert!(taken >= 1 && taken < events.len());
         let got = frames(read_stream(&bytes, &[], 1 << 20));
@@ -421,7 +452,7 @@ fn a_scratch_too_small_for_any_event_still_writes_valid_drop_only_blocks() {
     assert_eq!(taken, 0);
     let got = frames(read_stream(&bytes, &[], 256));
     assert!(
-        matches!(&got[..], [Owned::Block { seq: 4, events, drops, uncompressed: 0, compressed: 0, .. }]
+        matches!(&got[..], [Owned::Block { seq: 4, events, drops, encoded: 0, .. }]
         if events.is_empty() && drops == &[(2, 9)])
     );
 }

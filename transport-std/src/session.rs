@@ -11,6 +11,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use typhon_live_core::block::block_scratch_len;
 use typhon_live_core::{Emitted, EncodeError, Exporter, FrameKind, Metadata, Totals};
 
 use crate::config::ProfilerConfig;
@@ -21,8 +22,8 @@ use crate::tcp::{self, Delivery, TcpSink};
 
 /// How long `stop` waits for the last frames to reach a viewer.
 pub const SHUTDOWN_WAIT: Duration = Duration::from_millis(500);
-/// Uncompressed bytes of events one Block holds.
-const BLOCK_SCRATCH: usize = 256 << 10;
+/// Scratch bytes of one Block: 8192 events, 8 ms of a 1 M events/s stream.
+const BLOCK_SCRATCH: usize = block_scratch_len(8192);
 
 static RUNNING: AtomicBool = AtomicBool::new(false);
 
