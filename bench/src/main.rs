@@ -11,6 +11,7 @@ mod live;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
+use tracing_subscriber::layer::SubscriberExt;
 use typhon_live_core::{Decoder, Event, Exporter, LaneKind, Lanes, Metadata, NameTable, Payload};
 use typhon_live_std::config::ProfilerConfig;
 use typhon_live_std::{runtime, Profiler};
@@ -77,6 +78,23 @@ fn typhon_span(n: u64) {
     for _ in 0..n {
         let _span = typhon_live_std::span!("bench span");
     }
+}
+
+/// A `tracing` span, created, entered and closed: what instrumented code
+/// does per span, whichever layer records it.
+fn tracing_span(n: u64) {
+    for _ in 0..n {
+        let _span = tracing::info_span!("bench span").entered();
+    }
+}
+
+/// Nanoseconds per `tracing_span` under `subscriber` on this thread.
+fn per_tracing_span(
+    subscriber: impl tracing::Subscriber + Send + Sync + 'static,
+    samples: usize,
+    between: impl FnMut(),
+) -> f64 {
+    tracing::subscriber::with_default(subscriber, || per_iteration(samples, tracing_span, between))
 }
 
 fn floor(n: u64) {
@@ -246,6 +264,13 @@ fn main() {
     let profiler =
         Profiler::start(&ProfilerConfig::default(), &Metadata::default()).expect("typhon profiler");
     let typhon_one = per_iteration(settings.samples, typhon_span, pause);
+    let typhon_tracing = per_tracing_span(
+        tracing_subscriber::registry().with(typhon_live_tracing::TyphonLayer::new()),
+        settings.samples,
+        pause,
+    );
+    // The subscriber's own cost, no layer: what any tracing layer adds to.
+    let registry_alone = per_tracing_span(tracing_subscriber::registry(), settings.samples, || {});
     let floor_one = per_iteration(settings.samples, floor, || {});
     let typhon_all =
         per_iteration_all_threads(settings.samples / 4 + 1, || Box::new(typhon_span), pause);
@@ -306,6 +331,11 @@ fn main() {
     let tracy_one = per_iteration(settings.samples / 4 + 1, tracy_span, || {});
     let tracy_all =
         per_iteration_all_threads(settings.samples / 8 + 1, || Box::new(tracy_span), || {});
+    let tracy_tracing = per_tracing_span(
+        tracing_subscriber::registry().with(tracing_tracy::TracyLayer::default()),
+        settings.samples / 4 + 1,
+        || {},
+    );
 
     // puffin_http end to end: the highest rate at which every scope arrives.
     let mut puffin_lossless = None;
@@ -363,6 +393,19 @@ fn main() {
             0.25 * puffin_all
         ),
         met: Some(typhon_all <= 0.7 * tracy_all && typhon_all <= 0.25 * puffin_all),
+    });
+    rows.push(Row {
+        what: "tracing span via its layer, 1 thread",
+        typhon: format!(
+            "{} (registry alone {}, direct API {})",
+            ns(typhon_tracing),
+            ns(registry_alone),
+            ns(typhon_one)
+        ),
+        tracy: format!("{} (tracing-tracy 0.11)", ns(tracy_tracing)),
+        puffin: "-".into(),
+        target: "-".into(),
+        met: None,
     });
     rows.push(Row {
         what: "span vs floor (2 clock reads)",

@@ -43,6 +43,10 @@ pub struct DemoOptions {
     /// Do not attach the live view; just export.
     #[arg(long)]
     pub no_view: bool,
+    /// Record the spans and events through `tracing` and the typhon-live
+    /// layer (typhon-live-tracing) instead of the direct API.
+    #[arg(long)]
+    pub via_tracing: bool,
 }
 
 const SYSTEMS: [&str; 5] = [
@@ -64,9 +68,56 @@ const STALL_EVERY_SECONDS: f64 = 10.0;
 const STALL: Duration = Duration::from_millis(1200);
 
 struct Job {
+    /// Index into QUERIES, and its interned name.
+    index: usize,
     query: u32,
     entities: u64,
     done: mpsc::Sender<()>,
+}
+
+/// A span of the demo, recorded directly or through `tracing`; it ends
+/// when dropped.
+enum Scope {
+    Direct { _span: runtime::SpanGuard },
+    Tracing { _span: tracing::span::EnteredSpan },
+}
+
+impl Scope {
+    fn direct(name: u32, arg: Option<u64>) -> Scope {
+        let mut span = runtime::span(name);
+        if let Some(arg) = arg {
+            span.set_arg(arg);
+        }
+        Scope::Direct { _span: span }
+    }
+
+    fn tracing(span: tracing::Span) -> Scope {
+        Scope::Tracing {
+            _span: span.entered(),
+        }
+    }
+}
+
+/// System `s`'s `tracing` span. A `tracing` span's name is fixed at its call
+/// site, so each system needs its own; a test keeps them equal to SYSTEMS.
+fn system_span(s: usize) -> tracing::Span {
+    match s {
+        0 => tracing::info_span!("Sim.Input"),
+        1 => tracing::info_span!("Sim.Physics"),
+        2 => tracing::info_span!("Sim.AI"),
+        3 => tracing::info_span!("Sim.Animation"),
+        _ => tracing::info_span!("Sim.Render"),
+    }
+}
+
+/// Query `q`'s `tracing` span, with its entity count as the argument.
+fn query_span(q: usize, entities: u64) -> tracing::Span {
+    match q {
+        0 => tracing::info_span!("Query<Transform, Velocity>", entities),
+        1 => tracing::info_span!("Query<Collider>", entities),
+        2 => tracing::info_span!("Query<Brain, Transform>", entities),
+        _ => tracing::info_span!("Query<Skeleton>", entities),
+    }
 }
 
 /// Spins for about `nanos` nanoseconds: stands in for real work.
@@ -127,7 +178,7 @@ fn intern(name: &str) -> u32 {
     runtime::intern(name).unwrap_or(u32::MAX)
 }
 
-fn simulate(threads: usize, tick_rate: f64, stop: &AtomicBool) {
+fn simulate(threads: usize, tick_rate: f64, via_tracing: bool, stop: &AtomicBool) {
     runtime::register_thread("Sim", LaneKind::Main);
     let systems: Vec<u32> = SYSTEMS.iter().map(|s| intern(s)).collect();
     let queries: Vec<u32> = QUERIES.iter().map(|q| intern(q)).collect();
@@ -146,8 +197,11 @@ fn simulate(threads: usize, tick_rate: f64, stop: &AtomicBool) {
             .spawn(move || {
                 runtime::register_thread(&format!("worker-{i}"), LaneKind::Worker);
                 while let Ok(job) = rx.recv() {
-                    let mut span = runtime::span(job.query);
-                    span.set_arg(job.entities);
+                    let span = if via_tracing {
+                        Scope::tracing(query_span(job.index, job.entities))
+                    } else {
+                        Scope::direct(job.query, Some(job.entities))
+                    };
                     work(job.entities * 40);
                     drop(span);
                     let _ = job.done.send(());
@@ -172,13 +226,23 @@ fn simulate(threads: usize, tick_rate: f64, stop: &AtomicBool) {
         let started = Instant::now();
         runtime::tick_start(tick);
         {
-            let _tick = runtime::span(tick_name);
+            let _tick = if via_tracing {
+                Scope::tracing(tracing::info_span!("Tick"))
+            } else {
+                Scope::direct(tick_name, None)
+            };
             for (s, &system) in systems.iter().enumerate() {
-                let _system = runtime::span(system);
+                let _system = if via_tracing {
+                    Scope::tracing(system_span(s))
+                } else {
+                    Scope::direct(system, None)
+                };
                 let (done_tx, done_rx) = mpsc::channel();
                 for (w, (tx, _)) in workers.iter().enumerate() {
+                    let index = (s + w) % queries.len();
                     let job = Job {
-                        query: queries[(s + w) % queries.len()],
+                        index,
+                        query: queries[index],
                         entities: 200 + random(800),
                         done: done_tx.clone(),
                     };
@@ -189,7 +253,11 @@ fn simulate(threads: usize, tick_rate: f64, stop: &AtomicBool) {
                     let _ = done_rx.recv();
                 }
                 if SYSTEMS[s] == "Sim.AI" && tick > 0 && tick.is_multiple_of(stall_every) {
-                    runtime::instant(stall, tick);
+                    if via_tracing {
+                        tracing::warn!(tick, "stall");
+                    } else {
+                        runtime::instant(stall, tick);
+                    }
                     std::thread::sleep(STALL);
                 }
             }
@@ -201,7 +269,11 @@ fn simulate(threads: usize, tick_rate: f64, stop: &AtomicBool) {
         runtime::gauge(memory, bytes);
         runtime::gauge(entities_gauge, 10_000 + (tick % 1000) as i64);
         if tick.is_multiple_of(60) {
-            runtime::instant(checkpoint, tick);
+            if via_tracing {
+                tracing::info!(tick, "checkpoint");
+            } else {
+                runtime::instant(checkpoint, tick);
+            }
         }
         runtime::tick_end(tick, started.elapsed() > period);
         tick += 1;
@@ -233,15 +305,23 @@ pub fn run(opts: DemoOptions) -> Result<(), CliError> {
     let addr = profiler
         .live_addr()
         .ok_or_else(|| CliError::Profiler("no live address".into()))?;
+    if opts.via_tracing {
+        use tracing_subscriber::layer::SubscriberExt;
+        use tracing_subscriber::util::SubscriberInitExt;
+        tracing_subscriber::registry()
+            .with(typhon_live_tracing::TyphonLayer::new())
+            .try_init()
+            .map_err(|e| CliError::Profiler(format!("cannot install the tracing layer: {e}")))?;
+    }
     println!("typhon-live demo: listening on {addr}");
     let _ = std::io::Write::flush(&mut std::io::stdout());
     let stop = Arc::new(AtomicBool::new(false));
     let sim = {
         let stop = Arc::clone(&stop);
-        let (threads, rate) = (opts.threads, opts.tick_rate);
+        let (threads, rate, via) = (opts.threads, opts.tick_rate, opts.via_tracing);
         std::thread::Builder::new()
             .name("Sim".into())
-            .spawn(move || simulate(threads, rate, &stop))
+            .spawn(move || simulate(threads, rate, via, &stop))
             .map_err(|e| CliError::Profiler(e.to_string()))?
     };
     let viewed = if opts.no_view {
@@ -262,4 +342,23 @@ pub fn run(opts: DemoOptions) -> Result<(), CliError> {
         reason: e.to_string(),
     })?;
     viewed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tracing_span_names_are_the_systems_and_queries() {
+        let subscriber = tracing_subscriber::registry();
+        tracing::subscriber::with_default(subscriber, || {
+            let name = |span: tracing::Span| span.metadata().map(|m| m.name());
+            for (s, system) in SYSTEMS.iter().enumerate() {
+                assert_eq!(name(system_span(s)), Some(*system));
+            }
+            for (q, query) in QUERIES.iter().enumerate() {
+                assert_eq!(name(query_span(q, 1)), Some(*query));
+            }
+        });
+    }
 }

@@ -142,6 +142,58 @@ fn attach(addr: &str) -> (i32, String, Duration) {
 }
 
 #[test]
+fn demo_via_tracing_names_its_spans_through_the_layer() {
+    let trace = temp("via-tracing.tlt");
+    let demo = Command::new(BIN)
+        .args(["demo", "--via-tracing", "--no-view", "--live", "0"])
+        .args(["--duration", "2", "--threads", "2", "--trace"])
+        .arg(&trace)
+        .output()
+        .unwrap();
+    assert!(
+        demo.status.success(),
+        "{}",
+        String::from_utf8_lossy(&demo.stderr)
+    );
+    inspect_ok(&trace);
+    let json_path = temp("via-tracing.json");
+    let convert = Command::new(BIN)
+        .arg("convert")
+        .arg(&trace)
+        .args(["--to", "chrome", "-o"])
+        .arg(&json_path)
+        .output()
+        .unwrap();
+    assert!(convert.status.success());
+    let json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&json_path).unwrap()).unwrap();
+    let events = json["traceEvents"].as_array().unwrap();
+    let spans = |name: &str| {
+        events
+            .iter()
+            .filter(|e| e["ph"] == "X" && e["name"] == name)
+            .count()
+    };
+    // Each Tick runs every system once, each system one query per worker.
+    let ticks = spans("Tick");
+    assert!(ticks > 10, "{ticks} ticks in 2 s");
+    assert!(spans("Sim.Physics").abs_diff(ticks) <= 1);
+    let queries: usize = [
+        "Query<Transform, Velocity>",
+        "Query<Collider>",
+        "Query<Brain, Transform>",
+        "Query<Skeleton>",
+    ]
+    .iter()
+    .map(|q| spans(q))
+    .sum();
+    assert!(queries.abs_diff(10 * ticks) <= 10, "{queries} queries");
+    for path in [&trace, &json_path] {
+        let _ = std::fs::remove_file(path);
+    }
+}
+
+#[test]
 fn attach_to_nothing_says_so() {
     let port = TcpListener::bind("127.0.0.1:0")
         .unwrap()
