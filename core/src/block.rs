@@ -464,49 +464,54 @@ impl<'s> BlockBuilder<'s> {
             w.u16(g.lane);
             w.varint(u64::from(g.count));
             w.varint(g.first.wrapping_sub(self.first));
-            let c = &g.columns;
-            self.write_column::<{ col::CODE }>(w, c[col::CODE]);
-            self.write_column::<{ col::SPAN_GAP }>(w, c[col::SPAN_GAP]);
-            self.write_column::<{ col::NAME }>(w, c[col::NAME]);
-            self.write_column::<{ col::SPAN }>(w, c[col::SPAN]);
-            self.write_column::<{ col::PARENT }>(w, c[col::PARENT]);
-            self.write_column::<{ col::DURATION }>(w, c[col::DURATION]);
-            self.write_column::<{ col::ARG }>(w, c[col::ARG]);
-            self.write_column::<{ col::POINT_GAP }>(w, c[col::POINT_GAP]);
-            self.write_column::<{ col::VALUE }>(w, c[col::VALUE]);
+            for (c, column) in g.columns.into_iter().enumerate() {
+                self.write_column(w, c, column);
+            }
         }
     }
 
-    /// Values `from..to` of column `C`.
-    fn column<const C: usize>(
-        &self,
-        from: usize,
-        to: usize,
-    ) -> impl Iterator<Item = u64> + Clone + '_ {
-        let n = STORED[C];
-        let start = self.starts[C];
-        self.buf
-            .get(start + from * n..start + to * n)
-            .unwrap_or(&[])
-            .chunks_exact(n)
-            // `n` is a constant here: each arm is one load.
-            .map(move |bytes| match n {
-                1 => bytes.first().map_or(0, |&b| u64::from(b)),
-                4 => bytes
-                    .first_chunk::<4>()
-                    .map_or(0, |b| u64::from(u32::from_le_bytes(*b))),
-                _ => bytes
-                    .first_chunk::<8>()
-                    .map_or(0, |b| u64::from_le_bytes(*b)),
-            })
-    }
-
-    fn write_column<const C: usize>(&self, w: &mut Writer<'_>, column: ColumnEntry) {
-        let values = self.column::<C>(column.from, column.to);
+    /// Writes column `c` of a group. One instance per stored width, not
+    /// per column: nine would take 27 KiB of a microcontroller's flash.
+    fn write_column(&self, w: &mut Writer<'_>, c: usize, column: ColumnEntry) {
+        let start = self.starts[c];
         let n = column.to.saturating_sub(column.from);
-        let layout = Layout::choose(values.clone(), n, column.lo, column.hi);
-        layout.write(w, n, values);
+        let stored = STORED[c];
+        let bytes = self
+            .buf
+            .get(start + column.from * stored..start + column.to * stored)
+            .unwrap_or(&[]);
+        match stored {
+            1 => write_values(w, n, column, bytes.iter().map(|&b| u64::from(b))),
+            4 => write_values(
+                w,
+                n,
+                column,
+                bytes.chunks_exact(4).map(|b| {
+                    b.first_chunk::<4>()
+                        .map_or(0, |b| u64::from(u32::from_le_bytes(*b)))
+                }),
+            ),
+            _ => write_values(
+                w,
+                n,
+                column,
+                bytes
+                    .chunks_exact(8)
+                    .map(|b| b.first_chunk::<8>().map_or(0, |b| u64::from_le_bytes(*b))),
+            ),
+        }
     }
+}
+
+/// Chooses a layout for a column's `n` `values` and writes it.
+fn write_values(
+    w: &mut Writer<'_>,
+    n: usize,
+    column: ColumnEntry,
+    values: impl Iterator<Item = u64> + Clone,
+) {
+    let layout = Layout::choose(values.clone(), n, column.lo, column.hi);
+    layout.write(w, n, values);
 }
 
 /// A stored lane group, read back for writing.

@@ -17,7 +17,7 @@ use crate::block::BlockView;
 use crate::catchup::CatchUpView;
 use crate::definitions::DefinitionsView;
 use crate::error::DecodeError;
-use crate::frame::{checksum_ok, FrameKind, Header, HEADER_LEN, MAGIC, TRAILER_LEN};
+use crate::frame::{checksum_ok, FrameKind, Header, HEADER_LEN, MAGIC, OVERHEAD, TRAILER_LEN};
 use crate::init::InitView;
 use crate::shutdown::Shutdown;
 
@@ -99,6 +99,17 @@ pub struct Decoder<'b> {
     /// headers inside the same damage are skipped silently.
     in_damage: bool,
     skipped_total: u64,
+    /// A whole, checked frame at `buf[start..]`, found by
+    /// [`Decoder::ready`] and not yet handed out.
+    pending: Option<Located>,
+}
+
+/// A frame found in the buffer, at `start`.
+#[derive(Clone, Copy)]
+struct Located {
+    header: Header,
+    len: usize,
+    offset: u64,
 }
 
 impl<'b> Decoder<'b> {
@@ -122,6 +133,7 @@ impl<'b> Decoder<'b> {
             skipped: 0,
             in_damage: false,
             skipped_total: 0,
+            pending: None,
         }
     }
 
@@ -187,6 +199,45 @@ impl<'b> Decoder<'b> {
     /// once per damage (call again to go on past it).
     #[allow(clippy::should_implement_trait)]
     pub fn next(&mut self) -> Result<Option<Frame<'_>>, DecodeError> {
+        let located = match self.pending.take() {
+            Some(located) => located,
+            None => match self.locate()? {
+                Some(located) => located,
+                None => return Ok(None),
+            },
+        };
+        let skipped = core::mem::take(&mut self.skipped);
+        if skipped > 0 {
+            debug!(
+                "resynchronised at byte {} after skipping {} bytes",
+                located.offset, skipped
+            );
+        }
+        self.in_damage = false;
+        let payload_at = self.start + HEADER_LEN;
+        self.advance(located.len, false);
+        Ok(Some(Frame {
+            kind: located.header.kind,
+            flags: located.header.flags,
+            seq: located.header.seq,
+            payload: &self.buf[payload_at..payload_at + located.len - OVERHEAD],
+            offset: located.offset,
+            skipped,
+        }))
+    }
+
+    /// Whether [`Decoder::next`] has a frame to hand out now, without
+    /// taking it: `Ok(false)` when more bytes are needed, `Err` as `next`
+    /// reports it. For readers that pull bytes until a frame is whole.
+    pub fn ready(&mut self) -> Result<bool, DecodeError> {
+        if self.pending.is_none() {
+            self.pending = self.locate()?;
+        }
+        Ok(self.pending.is_some())
+    }
+
+    /// Skips damage and finds the next whole, checked frame at `start`.
+    fn locate(&mut self) -> Result<Option<Located>, DecodeError> {
         loop {
             if self.skip > 0 {
                 let n = ((self.end - self.start) as u64).min(self.skip) as usize;
@@ -273,23 +324,10 @@ impl<'b> Decoder<'b> {
                     offset,
                 });
             }
-            let skipped = core::mem::take(&mut self.skipped);
-            if skipped > 0 {
-                debug!(
-                    "resynchronised at byte {} after skipping {} bytes",
-                    offset, skipped
-                );
-            }
-            self.in_damage = false;
-            let payload_at = self.start + HEADER_LEN;
-            self.advance(frame_len, false);
-            return Ok(Some(Frame {
-                kind: header.kind,
-                flags: header.flags,
-                seq: header.seq,
-                payload: &self.buf[payload_at..payload_at + body - HEADER_LEN],
+            return Ok(Some(Located {
+                header,
+                len: frame_len,
                 offset,
-                skipped,
             }));
         }
     }

@@ -57,6 +57,7 @@
 //! | `log` | logs through the `log` crate | `log` dependency |
 //! | `defmt` | logs through `defmt`, and derives `defmt::Format` on public types | `defmt` dependency; needs a defmt logger to link |
 //! | `std` | picks the frame checksum's CPU instructions at run time (about 10x faster) | links std |
+//! | `embedded-io` | `io`: the exporter's frames into any `embedded_io::Write`, frames out of any `embedded_io::Read` | `embedded-io` dependency |
 //!
 //! `log` and `defmt` are exclusive. Logging goes through the `defmt-or-log`
 //! crate's macros (the embassy `fmt.rs` pattern, packaged), with default
@@ -84,6 +85,8 @@ pub mod event;
 pub mod exporter;
 pub mod frame;
 pub mod init;
+#[cfg(feature = "embedded-io")]
+pub mod io;
 pub mod lane;
 pub mod names;
 pub mod ring;

@@ -1,0 +1,153 @@
+//! The firmware's telemetry, target-independent: what the main loop and the
+//! interrupt record, and the exporter pumped into an [`embedded_io::Write`].
+//! `src/main.rs` runs it on a Cortex-M4 (thumbv7em-none-eabihf) with the
+//! SysTick interrupt and the ITM port as the UART-like sink; the host test
+//! `tests/tests/embedded.rs` runs the same code over an in-memory writer
+//! and decodes what it wrote.
+//!
+//! Memory is fixed at compile time: two rings of [`RING_EVENTS`] events in
+//! a `static`, a name table, one Block's scratch and one frame buffer.
+#![no_std]
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
+use typhon_live_core::block::{block_scratch_len, max_block_frame_len};
+use typhon_live_core::io::{pump, PumpError};
+use typhon_live_core::{Exporter, LaneHandle, Lanes, Metadata, NameId, NameTable};
+
+/// Lanes: the main loop and the interrupt handler.
+pub const LANES: usize = 2;
+/// Events each lane's ring holds between two pumps (40 bytes each).
+pub const RING_EVENTS: usize = 128;
+/// The lanes, for a `static`.
+pub type FirmwareLanes = Lanes<LANES, RING_EVENTS>;
+/// A lane of [`FirmwareLanes`].
+pub type Lane<'a> = LaneHandle<'a, RING_EVENTS>;
+/// Scratch bytes of one Block: up to 64 events.
+pub const SCRATCH_LEN: usize = block_scratch_len(64);
+/// Output buffer: the largest Block, and room for the Init (names included).
+pub const OUT_LEN: usize = max(max_block_frame_len(SCRATCH_LEN, LANES), 1024);
+/// Ticks of the firmware's clock per second: microseconds.
+pub const TICKS_PER_SECOND: u64 = 1_000_000;
+/// The interrupt records a sample every this many interrupts.
+pub const SAMPLE_EVERY: u32 = 10;
+
+const fn max(a: usize, b: usize) -> usize {
+    if a > b {
+        a
+    } else {
+        b
+    }
+}
+
+/// The name table: a few names, a few hundred bytes.
+pub type Names = NameTable<16, 256>;
+
+/// Ids of everything the firmware records.
+#[derive(Clone, Copy, Debug)]
+pub struct Ids {
+    /// The main loop's lane.
+    pub main: NameId,
+    /// The interrupt's lane.
+    pub interrupt: NameId,
+    /// One pass of the main loop.
+    pub control_loop: NameId,
+    /// Reading the sensors, inside a pass.
+    pub sense: NameId,
+    /// Computing the output, inside a pass.
+    pub control: NameId,
+    /// The interrupt's sample, an instant.
+    pub sample: NameId,
+    /// Queue depth, a gauge.
+    pub queue: NameId,
+}
+
+impl Ids {
+    /// Interns every name; `None` if the table is too small.
+    pub fn intern(names: &mut Names) -> Option<Ids> {
+        let mut id = |name: &str| names.intern(name).ok();
+        Some(Ids {
+            main: id("main loop")?,
+            interrupt: id("SysTick")?,
+            control_loop: id("control loop")?,
+            sense: id("sense")?,
+            control: id("control")?,
+            sample: id("adc.sample")?,
+            queue: id("queue.depth")?,
+        })
+    }
+}
+
+/// What the firmware describes itself as.
+pub fn metadata() -> Metadata<'static> {
+    Metadata {
+        ticks_per_second: TICKS_PER_SECOND,
+        process_name: "typhon-live embedded example",
+        ..Metadata::default()
+    }
+}
+
+/// One pass of the main loop, recorded on `lane`: a span with two nested
+/// spans and a gauge. `now` reads the clock; `work` stands in for the
+/// application's code.
+pub fn main_loop_pass(
+    lane: &Lane<'_>,
+    ids: &Ids,
+    pass: u64,
+    now: &impl Fn() -> u64,
+    work: &mut impl FnMut(u32),
+) {
+    lane.tick_start(pass, now());
+    let outer = lane.begin(ids.control_loop, now());
+    let sense = lane.begin(ids.sense, now());
+    work(200);
+    lane.end(sense, now(), None);
+    let control = lane.begin(ids.control, now());
+    work(300);
+    lane.end(control, now(), Some(pass % 7));
+    lane.end(outer, now(), None);
+    lane.gauge(
+        ids.queue,
+        now(),
+        typhon_live_core::GaugeValue::Int((pass % 5) as i64),
+    );
+    lane.tick_end(pass, now(), false);
+}
+
+/// The interrupt handler's part: every [`SAMPLE_EVERY`]th interrupt
+/// records `sample` as an instant.
+pub fn on_interrupt(lane: &Lane<'_>, ids: &Ids, count: u32, now: u64, sample: u64) {
+    if count % SAMPLE_EVERY == 0 {
+        lane.instant(ids.sample, now, sample);
+    }
+}
+
+/// The exporter and its buffers.
+pub struct Telemetry<'a> {
+    exporter: Exporter<'a, LANES>,
+    out: &'a mut [u8],
+}
+
+impl<'a> Telemetry<'a> {
+    /// An exporter writing from the start: a serial link has no
+    /// connection to wait for, so the Init goes out first thing. The
+    /// Catch-up schedule comes from the clock: one per
+    /// [`TICKS_PER_SECOND`].
+    pub fn new(scratch: &'a mut [u8], out: &'a mut [u8]) -> Self {
+        let mut exporter = Exporter::new(metadata(), scratch);
+        exporter.attach();
+        Telemetry { exporter, out }
+    }
+
+    /// Drains the lanes into frames and writes them whole to `writer`.
+    pub fn pump<W: embedded_io::Write>(
+        &mut self,
+        now: u64,
+        lanes: &FirmwareLanes,
+        names: &Names,
+        writer: &mut W,
+    ) -> Result<u32, PumpError<W::Error>> {
+        self.exporter.request_drain();
+        pump(&mut self.exporter, now, lanes, names, self.out, writer)
+    }
+}
