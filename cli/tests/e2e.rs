@@ -57,6 +57,28 @@ fn inspect_ok(trace: &std::path::Path) -> String {
     report
 }
 
+/// `convert --to chrome` of a trace into `temp(name)`: its events, and the
+/// JSON file's path.
+fn to_chrome(trace: &std::path::Path, name: &str) -> (Vec<serde_json::Value>, PathBuf) {
+    let json_path = temp(name);
+    let convert = Command::new(BIN)
+        .arg("convert")
+        .arg(trace)
+        .args(["--to", "chrome", "-o"])
+        .arg(&json_path)
+        .output()
+        .unwrap();
+    assert!(
+        convert.status.success(),
+        "{}",
+        String::from_utf8_lossy(&convert.stderr)
+    );
+    let json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&json_path).unwrap()).unwrap();
+    let events = json["traceEvents"].as_array().unwrap().clone();
+    (events, json_path)
+}
+
 #[test]
 fn demo_record_inspect_convert() {
     let (mut demo, addr) = spawn_demo("4", "2");
@@ -91,22 +113,7 @@ fn demo_record_inspect_convert() {
         );
     }
 
-    let json_path = temp("demo.json");
-    let convert = Command::new(BIN)
-        .arg("convert")
-        .arg(&trace)
-        .args(["--to", "chrome", "-o"])
-        .arg(&json_path)
-        .output()
-        .unwrap();
-    assert!(
-        convert.status.success(),
-        "{}",
-        String::from_utf8_lossy(&convert.stderr)
-    );
-    let json: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(&json_path).unwrap()).unwrap();
-    let events = json["traceEvents"].as_array().unwrap();
+    let (events, json_path) = to_chrome(&trace, "demo.json");
     let has = |ph: &str, name: &str| events.iter().any(|e| e["ph"] == ph && e["name"] == name);
     assert!(
         has("X", "Tick") && has("X", "Sim.Physics") && has("X", "Query<Collider>"),
@@ -156,18 +163,7 @@ fn demo_via_tracing_names_its_spans_through_the_layer() {
         String::from_utf8_lossy(&demo.stderr)
     );
     inspect_ok(&trace);
-    let json_path = temp("via-tracing.json");
-    let convert = Command::new(BIN)
-        .arg("convert")
-        .arg(&trace)
-        .args(["--to", "chrome", "-o"])
-        .arg(&json_path)
-        .output()
-        .unwrap();
-    assert!(convert.status.success());
-    let json: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(&json_path).unwrap()).unwrap();
-    let events = json["traceEvents"].as_array().unwrap();
+    let (events, json_path) = to_chrome(&trace, "via-tracing.json");
     let spans = |name: &str| {
         events
             .iter()

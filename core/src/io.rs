@@ -104,7 +104,8 @@ pub struct FrameReader<'b, 'c, R> {
 
 impl<'b, 'c, R: Read> FrameReader<'b, 'c, R> {
     /// A reader decoding into `buf` (which bounds the frame size) and
-    /// reading `chunk.len()` bytes at a time.
+    /// reading up to `chunk.len()` bytes at a time. `chunk` must not be
+    /// empty: an empty read means the end of the stream.
     pub fn new(reader: R, buf: &'b mut [u8], chunk: &'c mut [u8]) -> Self {
         FrameReader {
             reader,
