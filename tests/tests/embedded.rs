@@ -64,6 +64,13 @@ impl embedded_io::Read for Trickle<'_> {
     }
 }
 
+/// The firmware's run, once per test binary: its lanes are a `static`,
+/// and a lane released after its exporter is gone is never drained free.
+fn firmware_output() -> &'static (Vec<u8>, Vec<u64>) {
+    static RUN: std::sync::OnceLock<(Vec<u8>, Vec<u64>)> = std::sync::OnceLock::new();
+    RUN.get_or_init(run_firmware)
+}
+
 /// Runs the firmware's loop on the host; returns the bytes it wrote and
 /// the samples the interrupt recorded, in order.
 fn run_firmware() -> (Vec<u8>, Vec<u64>) {
@@ -82,6 +89,8 @@ fn run_firmware() -> (Vec<u8>, Vec<u64>) {
     let mut uart = Memory(Vec::new());
     let (mut count, mut samples) = (0u32, Vec::new());
     for pass in 0..PASSES {
+        // A 50 Hz loop: 400 passes are 8 s, past one re-announcement.
+        clock.set(pass * 20_000);
         main_loop_pass(&main, &ids, pass, &now, &mut |_| {});
         for _ in 0..INTERRUPTS_PER_PASS {
             count += 1;
@@ -99,20 +108,34 @@ fn run_firmware() -> (Vec<u8>, Vec<u64>) {
     (uart.0, samples)
 }
 
-/// Every frame from `reader`: named events and the drop count.
+/// Every frame from `reader`: named events and the drop count. Damage is
+/// only allowed at the very start (a reader that joined late).
 fn read_all<R: embedded_io::Read>(reader: R) -> (Vec<(LaneId, String, Event)>, u64)
+where
+    R::Error: std::fmt::Debug,
+{
+    read_from(reader, false)
+}
+
+fn read_from<R: embedded_io::Read>(
+    reader: R,
+    joined_late: bool,
+) -> (Vec<(LaneId, String, Event)>, u64)
 where
     R::Error: std::fmt::Debug,
 {
     let (mut buf, mut chunk) = (vec![0u8; 64 << 10], vec![0u8; 256]);
     let mut frames = FrameReader::new(reader, &mut buf, &mut chunk);
     let (mut names, mut events, mut dropped) = (HashMap::new(), Vec::new(), 0u64);
+    let mut frames_seen = 0;
     loop {
         let frame = match frames.next() {
             Ok(Some(frame)) => frame,
             Ok(None) => break,
+            Err(ReadError::Decode(_)) if joined_late && frames_seen == 0 => continue,
             Err(e) => panic!("damage in a clean stream: {e}"),
         };
+        frames_seen += 1;
         match frame.parse().expect("parses") {
             Payload::Init(init) => names.extend(init.names().map(|(id, n)| (id, n.to_owned()))),
             Payload::Definitions(defs) => {
@@ -122,12 +145,17 @@ where
                 dropped += block.drops().map(|(_, n)| u64::from(n)).sum::<u64>();
                 for item in block.events().expect("columns") {
                     let (lane, event) = item.expect("event");
+                    // Empty: a name id this reader was never told.
                     let name = match event {
-                        Event::Span { name, .. } | Event::Instant { name, .. } => name,
-                        Event::Gauge { gauge, .. } => gauge,
-                        _ => u32::MAX,
+                        Event::Span { name, .. } | Event::Instant { name, .. } => names.get(&name),
+                        Event::Gauge { gauge, .. } => names.get(&gauge),
+                        Event::TickStart { .. } | Event::TickEnd { .. } => None,
                     };
-                    let name = names.get(&name).cloned().unwrap_or_default();
+                    let name = name.cloned().unwrap_or_else(|| match event {
+                        Event::TickStart { .. } => "tick start".into(),
+                        Event::TickEnd { .. } => "tick end".into(),
+                        _ => String::new(),
+                    });
                     events.push((lane, name, event));
                 }
             }
@@ -139,11 +167,8 @@ where
 
 #[test]
 fn the_firmware_loop_round_trips_through_embedded_io() {
-    let (bytes, samples) = run_firmware();
-    let (events, dropped) = read_all(Trickle {
-        bytes: &bytes,
-        turn: 0,
-    });
+    let (bytes, samples) = firmware_output();
+    let (events, dropped) = read_all(Trickle { bytes, turn: 0 });
     assert_eq!(dropped, 0);
 
     // The main loop: per pass a tick start, three spans, a gauge, a tick end.
@@ -210,8 +235,37 @@ fn the_firmware_loop_round_trips_through_embedded_io() {
             _ => None,
         })
         .collect();
-    assert_eq!(got, samples);
+    assert_eq!(&got, samples);
     assert_eq!(events.len() as u64, 6 * PASSES + samples.len() as u64);
+}
+
+#[test]
+fn a_reader_that_joins_late_gets_the_names_from_the_next_announcement() {
+    let (bytes, _) = firmware_output();
+    // Join in the middle of the stream, mid-frame.
+    let (events, _) = read_from(
+        Trickle {
+            bytes: &bytes[bytes.len() / 2 + 7..],
+            turn: 0,
+        },
+        true,
+    );
+    // Spans, instants and gauges carry name ids; tick markers do not.
+    let events: Vec<_> = events
+        .iter()
+        .filter(|(_, _, e)| !matches!(e, Event::TickStart { .. } | Event::TickEnd { .. }))
+        .collect();
+    let first = events
+        .iter()
+        .position(|(_, name, _)| !name.is_empty())
+        .expect("no name arrived: the Init was not repeated");
+    assert!(first > 0, "joined mid-stream: ids came before their names");
+    // From the repeated Init on, every id has its name.
+    assert!(events[first..].iter().all(|(_, name, _)| !name.is_empty()));
+    assert!(
+        events.len() - first > 100,
+        "the names came late in the stream"
+    );
 }
 
 #[test]

@@ -31,6 +31,10 @@ pub const OUT_LEN: usize = max(max_block_frame_len(SCRATCH_LEN, LANES), 1024);
 pub const TICKS_PER_SECOND: u64 = 1_000_000;
 /// The interrupt records a sample every this many interrupts.
 pub const SAMPLE_EVERY: u32 = 10;
+/// A serial link has no "reader connected" event, and a reader that starts
+/// late would never see the Init with the names: the telemetry announces
+/// itself again (a fresh Init, names and lanes) every this many ticks.
+pub const ANNOUNCE_EVERY: u64 = 5 * TICKS_PER_SECOND;
 
 const fn max(a: usize, b: usize) -> usize {
     if a > b {
@@ -126,17 +130,23 @@ pub fn on_interrupt(lane: &Lane<'_>, ids: &Ids, count: u32, now: u64, sample: u6
 pub struct Telemetry<'a> {
     exporter: Exporter<'a, LANES>,
     out: &'a mut [u8],
+    /// Tick of the last Init.
+    announced: u64,
 }
 
 impl<'a> Telemetry<'a> {
     /// An exporter writing from the start: a serial link has no
     /// connection to wait for, so the Init goes out first thing. The
     /// Catch-up schedule comes from the clock: one per
-    /// [`TICKS_PER_SECOND`].
+    /// [`TICKS_PER_SECOND`]; the Init is repeated every [`ANNOUNCE_EVERY`].
     pub fn new(scratch: &'a mut [u8], out: &'a mut [u8]) -> Self {
         let mut exporter = Exporter::new(metadata(), scratch);
         exporter.attach();
-        Telemetry { exporter, out }
+        Telemetry {
+            exporter,
+            out,
+            announced: 0,
+        }
     }
 
     /// Drains the lanes into frames and writes them whole to `writer`.
@@ -147,6 +157,11 @@ impl<'a> Telemetry<'a> {
         names: &Names,
         writer: &mut W,
     ) -> Result<u32, PumpError<W::Error>> {
+        if now.saturating_sub(self.announced) >= ANNOUNCE_EVERY {
+            // As if a reader had just connected: Init, then the stream.
+            self.exporter.attach();
+            self.announced = now;
+        }
         self.exporter.request_drain();
         pump(&mut self.exporter, now, lanes, names, self.out, writer)
     }
