@@ -708,34 +708,22 @@ impl BlockEvents<'_> {
         let columns = &mut self.columns;
         let group = &mut self.group;
         let mut decoded = 0;
+        let out = &mut out[..n];
         let result = match columns[col::CODE].constant(n).map(record_code) {
             Some(Err(error)) => Err(error),
             // Every record is a span of one shape: the fast case.
             Some(Ok(code)) if code >> KIND_SHIFT == kind::SPAN => {
-                decode_spans(code, columns, group, lane, &mut out[..n], &mut decoded)
-                    .unwrap_or_else(|| {
-                        for slot in &mut out[..n] {
-                            *slot = (lane, decode_fields(code, columns, group)?);
-                            decoded += 1;
-                        }
-                        Ok(())
+                decode_spans(code, columns, group, lane, out, &mut decoded).unwrap_or_else(|| {
+                    fill(lane, out, &mut decoded, || {
+                        decode_fields(code, columns, group)
                     })
+                })
             }
             // Every record has this kind: n kind values were taken at once.
-            Some(Ok(code)) => (|| {
-                for slot in &mut out[..n] {
-                    *slot = (lane, decode_fields(code, columns, group)?);
-                    decoded += 1;
-                }
-                Ok(())
-            })(),
-            None => (|| {
-                for slot in &mut out[..n] {
-                    *slot = (lane, decode_record(columns, group)?);
-                    decoded += 1;
-                }
-                Ok(())
-            })(),
+            Some(Ok(code)) => fill(lane, out, &mut decoded, || {
+                decode_fields(code, columns, group)
+            }),
+            None => fill(lane, out, &mut decoded, || decode_record(columns, group)),
         };
         self.left_in_group -= decoded as u32;
         self.seen += decoded as u32;
@@ -914,15 +902,27 @@ fn decode_spans(
             c[column].claim(n as u32);
         }
     }
-    Some((|| {
-        for slot in out.iter_mut() {
-            let gap = c[col::SPAN_GAP].take()?;
-            let start = g.prev_end.wrapping_add(unzigzag(gap) as u64);
-            *slot = (lane, decode_span::<true>(code, start, c, g)?);
-            *decoded += 1;
-        }
-        Ok(())
-    })())
+    Some(fill(lane, out, decoded, || {
+        let gap = c[col::SPAN_GAP].take()?;
+        let start = g.prev_end.wrapping_add(unzigzag(gap) as u64);
+        decode_span::<true>(code, start, c, g)
+    }))
+}
+
+/// Fills `out` with `lane`'s events from `next`, counting them in
+/// `decoded`; stops at the first error.
+#[inline(always)]
+fn fill(
+    lane: LaneId,
+    out: &mut [(LaneId, Event)],
+    decoded: &mut usize,
+    mut next: impl FnMut() -> Result<Event, DecodeError>,
+) -> Result<(), DecodeError> {
+    for slot in out {
+        *slot = (lane, next()?);
+        *decoded += 1;
+    }
+    Ok(())
 }
 
 /// The record of kind and flags `code`, whose kind value was read.
