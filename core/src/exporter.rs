@@ -1,19 +1,39 @@
 //! The sans-IO exporter: the protocol state machine every transport drives.
 //!
-//! The transport tells it what happens ("a viewer attached", "drain now",
-//! "stop") and asks [`Exporter::poll`] for frames, one per call, into its own
-//! buffer, until `poll` answers `None`. After trying to send a frame it may
-//! report [`Exporter::frame_dropped`], before the next `poll`; counters and
+//! One event source, several readers. The exporter drains the lanes into
+//! Blocks once; everything that depends on what a reader has received is
+//! kept per reader ([`ReaderId`]): its sequence numbers, which names and
+//! lanes it has been told, the drops it has not yet been told about, its
+//! Catch-up schedule and its totals. A trace file and a live viewer fed by
+//! one exporter are two readers: a frame the viewer missed is a gap and a
+//! drop report in the viewer's stream only, and a name the viewer's Init
+//! carried is still defined again for the file. The alternative, one
+//! stream state that a transport copies to several sinks, cannot keep
+//! those apart: whatever one sink missed or was told, the other is assumed
+//! to have missed or been told too.
+//!
+//! The transport tells it what happens ("a reader attached", "drain now",
+//! "stop") and asks [`Exporter::poll`] for frames, one per call, each for
+//! one reader ([`Emitted::reader`]), into its own buffer, until `poll`
+//! answers `None`. After trying to send a frame it may report
+//! [`Exporter::frame_dropped`], before the next `poll`; counters and
 //! sequence numbers then stay true and nothing that must not be lost is.
 //!
-//! Order guaranteed on a stream: Init first; Definitions before the first
-//! Block that uses a name or lane they define; a Catch-up right after Init
-//! and then once per catch-up interval of the host clock; Shutdown last.
+//! Order guaranteed on each reader's stream: Init first; Definitions before
+//! the first Block that uses a name or lane they define; a Catch-up right
+//! after Init and then once per catch-up interval of the host clock;
+//! Shutdown last.
 //!
 //! Dropping: Block and Catch-up may be dropped. Init, Definitions and
 //! Shutdown must not be; if a transport reports one dropped anyway, the
-//! exporter writes it again (a Definitions gets a new sequence number, so
-//! the reader sees a gap but still learns every name).
+//! exporter writes it again (a Definitions or Shutdown gets a new sequence
+//! number, so the reader sees a gap but still learns every name).
+//!
+//! Drop reports never make frames of their own faster than the drains do:
+//! a reader's losses ride on the next Block it is handed, and a Block that
+//! carries nothing but drop counts is written at most once per drain pass
+//! for each reader. A reader that drops everything therefore costs one
+//! sequence number per Block the events make, not one per poll.
 
 use defmt_or_log::{debug, warn};
 
@@ -28,13 +48,31 @@ use crate::lane::Lanes;
 use crate::names::NameSource;
 use crate::shutdown::Shutdown;
 
+/// One reader of an exporter: a slot from [`Exporter::attach`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct ReaderId(u8);
+
+impl ReaderId {
+    /// Slot 0: what the first [`Exporter::attach`] of a new exporter gives.
+    pub const FIRST: ReaderId = ReaderId(0);
+
+    /// The slot's index, below the exporter's reader count.
+    pub const fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
 /// What [`Exporter::poll`] wrote into the caller's buffer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Emitted {
+    /// The reader this frame is for; no other reader may be sent it.
+    pub reader: ReaderId,
     /// Kind of the frame.
     pub kind: FrameKind,
-    /// Its sequence number (for Init: the next frame's).
+    /// Its sequence number in the reader's stream (for Init: the next
+    /// frame's).
     pub seq: u32,
     /// Bytes written at the start of the buffer.
     pub len: usize,
@@ -46,31 +84,78 @@ pub struct Emitted {
 /// report can be undone exactly.
 #[derive(Clone, Copy)]
 struct Last {
+    reader: usize,
     kind: FrameKind,
     events: u32,
     names_before: u32,
     lanes_before: Option<u32>,
 }
 
-/// Running totals, as Shutdown reports them.
+/// One reader's running totals, as its Shutdown reports them.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Totals {
-    /// Sequenced frames handed out.
+    /// Sequenced frames handed out for this reader.
     pub frames_emitted: u64,
-    /// Sequenced frames reported dropped.
+    /// Of those, frames reported dropped.
     pub frames_dropped: u64,
-    /// Events refused by full rings or lost in dropped Blocks.
+    /// Events this reader will never see: refused by full rings while it
+    /// was attached, or inside Blocks dropped on its way.
     pub events_dropped: u64,
-    /// Events drained while no reader was attached (discarded by design).
-    pub events_discarded: u64,
 }
 
-/// The protocol state machine for one stream with `L` lane slots.
-pub struct Exporter<'a, const L: usize> {
+/// What the exporter knows about one reader's stream.
+#[derive(Clone, Copy)]
+struct Reader<const L: usize> {
+    attached: bool,
+    need_init: bool,
+    seq: u32,
+    names_sent: u32,
+    lanes_sent: Option<u32>,
+    last_catchup: Option<u64>,
+    /// It has yet to be handed the ready Block.
+    owes_block: bool,
+    /// A drain pass ended since its last Block: one drop-only Block may go.
+    may_report_drops: bool,
+    shutdown_sent: bool,
+    /// Per lane: events lost to it and not yet in a Block it received.
+    pending_drops: [u32; L],
+    /// Per lane: events plus drops of the last Block handed to it.
+    in_flight: [u32; L],
+    totals: Totals,
+}
+
+impl<const L: usize> Reader<L> {
+    const DETACHED: Self = Reader {
+        attached: false,
+        need_init: false,
+        seq: 0,
+        names_sent: 0,
+        lanes_sent: None,
+        last_catchup: None,
+        owes_block: false,
+        may_report_drops: false,
+        shutdown_sent: false,
+        pending_drops: [0; L],
+        in_flight: [0; L],
+        totals: Totals {
+            frames_emitted: 0,
+            frames_dropped: 0,
+            events_dropped: 0,
+        },
+    };
+
+    fn has_pending_drops(&self) -> bool {
+        self.pending_drops.iter().any(|&d| d > 0)
+    }
+}
+
+/// The protocol state machine for one event source with `L` lane slots,
+/// serving up to `R` readers (one by default).
+pub struct Exporter<'a, const L: usize, const R: usize = 1> {
     meta: Metadata<'a>,
     block: BlockBuilder<'a>,
-    /// Per lane: events in `block` plus drops it carries.
+    /// Per lane: events in `block`.
     block_lanes: [u32; L],
     block_ready: bool,
     /// The last fill stopped because the Block had no more room.
@@ -84,29 +169,22 @@ pub struct Exporter<'a, const L: usize> {
     budget: [u32; L],
     draining: bool,
     drain_requested: bool,
-    /// Ring drops taken and not yet in a delivered Block.
-    pending_drops: [u32; L],
-    /// `block_lanes` of the last Block handed out.
-    in_flight: [u32; L],
-    seq: u32,
-    attached: bool,
-    need_init: bool,
-    names_sent: u32,
-    lanes_sent: Option<u32>,
+    readers: [Reader<L>; R],
     catchup_interval: u64,
-    last_catchup: Option<u64>,
     now: u64,
     stopping: bool,
     finished: bool,
     last: Option<Last>,
-    totals: Totals,
+    events_refused: u64,
+    events_discarded: u64,
 }
 
-impl<'a, const L: usize> Exporter<'a, L> {
+impl<'a, const L: usize, const R: usize> Exporter<'a, L, R> {
     /// An exporter with nobody attached. `scratch` holds one Block's
     /// events and so bounds the Block size; a Catch-up is due
     /// every `meta.ticks_per_second` ticks (about once a second).
     pub fn new(meta: Metadata<'a>, scratch: &'a mut [u8]) -> Self {
+        const { assert!(R >= 1 && R <= 256, "an exporter serves 1 to 256 readers") };
         Exporter {
             meta,
             block: BlockBuilder::new(scratch),
@@ -118,20 +196,14 @@ impl<'a, const L: usize> Exporter<'a, L> {
             budget: [0; L],
             draining: false,
             drain_requested: false,
-            pending_drops: [0; L],
-            in_flight: [0; L],
-            seq: 0,
-            attached: false,
-            need_init: false,
-            names_sent: 0,
-            lanes_sent: None,
+            readers: [Reader::DETACHED; R],
             catchup_interval: meta.ticks_per_second.max(1),
-            last_catchup: None,
             now: 0,
             stopping: false,
             finished: false,
             last: None,
-            totals: Totals::default(),
+            events_refused: 0,
+            events_discarded: 0,
         }
     }
 
@@ -155,28 +227,57 @@ impl<'a, const L: usize> Exporter<'a, L> {
         max_block_frame_len(self.block.capacity(), L)
     }
 
-    /// A reader attached: the next frame is an Init for it.
-    pub fn attach(&mut self) {
-        debug!("reader attached at seq {}", self.seq);
-        self.attached = true;
-        self.need_init = true;
-        self.names_sent = 0;
-        self.lanes_sent = None;
-        self.last_catchup = None;
-        self.last = None;
+    /// A reader attached: it gets a free slot, whose stream starts with an
+    /// Init at sequence number 0 and then follows the events drained from
+    /// now on. `None` when all `R` slots are taken.
+    pub fn attach(&mut self) -> Option<ReaderId> {
+        let index = self.readers.iter().position(|r| !r.attached)?;
+        debug!("reader {} attached", index);
+        self.readers[index] = Reader {
+            attached: true,
+            need_init: true,
+            ..Reader::DETACHED
+        };
+        self.forget_last(index);
+        Some(ReaderId(index as u8))
     }
 
-    /// The reader went away: drained events are discarded until the next
-    /// [`Exporter::attach`].
-    pub fn detach(&mut self) {
-        self.attached = false;
-        self.need_init = false;
-        self.last = None;
+    /// The reader starts over, as if it had just connected: its next frame
+    /// is an Init with every name and lane, then a Catch-up. Its sequence
+    /// numbers and totals go on. For links with no moment of connection
+    /// (a serial port), where a reader may start listening at any time.
+    pub fn restart(&mut self, reader: ReaderId) {
+        let index = reader.index();
+        if let Some(r) = self.readers.get_mut(index).filter(|r| r.attached) {
+            r.need_init = true;
+            r.names_sent = 0;
+            r.lanes_sent = None;
+            r.last_catchup = None;
+            self.forget_last(index);
+        }
     }
 
-    /// Whether a reader is attached.
-    pub fn is_attached(&self) -> bool {
-        self.attached
+    /// The reader went away; its slot is free for the next
+    /// [`Exporter::attach`]. Events drained while no reader is attached are
+    /// discarded.
+    pub fn detach(&mut self, reader: ReaderId) {
+        let index = reader.index();
+        if let Some(r) = self.readers.get_mut(index) {
+            *r = Reader::DETACHED;
+            self.forget_last(index);
+        }
+    }
+
+    /// A drop report after this can no longer be about that reader's frame.
+    fn forget_last(&mut self, index: usize) {
+        if self.last.is_some_and(|last| last.reader == index) {
+            self.last = None;
+        }
+    }
+
+    /// Whether `reader` is attached.
+    pub fn is_attached(&self, reader: ReaderId) -> bool {
+        self.readers.get(reader.index()).is_some_and(|r| r.attached)
     }
 
     /// Drain every lane at the next poll: the events waiting at that moment
@@ -185,25 +286,38 @@ impl<'a, const L: usize> Exporter<'a, L> {
         self.drain_requested = true;
     }
 
-    /// End the session: drain what is left, then a Shutdown.
+    /// End the session: drain what is left, then a Shutdown to each reader.
     pub fn stop(&mut self) {
         self.stopping = true;
         self.drain_requested = true;
     }
 
-    /// Whether the session is over (Shutdown handed out, or stopped detached).
+    /// Whether the session is over: every attached reader was handed its
+    /// Shutdown (or, with none attached, the last drain is done).
     pub fn is_finished(&self) -> bool {
         self.finished
     }
 
-    /// Counters so far.
-    pub fn totals(&self) -> Totals {
-        self.totals
+    /// `reader`'s counters so far (zero for a slot that is not attached).
+    pub fn totals(&self, reader: ReaderId) -> Totals {
+        self.readers
+            .get(reader.index())
+            .map_or(Totals::default(), |r| r.totals)
     }
 
-    /// The sequence number the next sequenced frame will carry.
-    pub fn next_seq(&self) -> u32 {
-        self.seq
+    /// Events refused by full rings, since the start, whoever was attached.
+    pub fn events_refused(&self) -> u64 {
+        self.events_refused
+    }
+
+    /// Events drained while no reader was attached (discarded by design).
+    pub fn events_discarded(&self) -> u64 {
+        self.events_discarded
+    }
+
+    /// The sequence number `reader`'s next sequenced frame will carry.
+    pub fn next_seq(&self, reader: ReaderId) -> u32 {
+        self.readers.get(reader.index()).map_or(0, |r| r.seq)
     }
 
     /// The transport could not send the last frame `poll` handed out. Must
@@ -212,8 +326,11 @@ impl<'a, const L: usize> Exporter<'a, L> {
         let Some(last) = self.last.take() else {
             return false;
         };
+        let Some(reader) = self.readers.get_mut(last.reader) else {
+            return false;
+        };
         if last.kind.is_sequenced() {
-            self.totals.frames_dropped += 1;
+            reader.totals.frames_dropped += 1;
         }
         if !last.kind.is_droppable() {
             warn!(
@@ -222,43 +339,57 @@ impl<'a, const L: usize> Exporter<'a, L> {
             );
         }
         match last.kind {
-            FrameKind::Init => self.need_init = true,
+            FrameKind::Init => reader.need_init = true,
             FrameKind::Block => {
-                self.totals.events_dropped += u64::from(last.events);
-                for (pending, carried) in self.pending_drops.iter_mut().zip(&self.in_flight) {
+                // Told again in a later Block; a drop-only one waits for the
+                // next drain pass, so a reader that drops everything cannot
+                // make the exporter spin.
+                reader.totals.events_dropped += u64::from(last.events);
+                for (pending, carried) in reader.pending_drops.iter_mut().zip(&reader.in_flight) {
                     *pending = pending.saturating_add(*carried);
                 }
             }
             FrameKind::Definitions => {
-                self.names_sent = last.names_before;
-                self.lanes_sent = last.lanes_before;
+                reader.names_sent = last.names_before;
+                reader.lanes_sent = last.lanes_before;
             }
             FrameKind::CatchUp => {}
-            FrameKind::Shutdown => self.finished = false,
+            FrameKind::Shutdown => {
+                reader.shutdown_sent = false;
+                self.finished = false;
+            }
         }
         true
     }
 
-    fn emitted(
+    fn emitted(&mut self, index: usize, kind: FrameKind, len: usize, events: u32) -> Emitted {
+        self.emitted_definitions(index, kind, len, events, 0, None)
+    }
+
+    fn emitted_definitions(
         &mut self,
+        index: usize,
         kind: FrameKind,
         len: usize,
         events: u32,
         names_before: u32,
         lanes_before: Option<u32>,
     ) -> Emitted {
-        let seq = self.seq;
+        let reader = &mut self.readers[index];
+        let seq = reader.seq;
         if kind.is_sequenced() {
-            self.seq = self.seq.wrapping_add(1);
-            self.totals.frames_emitted += 1;
+            reader.seq = reader.seq.wrapping_add(1);
+            reader.totals.frames_emitted += 1;
         }
         self.last = Some(Last {
+            reader: index,
             kind,
             events,
             names_before,
             lanes_before,
         });
         Emitted {
+            reader: ReaderId(index as u8),
             kind,
             seq,
             len,
@@ -267,8 +398,8 @@ impl<'a, const L: usize> Exporter<'a, L> {
     }
 
     /// Writes the next due frame into `out`, or returns `None` when nothing
-    /// is due. `now` is the host clock. On `Err` nothing was consumed: call
-    /// again with a larger buffer.
+    /// is due for any reader. `now` is the host clock. On `Err` nothing was
+    /// consumed: call again with a larger buffer.
     pub fn poll<const N: usize>(
         &mut self,
         now: u64,
@@ -281,14 +412,17 @@ impl<'a, const L: usize> Exporter<'a, L> {
         if self.finished {
             return Ok(None);
         }
-        if self.attached && self.need_init {
-            let names_count = names.count();
-            let epoch = lanes.epoch();
-            let len = write_init(out, self.seq, &self.meta, names, lanes.iter())?;
-            self.need_init = false;
-            self.names_sent = names_count;
-            self.lanes_sent = Some(epoch);
-            return Ok(Some(self.emitted(FrameKind::Init, len, 0, 0, None)));
+        for index in 0..R {
+            if self.readers[index].attached && self.readers[index].need_init {
+                let (names_count, epoch) = (names.count(), lanes.epoch());
+                let seq = self.readers[index].seq;
+                let len = write_init(out, seq, &self.meta, names, lanes.iter())?;
+                let reader = &mut self.readers[index];
+                reader.need_init = false;
+                reader.names_sent = names_count;
+                reader.lanes_sent = Some(epoch);
+                return Ok(Some(self.emitted(index, FrameKind::Init, len, 0)));
+            }
         }
         loop {
             if self.drain_requested && !self.block_ready {
@@ -301,94 +435,118 @@ impl<'a, const L: usize> Exporter<'a, L> {
             if self.draining && !self.block_ready {
                 self.fill_block(lanes);
             }
-            if !self.block_ready && !self.draining {
-                self.block_ready = self.block_should_close();
+            if !self.block_ready && !self.draining && self.block_should_close() {
+                self.close_block();
             }
-            if self.attached {
-                if let Some(emitted) = self.poll_attached(lanes, names, out)? {
-                    return Ok(Some(emitted));
+            for index in 0..R {
+                if self.readers[index].attached {
+                    if let Some(emitted) = self.poll_reader(index, lanes, names, out)? {
+                        return Ok(Some(emitted));
+                    }
                 }
-            } else if self.block_ready {
-                self.totals.events_discarded += u64::from(self.block.records());
+            }
+            if self.block_ready {
+                // Every attached reader has it (or nobody was attached).
+                if !self.readers.iter().any(|r| r.attached) {
+                    self.events_discarded += u64::from(self.block.records());
+                }
                 self.clear_block();
-                self.pending_drops = [0; L];
                 continue;
             }
-            if self.stopping && !self.draining && !self.block_ready && !self.drain_requested {
-                // Detached at stop: nobody to tell, the session just ends.
-                self.finished = true;
+            let drained = !self.draining && !self.drain_requested;
+            if self.stopping && drained {
+                self.finished = self.readers.iter().all(|r| !r.attached || r.shutdown_sent);
             }
             return Ok(None);
         }
     }
 
-    fn poll_attached<const N: usize>(
+    /// The next frame due for reader `index`, if any.
+    fn poll_reader<const N: usize>(
         &mut self,
+        index: usize,
         lanes: &Lanes<L, N>,
         names: &impl NameSource,
         out: &mut [u8],
     ) -> Result<Option<Emitted>, EncodeError> {
         let epoch = lanes.epoch();
         let names_count = names.count();
-        if names_count > self.names_sent || self.lanes_sent != Some(epoch) {
-            let len = write_definitions(out, self.seq, names, self.names_sent, lanes.iter())?;
-            let (names_before, lanes_before) = (self.names_sent, self.lanes_sent);
-            self.names_sent = names_count;
-            self.lanes_sent = Some(epoch);
-            return Ok(Some(self.emitted(
+        let reader = self.readers[index];
+        if reader.shutdown_sent {
+            return Ok(None);
+        }
+        if names_count > reader.names_sent || reader.lanes_sent != Some(epoch) {
+            let len = write_definitions(out, reader.seq, names, reader.names_sent, lanes.iter())?;
+            let r = &mut self.readers[index];
+            r.names_sent = names_count;
+            r.lanes_sent = Some(epoch);
+            return Ok(Some(self.emitted_definitions(
+                index,
                 FrameKind::Definitions,
                 len,
                 0,
-                names_before,
-                lanes_before,
+                reader.names_sent,
+                reader.lanes_sent,
             )));
         }
-        if self.block_ready {
+        let drop_report =
+            self.block.is_empty() && reader.may_report_drops && reader.has_pending_drops();
+        if reader.owes_block || drop_report {
             let mut drops = [(0 as LaneId, 0u32); L];
             let mut count = 0;
-            for (id, &dropped) in self.pending_drops.iter().enumerate() {
+            for (id, &dropped) in reader.pending_drops.iter().enumerate() {
                 if dropped > 0 {
                     drops[count] = (id as LaneId, dropped);
                     count += 1;
                 }
             }
-            let len = write_block(out, self.seq, &self.block, &drops[..count])?;
-            for ((carried, in_block), dropped) in self
+            let len = write_block(out, reader.seq, &self.block, &drops[..count])?;
+            let r = &mut self.readers[index];
+            for ((carried, in_block), dropped) in r
                 .in_flight
                 .iter_mut()
                 .zip(&self.block_lanes)
-                .zip(&self.pending_drops)
+                .zip(&reader.pending_drops)
             {
                 *carried = in_block.saturating_add(*dropped);
             }
+            r.pending_drops = [0; L];
+            r.owes_block = false;
+            r.may_report_drops = false;
             let events = self.block.records();
-            self.pending_drops = [0; L];
-            self.clear_block();
-            return Ok(Some(self.emitted(FrameKind::Block, len, events, 0, None)));
+            return Ok(Some(self.emitted(index, FrameKind::Block, len, events)));
         }
-        let catchup_due = self
+        let catchup_due = reader
             .last_catchup
             .is_none_or(|at| self.now.saturating_sub(at) >= self.catchup_interval);
         if catchup_due && !self.stopping {
-            let len = write_catchup(out, self.seq, self.now, lanes, names)?;
-            self.last_catchup = Some(self.now);
-            return Ok(Some(self.emitted(FrameKind::CatchUp, len, 0, 0, None)));
+            let len = write_catchup(out, reader.seq, self.now, lanes, names)?;
+            self.readers[index].last_catchup = Some(self.now);
+            return Ok(Some(self.emitted(index, FrameKind::CatchUp, len, 0)));
         }
-        if self.stopping && !self.draining && !self.drain_requested {
+        if self.stopping && !self.draining && !self.drain_requested && !self.block_ready {
             let shutdown = Shutdown {
                 time: self.now,
-                frames_sent: self
+                frames_sent: reader
                     .totals
                     .frames_emitted
-                    .saturating_sub(self.totals.frames_dropped),
-                frames_dropped: self.totals.frames_dropped,
-                events_dropped: self.totals.events_dropped,
+                    .saturating_sub(reader.totals.frames_dropped),
+                frames_dropped: reader.totals.frames_dropped,
+                events_dropped: reader.totals.events_dropped,
             };
-            let len = shutdown.write(out, self.seq)?;
-            self.finished = true;
-            return Ok(Some(self.emitted(FrameKind::Shutdown, len, 0, 0, None)));
+            let len = shutdown.write(out, reader.seq)?;
+            self.readers[index].shutdown_sent = true;
+            return Ok(Some(self.emitted(index, FrameKind::Shutdown, len, 0)));
         }
         Ok(None)
+    }
+
+    /// The Block collected so far goes out: each attached reader is owed it.
+    fn close_block(&mut self) {
+        self.block_ready = true;
+        for reader in self.readers.iter_mut().filter(|r| r.attached) {
+            reader.owes_block = true;
+        }
     }
 
     fn clear_block(&mut self) {
@@ -402,8 +560,8 @@ impl<'a, const L: usize> Exporter<'a, L> {
     /// Whether the Block collected so far goes out now.
     fn block_should_close(&self) -> bool {
         if self.block.is_empty() {
-            // Drop counts alone do not wait for events to join them.
-            return self.pending_drops.iter().any(|&d| d > 0);
+            // Drop counts alone go in a drop-only Block, paced per reader.
+            return false;
         }
         let aged = self
             .block_opened
@@ -423,8 +581,14 @@ impl<'a, const L: usize> Exporter<'a, L> {
         }
         for id in 0..L {
             let dropped = lanes.take_dropped(id as LaneId);
-            self.pending_drops[id] = self.pending_drops[id].saturating_add(dropped);
-            self.totals.events_dropped += u64::from(dropped);
+            if dropped == 0 {
+                continue;
+            }
+            self.events_refused += u64::from(dropped);
+            for reader in self.readers.iter_mut().filter(|r| r.attached) {
+                reader.pending_drops[id] = reader.pending_drops[id].saturating_add(dropped);
+                reader.totals.events_dropped += u64::from(dropped);
+            }
         }
         let mut full = false;
         for id in 0..L {
@@ -457,9 +621,12 @@ impl<'a, const L: usize> Exporter<'a, L> {
         }
         self.block_full = full;
         if full {
-            self.block_ready = true;
+            self.close_block();
         } else {
             self.draining = false;
+            for reader in &mut self.readers {
+                reader.may_report_drops = true;
+            }
         }
     }
 }

@@ -30,11 +30,13 @@
 //! let meta = Metadata { ticks_per_second: 1_000_000, process_name: "doc", ..Metadata::default() };
 //! let mut scratch = [0u8; 4096]; // one Block's events
 //! let mut exporter: Exporter<'_, 4> = Exporter::new(meta, &mut scratch);
-//! exporter.attach(); // a viewer connected
+//! let viewer = exporter.attach().unwrap(); // a viewer connected: its own stream
 //! exporter.request_drain();
 //! let (mut out, mut stream) = ([0u8; 8192], Vec::new());
 //! while let Some(frame) = exporter.poll(400, &LANES, &names, &mut out).unwrap() {
-//!     // A transport sends out[..frame.len], or calls exporter.frame_dropped().
+//!     // A transport sends out[..frame.len] to frame.reader, or calls
+//!     // exporter.frame_dropped().
+//!     assert_eq!(frame.reader, viewer);
 //!     stream.extend_from_slice(&out[..frame.len]);
 //! }
 //!
@@ -98,7 +100,7 @@ pub use decode::{Decoder, Frame, Payload, DEFAULT_MAX_FRAME};
 pub use definitions::DefinitionsView;
 pub use error::{DecodeError, EncodeError};
 pub use event::{Event, GaugeValue, LaneId, LaneKind, NameId, OpenSpan, SpanId};
-pub use exporter::{Emitted, Exporter, Totals};
+pub use exporter::{Emitted, Exporter, ReaderId, Totals};
 pub use frame::FrameKind;
 pub use init::{InitView, Metadata, FORMAT_VERSION};
 pub use lane::{LaneHandle, LaneInfo, Lanes, SpanToken, DEFAULT_RING_EVENTS, MAX_OPEN_SPANS};

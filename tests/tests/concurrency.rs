@@ -54,7 +54,7 @@ fn lanes_churning_under_a_running_exporter_never_garble_a_frame() {
     exporter.set_catchup_interval(1);
     let mut out = vec![0u8; 1 << 16];
     let mut stream = Vec::new();
-    exporter.attach();
+    let reader = exporter.attach().expect("a free slot");
     for now in 0..3000u64 {
         exporter.request_drain();
         while let Some(frame) = exporter.poll(now, &LANES, &names, &mut out).unwrap() {
@@ -86,7 +86,7 @@ fn lanes_churning_under_a_running_exporter_never_garble_a_frame() {
     assert!(frames > 3000, "one Catch-up per step at least");
     assert_eq!(delivered, recorded.load(Ordering::Relaxed));
     assert_eq!(
-        exporter.totals().events_dropped,
+        exporter.totals(reader).events_dropped,
         refused.load(Ordering::Relaxed)
     );
 }

@@ -1,13 +1,18 @@
 //! The sans-IO exporter under arbitrary sequences of events, attaches,
-//! detaches, drains, clock steps and dropped frames: every stream it writes
-//! decodes, its sequence gaps equal the frames reported dropped, every id is
-//! defined before use, and every recorded event is accounted for.
+//! detaches, drains, clock steps and dropped frames, with one or two
+//! readers: every stream it writes decodes, its sequence gaps equal the
+//! frames reported dropped on it, every id is defined before use in it, its
+//! Shutdown states its own totals, drop reports never outnumber drain
+//! passes, and every recorded event is accounted for. With a "file" reader
+//! (attached first, never dropping) beside the viewer, the file holds every
+//! event whatever the viewer does.
 
 use std::collections::{HashMap, HashSet};
 
 use proptest::prelude::*;
 use typhon_live_core::{
     Event, Exporter, FrameKind, GaugeValue, LaneHandle, LaneKind, Lanes, Metadata, NameTable,
+    ReaderId,
 };
 use typhon_live_tests::{read_stream, Owned, Seen};
 
@@ -52,7 +57,7 @@ fn op() -> impl Strategy<Value = Op> {
     ]
 }
 
-/// What one attachment (one viewer) received, and what was dropped on it.
+/// What one attachment (one reader) received, and what was dropped on it.
 #[derive(Default)]
 struct Attachment {
     bytes: Vec<u8>,
@@ -60,21 +65,37 @@ struct Attachment {
     sequenced_drops: u64,
     /// Drops since the last delivered sequenced frame (not yet visible).
     unseen_drops: u64,
+    /// Sequenced frames reported dropped, and delivered.
+    frames_dropped: u64,
+    frames_delivered: u64,
+    /// Events in Blocks dropped on its way.
+    dropped_block_events: u64,
+    /// Blocks handed out with drop entries and no events.
+    drop_only_blocks: u64,
 }
+
+/// Two reader slots: the file (when the run has one) and a viewer.
+const READERS: usize = 2;
 
 struct Run<'a> {
     lanes: &'a Lanes<LANES, RING>,
     names: NameTable<64, 2048>,
     handles: Vec<LaneHandle<'a, RING>>,
-    exporter: Exporter<'a, LANES>,
+    exporter: Exporter<'a, LANES, READERS>,
     now: u64,
     tick: u64,
     recorded: u64,
     /// Events a full ring refused.
     refused: u64,
     attachments: Vec<Attachment>,
-    attached: bool,
+    /// The file's slot: attached before anything, never dropping.
+    file: Option<ReaderId>,
+    /// The viewer's slot and its attachment.
+    viewer: Option<(ReaderId, usize)>,
+    /// The file's attachment.
+    file_attachment: Option<usize>,
     dropped_block_events: u64,
+    drains: u64,
     out: Vec<u8>,
 }
 
@@ -98,6 +119,8 @@ impl Run<'_> {
         self.refused += u64::from(!ok);
     }
 
+    /// Polls until the exporter runs dry; the viewer's frames are dropped
+    /// by the pattern `drops`, the file's never.
     fn poll(&mut self, drops: &[bool]) {
         let mut pattern = drops.iter().copied().cycle();
         for _ in 0..10_000 {
@@ -106,20 +129,35 @@ impl Run<'_> {
                 .poll(self.now, self.lanes, &self.names, &mut self.out)
                 .expect("buffers are large enough");
             let Some(emitted) = emitted else { return };
-            if pattern.next().unwrap_or(false) {
+            let to_file = Some(emitted.reader) == self.file;
+            let index = if to_file {
+                self.file_attachment.expect("the file is attached")
+            } else {
+                match self.viewer {
+                    Some((id, index)) if id == emitted.reader => index,
+                    _ => panic!("a frame for a reader that is not attached: {emitted:?}"),
+                }
+            };
+            let a = &mut self.attachments[index];
+            let drop_only = emitted.kind == FrameKind::Block && emitted.events == 0;
+            a.drop_only_blocks += u64::from(drop_only);
+            if !to_file && pattern.next().unwrap_or(false) {
                 assert!(self.exporter.frame_dropped());
                 if emitted.kind == FrameKind::Block {
                     self.dropped_block_events += u64::from(emitted.events);
+                    a.dropped_block_events += u64::from(emitted.events);
                 }
                 if emitted.kind != FrameKind::Init {
-                    self.attachments.last_mut().expect("attached").unseen_drops += 1;
+                    a.unseen_drops += 1;
+                    a.frames_dropped += 1;
                 }
             } else {
-                assert!(self.attached, "a detached exporter wrote {emitted:?}");
-                let a = self.attachments.last_mut().expect("attached");
                 a.bytes.extend(&self.out[..emitted.len]);
                 if emitted.kind != FrameKind::Init {
                     a.sequenced_drops += std::mem::take(&mut a.unseen_drops);
+                    if emitted.kind != FrameKind::Shutdown {
+                        a.frames_delivered += 1;
+                    }
                 }
             }
         }
@@ -197,23 +235,32 @@ impl Run<'_> {
                 }
             }
             Op::Attach => {
-                self.exporter.attach();
-                self.attached = true;
+                if let Some((id, _)) = self.viewer.take() {
+                    // A new connection replaces the old one.
+                    self.exporter.detach(id);
+                }
+                let id = self.exporter.attach().expect("a free slot");
                 self.attachments.push(Attachment::default());
+                self.viewer = Some((id, self.attachments.len() - 1));
             }
             Op::Detach => {
-                self.exporter.detach();
-                self.attached = false;
+                if let Some((id, _)) = self.viewer.take() {
+                    self.exporter.detach(id);
+                }
             }
-            Op::Drain => self.exporter.request_drain(),
+            Op::Drain => {
+                self.exporter.request_drain();
+                self.drains += 1;
+            }
             Op::Advance(dt) => self.now += u64::from(dt),
             Op::Poll(ref drops) => self.poll(drops),
         }
     }
 }
 
-/// Checks one viewer's stream; returns the events it received.
-fn check_attachment(a: &Attachment) -> (u64, Option<typhon_live_core::Shutdown>) {
+/// Checks one reader's stream; returns the events it received, the sum of
+/// its Blocks' drop entries, and its Shutdown.
+fn check_attachment(a: &Attachment) -> (u64, u64, Option<typhon_live_core::Shutdown>) {
     let seen = read_stream(&a.bytes, &[97], 1 << 20);
     let mut frames = Vec::new();
     for s in seen {
@@ -227,7 +274,7 @@ fn check_attachment(a: &Attachment) -> (u64, Option<typhon_live_core::Shutdown>)
     }
     if frames.is_empty() {
         // Attached and detached before any poll (or its Init was dropped).
-        return (0, None);
+        return (0, 0, None);
     }
     let Owned::Init {
         next_seq,
@@ -243,6 +290,7 @@ fn check_attachment(a: &Attachment) -> (u64, Option<typhon_live_core::Shutdown>)
     let mut known_names: HashSet<u32> = names.iter().map(|(id, _)| *id).collect();
     let mut known_lanes: HashMap<u16, u32> = lanes.iter().map(|l| (l.id, l.name)).collect();
     let mut events = 0u64;
+    let mut drop_entries = 0u64;
     let mut shutdown = None;
     for frame in &frames[1..] {
         assert!(shutdown.is_none(), "a frame after Shutdown");
@@ -261,7 +309,10 @@ fn check_attachment(a: &Attachment) -> (u64, Option<typhon_live_core::Shutdown>)
                     );
                 }
             }
-            Owned::Block { events: evs, .. } => {
+            Owned::Block {
+                events: evs, drops, ..
+            } => {
+                drop_entries += drops.iter().map(|&(_, d)| u64::from(d)).sum::<u64>();
                 for (lane, e) in evs {
                     assert!(
                         known_lanes.contains_key(lane),
@@ -293,10 +344,10 @@ fn check_attachment(a: &Attachment) -> (u64, Option<typhon_live_core::Shutdown>)
         gaps, a.sequenced_drops,
         "sequence gaps != frames reported dropped"
     );
-    (events, shutdown)
+    (events, drop_entries, shutdown)
 }
 
-fn run(ops: &[Op], final_drops: &[bool], block_max_age: u64) {
+fn run(ops: &[Op], final_drops: &[bool], block_max_age: u64, with_file: bool) {
     let lanes = Lanes::<LANES, RING>::new();
     let mut scratch = vec![0u8; 300];
     let meta = Metadata {
@@ -319,41 +370,81 @@ fn run(ops: &[Op], final_drops: &[bool], block_max_age: u64) {
         recorded: 0,
         refused: 0,
         attachments: Vec::new(),
-        attached: false,
+        file: None,
+        viewer: None,
+        file_attachment: None,
         dropped_block_events: 0,
+        drains: 0,
         out: vec![0u8; 1 << 16],
     };
+    if with_file {
+        run.file = run.exporter.attach();
+        run.attachments.push(Attachment::default());
+        run.file_attachment = Some(0);
+    }
     for op in ops {
         run.apply(op);
     }
     run.exporter.stop();
+    run.drains += 1;
     let mut final_drops = final_drops.to_vec();
     final_drops.push(false);
     run.poll(&final_drops);
     assert!(run.exporter.is_finished());
 
     let mut delivered = 0;
-    let mut last_shutdown = None;
-    for a in &run.attachments {
-        let (events, shutdown) = check_attachment(a);
+    for (index, a) in run.attachments.iter().enumerate() {
+        let (events, drop_entries, shutdown) = check_attachment(a);
         delivered += events;
-        last_shutdown = shutdown.or(last_shutdown);
+        assert!(
+            a.drop_only_blocks <= run.drains,
+            "{} drop-only Blocks in {} drain passes: drop reports outran the drains",
+            a.drop_only_blocks,
+            run.drains
+        );
+        let still_attached = Some(index) == run.file_attachment
+            || run.viewer.is_some_and(|(_, current)| current == index);
+        if !still_attached {
+            continue;
+        }
+        let shutdown = shutdown.expect("an attached stream ends with Shutdown");
+        assert_eq!(
+            shutdown.frames_dropped, a.frames_dropped,
+            "Shutdown's frames dropped are this reader's"
+        );
+        assert_eq!(
+            shutdown.frames_sent, a.frames_delivered,
+            "Shutdown's frames sent are this reader's"
+        );
+        assert!(shutdown.events_dropped >= a.dropped_block_events);
+        assert!(
+            shutdown.events_dropped - a.dropped_block_events <= run.refused,
+            "a reader's dropped events are its dropped Blocks plus ring refusals"
+        );
+        assert!(drop_entries <= shutdown.events_dropped);
+        if Some(index) == run.file_attachment {
+            // Attached before the first event and never dropping: it has
+            // every event, and was told of every refusal.
+            assert_eq!(events, run.recorded, "the file misses events");
+            assert_eq!(
+                drop_entries, run.refused,
+                "the file was not told of every refusal"
+            );
+            assert_eq!(shutdown.events_dropped, run.refused);
+            assert_eq!(shutdown.frames_dropped, 0);
+        }
     }
-    let totals = run.exporter.totals();
-    assert_eq!(
-        delivered + run.dropped_block_events + totals.events_discarded,
-        run.recorded,
-        "events delivered + lost in dropped Blocks + discarded while detached != events recorded"
-    );
-    assert_eq!(
-        totals.events_dropped,
-        run.refused + run.dropped_block_events,
-        "events dropped != refused by full rings + lost in dropped Blocks"
-    );
-    if run.attached {
-        let shutdown = last_shutdown.expect("an attached stream ends with Shutdown");
-        assert_eq!(shutdown.events_dropped, totals.events_dropped);
-        assert_eq!(shutdown.frames_dropped, totals.frames_dropped);
+    assert_eq!(run.exporter.events_refused(), run.refused);
+    if !with_file {
+        // One reader at a time: what it did not get was dropped on its way
+        // or drained while nobody was attached.
+        assert_eq!(
+            delivered + run.dropped_block_events + run.exporter.events_discarded(),
+            run.recorded,
+            "events delivered + lost in dropped Blocks + discarded while detached != events recorded"
+        );
+    } else {
+        assert_eq!(run.exporter.events_discarded(), 0);
     }
     drop(run);
 }
@@ -366,8 +457,9 @@ proptest! {
         ops in prop::collection::vec(op(), 0..120),
         final_drops in prop::collection::vec(prop::bool::weighted(0.3), 1..4),
         block_max_age in prop_oneof![Just(0u64), 1u64..3000],
+        with_file in any::<bool>(),
     ) {
-        run(&ops, &final_drops, block_max_age);
+        run(&ops, &final_drops, block_max_age, with_file);
     }
 }
 
@@ -380,7 +472,7 @@ fn a_quiet_session_gets_init_catchup_and_shutdown() {
         Op::Advance(1000),
         Op::Poll(vec![false]),
     ];
-    run(&ops, &[false], 0);
+    run(&ops, &[false], 0, false);
 }
 
 #[test]
@@ -394,7 +486,7 @@ fn a_dropped_definitions_frame_is_written_again() {
         // Drops the Definitions, delivers the rest.
         Op::Poll(vec![true, false, false, false]),
     ];
-    run(&ops, &[false], 0);
+    run(&ops, &[false], 0, false);
 }
 
 #[test]
@@ -411,7 +503,7 @@ fn a_block_collects_several_drains_until_it_ages() {
     };
     let mut exporter: Exporter<'_, LANES> = Exporter::new(meta, &mut scratch);
     exporter.set_block_max_age(5_000);
-    exporter.attach();
+    exporter.attach().expect("a free slot");
     let mut out = vec![0u8; 1 << 16];
     let mut blocks = Vec::new();
     for step in 0..10u64 {

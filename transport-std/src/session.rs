@@ -12,7 +12,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use typhon_live_core::block::block_scratch_len;
-use typhon_live_core::{Emitted, EncodeError, Exporter, FrameKind, Metadata, Totals};
+use typhon_live_core::{Emitted, EncodeError, Exporter, Metadata, ReaderId};
 
 use crate::config::ProfilerConfig;
 use crate::file::TraceFile;
@@ -20,7 +20,9 @@ use crate::metadata::OwnedMetadata;
 use crate::runtime::{self, LANES, MAX_LANES};
 use crate::tcp::{self, Delivery, TcpSink};
 
-/// How long `stop` waits for the last frames to reach a viewer.
+/// How long `stop` waits for the last frames to reach a viewer. `stop`
+/// returns within this plus one exporter cycle, whatever the viewer does
+/// (reads slowly, never reads, floods the socket).
 pub const SHUTDOWN_WAIT: Duration = Duration::from_millis(500);
 /// Scratch bytes of one Block: 8192 events, 8 ms of a 1 M events/s stream.
 const BLOCK_SCRATCH: usize = block_scratch_len(8192);
@@ -81,18 +83,21 @@ impl std::error::Error for StartError {
     }
 }
 
-/// Counters of a session, readable while it runs.
+/// Counters of a session, readable while it runs. The live counters add
+/// up every viewer the session had.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Stats {
-    /// Frames handed to the viewer's socket.
+    /// Frames handed to a viewer's socket.
     pub live_frames_sent: u64,
     /// Frames dropped whole because the viewer was behind.
     pub live_frames_dropped: u64,
+    /// Events inside those dropped frames: lost to the viewer only (the
+    /// trace file, if any, has them).
+    pub live_events_dropped: u64,
     /// Viewers that attached.
     pub viewers: u64,
-    /// Events lost: full rings, or Blocks dropped while the live viewer was
-    /// the only reader.
-    pub events_dropped: u64,
+    /// Events refused by full rings: lost to every reader.
+    pub events_refused: u64,
     /// Worst time one send call spent on the socket, in microseconds.
     pub worst_send_us: u64,
     /// Worst time one exporter cycle took, in microseconds.
@@ -106,8 +111,9 @@ struct Control {
     viewer_arrived: Condvar,
     live_frames_sent: AtomicU64,
     live_frames_dropped: AtomicU64,
+    live_events_dropped: AtomicU64,
     viewers: AtomicU64,
-    events_dropped: AtomicU64,
+    events_refused: AtomicU64,
     worst_send_us: AtomicU64,
     worst_cycle_us: AtomicU64,
 }
@@ -247,8 +253,9 @@ impl Profiler {
         Stats {
             live_frames_sent: c.live_frames_sent.load(Ordering::Relaxed),
             live_frames_dropped: c.live_frames_dropped.load(Ordering::Relaxed),
+            live_events_dropped: c.live_events_dropped.load(Ordering::Relaxed),
             viewers: c.viewers.load(Ordering::Relaxed),
-            events_dropped: c.events_dropped.load(Ordering::Relaxed),
+            events_refused: c.events_refused.load(Ordering::Relaxed),
             worst_send_us: c.worst_send_us.load(Ordering::Relaxed),
             worst_cycle_us: c.worst_cycle_us.load(Ordering::Relaxed),
         }
@@ -299,16 +306,9 @@ fn store_max(cell: &AtomicU64, value: u64) {
     cell.fetch_max(value, Ordering::Relaxed);
 }
 
-/// Which sink the next Init is for: each attachment gets its own.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum InitFor {
-    File,
-    Live,
-}
-
 /// The next frame of `exporter` in `out`, growing `out` as needed.
 fn poll(
-    exporter: &mut Exporter<'_, MAX_LANES>,
+    exporter: &mut SessionExporter<'_>,
     out: &mut Vec<u8>,
     clock: &runtime::Clock,
 ) -> Option<Emitted> {
@@ -328,7 +328,11 @@ fn poll(
     }
 }
 
-/// The exporter thread.
+/// The session's exporter: two readers, the trace file and the live viewer.
+type SessionExporter<'a> = Exporter<'a, MAX_LANES, 2>;
+
+/// The exporter thread: each cycle it accepts or notices a viewer, drains
+/// the lanes, and hands every frame to the reader it is for.
 fn export(
     meta: &OwnedMetadata,
     mut live: Option<TcpSink>,
@@ -340,39 +344,43 @@ fn export(
 ) -> io::Result<()> {
     meta.with(|meta| {
         let mut scratch = vec![0u8; BLOCK_SCRATCH];
-        let mut exporter: Exporter<'_, MAX_LANES> = Exporter::new(meta, &mut scratch);
+        let mut exporter: SessionExporter<'_> = Exporter::new(meta, &mut scratch);
         // Timestamps are nanoseconds, so the age is too.
         exporter.set_block_max_age(block_max_age);
         let mut out = vec![0u8; exporter.min_block_buffer().max(1 << 16)];
-        let mut init_for = None;
+        // The file reads from the first event to the last; a viewer from
+        // when it connects until it goes.
+        let mut file_reader = trace.as_ref().and_then(|_| exporter.attach());
+        let mut live_reader: Option<ReaderId> = None;
         let mut stop_deadline = None;
-        if let Some(file) = trace.as_mut() {
-            // The file's Init goes out before any viewer can attach, so that
-            // each reader's Init is its own.
-            exporter.attach();
-            init_for = Some(InitFor::File);
-            if let Some(frame) = poll(&mut exporter, &mut out, clock) {
-                file.write(&out[..frame.len]);
-            }
-        }
         loop {
             let cycle = Instant::now();
             let stopping = control.stop.load(Ordering::Acquire);
+            if stopping && stop_deadline.is_none() {
+                // One bound for everything stopping does, whatever the
+                // viewer does meanwhile.
+                stop_deadline = Some(Instant::now() + SHUTDOWN_WAIT);
+            }
             if let Some(sink) = live.as_mut() {
-                if sink.accept().is_some() {
+                // A viewer that went away first, so that one connecting
+                // in the same cycle takes its place instead of being refused.
+                if !sink.check_viewer() {
+                    if let Some(gone) = live_reader.take() {
+                        exporter.detach(gone);
+                    }
+                }
+                if !stopping && sink.accept().is_some() {
+                    if let Some(old) = live_reader.take() {
+                        exporter.detach(old);
+                    }
+                    live_reader = exporter.attach();
                     control.viewers.fetch_add(1, Ordering::Relaxed);
-                    exporter.attach();
-                    init_for = Some(InitFor::Live);
                     let mut seen = control
                         .viewer_seen
                         .lock()
                         .unwrap_or_else(|p| p.into_inner());
                     *seen = true;
                     control.viewer_arrived.notify_all();
-                }
-                let file_open = trace.as_ref().is_some_and(TraceFile::is_open);
-                if !sink.check_viewer() && !file_open && exporter.is_attached() {
-                    exporter.detach();
                 }
             }
             if stopping {
@@ -382,51 +390,53 @@ fn export(
             }
             while let Some(frame) = poll(&mut exporter, &mut out, clock) {
                 let bytes = &out[..frame.len];
-                let to_file = frame.kind != FrameKind::Init || init_for == Some(InitFor::File);
-                let to_live = frame.kind != FrameKind::Init || init_for == Some(InitFor::Live);
-                if to_file {
-                    if let Some(file) = trace.as_mut() {
-                        file.write(bytes);
+                if Some(frame.reader) == file_reader {
+                    let Some(file) = trace.as_mut().filter(|f| f.is_open()) else {
+                        continue;
+                    };
+                    file.write(bytes);
+                    if !file.is_open() {
+                        // Failed and closed: nothing more is encoded for it.
+                        exporter.detach(frame.reader);
+                        file_reader = None;
                     }
-                }
-                if to_live {
-                    if let Some(sink) = live.as_mut() {
-                        match sink.send(bytes, frame.kind.is_droppable()) {
-                            Delivery::Accepted => {
-                                control.live_frames_sent.fetch_add(1, Ordering::Relaxed);
-                            }
-                            Delivery::Dropped => {
-                                control.live_frames_dropped.fetch_add(1, Ordering::Relaxed);
-                                // With a file the stream itself went out
-                                // whole: only this viewer missed the frame.
-                                if !trace.as_ref().is_some_and(TraceFile::is_open) {
-                                    exporter.frame_dropped();
-                                }
-                            }
-                            Delivery::NoViewer => {}
+                } else if Some(frame.reader) == live_reader {
+                    let Some(sink) = live.as_mut() else {
+                        continue;
+                    };
+                    match sink.send(bytes, frame.kind.is_droppable()) {
+                        Delivery::Accepted => {
+                            control.live_frames_sent.fetch_add(1, Ordering::Relaxed);
+                        }
+                        Delivery::Dropped => {
+                            control.live_frames_dropped.fetch_add(1, Ordering::Relaxed);
+                            control
+                                .live_events_dropped
+                                .fetch_add(u64::from(frame.events), Ordering::Relaxed);
+                            exporter.frame_dropped();
+                        }
+                        Delivery::NoViewer => {
+                            exporter.detach(frame.reader);
+                            live_reader = None;
                         }
                     }
                 }
             }
+            let mut live_flushed = true;
             if let Some(sink) = live.as_mut() {
-                sink.flush();
+                live_flushed = sink.flush();
                 store_max(&control.worst_send_us, sink.worst_send.as_micros() as u64);
             }
             if let Some(file) = trace.as_mut() {
                 // A crash loses at most this cycle.
                 file.flush();
             }
-            let totals: Totals = exporter.totals();
             control
-                .events_dropped
-                .store(totals.events_dropped, Ordering::Relaxed);
+                .events_refused
+                .store(exporter.events_refused(), Ordering::Relaxed);
             store_max(&control.worst_cycle_us, cycle.elapsed().as_micros() as u64);
-            if stopping {
-                // Finished normally within a cycle; the deadline only guards
-                // against an encoder error that keeps Shutdown from being
-                // written.
-                let deadline = *stop_deadline.get_or_insert_with(|| Instant::now() + SHUTDOWN_WAIT);
-                if exporter.is_finished() || Instant::now() >= deadline {
+            if let Some(deadline) = stop_deadline {
+                if (exporter.is_finished() && live_flushed) || Instant::now() >= deadline {
                     break;
                 }
             }
@@ -435,7 +445,8 @@ fn export(
             }
         }
         if let Some(sink) = live.as_mut() {
-            sink.close(Instant::now() + SHUTDOWN_WAIT);
+            // Whatever is still queued had its chance until the deadline.
+            sink.close();
         }
         trace.map_or(Ok(()), TraceFile::finish)
     })

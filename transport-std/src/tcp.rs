@@ -21,6 +21,15 @@ pub const SEND_BUFFER_BYTES: usize = 256 << 10;
 /// Frames that must not be dropped are queued behind a stalled viewer up
 /// to this many bytes; past it the viewer is disconnected.
 pub const MAX_QUEUED_BYTES: usize = 16 << 20;
+/// Connections the kernel holds until the exporter's next cycle accepts
+/// them: a burst of connects (a viewer's reconnect loop, a port scanner)
+/// is taken at once instead of waiting a second for a SYN retry. The
+/// kernel caps it at its `somaxconn`.
+pub const LISTEN_BACKLOG: i32 = 128;
+/// Connections accepted per exporter cycle at most: all that a full
+/// backlog holds and then some, so a connect flood cannot hold the
+/// exporter in `accept`.
+const ACCEPTS_PER_CYCLE: usize = 4 * LISTEN_BACKLOG as usize;
 
 /// What became of a frame handed to [`TcpSink::send`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -57,7 +66,7 @@ pub(crate) fn bind(address: SocketAddr) -> io::Result<TcpListener> {
     )?;
     socket.set_reuse_address(true)?;
     socket.bind(&SockAddr::from(address))?;
-    socket.listen(4)?;
+    socket.listen(LISTEN_BACKLOG)?;
     socket.set_nonblocking(true)?;
     Ok(socket.into())
 }
@@ -75,12 +84,12 @@ impl TcpSink {
         self.listener.local_addr().ok()
     }
 
-    /// Accepts pending connections. Returns the new viewer's address if one
-    /// attached; a connection while a viewer is attached is closed at once.
+    /// Accepts every pending connection. Returns the new viewer's address if
+    /// one attached; a connection while a viewer is attached is closed at
+    /// once.
     pub(crate) fn accept(&mut self) -> Option<SocketAddr> {
         let mut attached = None;
-        // Bounded: a flood of connects cannot keep the exporter here.
-        for _ in 0..16 {
+        for _ in 0..ACCEPTS_PER_CYCLE {
             let (stream, peer) = match self.listener.accept() {
                 Ok(conn) => conn,
                 Err(e) if e.kind() == ErrorKind::WouldBlock => break,
@@ -221,11 +230,9 @@ impl TcpSink {
         }
     }
 
-    /// Sends what is queued, waiting at most until `deadline`, then closes.
-    pub(crate) fn close(&mut self, deadline: Instant) {
-        while !self.flush() && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(1));
-        }
+    /// Pushes what the kernel takes now of what is queued, then closes.
+    pub(crate) fn close(&mut self) {
+        self.flush();
         self.drop_viewer("profiler stopped");
     }
 }

@@ -13,7 +13,7 @@
 
 use typhon_live_core::block::{block_scratch_len, max_block_frame_len};
 use typhon_live_core::io::{pump, PumpError};
-use typhon_live_core::{Exporter, LaneHandle, Lanes, Metadata, NameId, NameTable};
+use typhon_live_core::{Exporter, LaneHandle, Lanes, Metadata, NameId, NameTable, ReaderId};
 
 /// Lanes: the main loop and the interrupt handler.
 pub const LANES: usize = 2;
@@ -129,6 +129,8 @@ pub fn on_interrupt(lane: &Lane<'_>, ids: &Ids, count: u32, now: u64, sample: u6
 /// The exporter and its buffers.
 pub struct Telemetry<'a> {
     exporter: Exporter<'a, LANES>,
+    /// The one reader: whoever listens on the link.
+    link: ReaderId,
     out: &'a mut [u8],
     /// Tick of the last Init.
     announced: u64,
@@ -141,9 +143,11 @@ impl<'a> Telemetry<'a> {
     /// [`TICKS_PER_SECOND`]; the Init is repeated every [`ANNOUNCE_EVERY`].
     pub fn new(scratch: &'a mut [u8], out: &'a mut [u8]) -> Self {
         let mut exporter = Exporter::new(metadata(), scratch);
-        exporter.attach();
+        // A one-reader exporter always has its slot free.
+        let link = exporter.attach().unwrap_or(ReaderId::FIRST);
         Telemetry {
             exporter,
+            link,
             out,
             announced: 0,
         }
@@ -159,7 +163,7 @@ impl<'a> Telemetry<'a> {
     ) -> Result<u32, PumpError<W::Error>> {
         if now.saturating_sub(self.announced) >= ANNOUNCE_EVERY {
             // As if a reader had just connected: Init, then the stream.
-            self.exporter.attach();
+            self.exporter.restart(self.link);
             self.announced = now;
         }
         self.exporter.request_drain();
