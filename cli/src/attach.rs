@@ -9,7 +9,7 @@ use typhon_live_core::{DecodeError, Frame};
 
 use crate::error::CliError;
 use crate::model::{Connection, Model};
-use crate::stream::{self, Consumer, End, Flow};
+use crate::stream::{self, Backoff, Consumer, End, Flow};
 use crate::view;
 
 /// How often the view is redrawn.
@@ -140,16 +140,24 @@ pub fn run(addr: &str, json: bool, duration: Option<Duration>) -> Result<(), Cli
     result
 }
 
+/// Connects, reads until the connection ends, and reconnects on the
+/// [`Backoff`] schedule; every wait ends at the viewer's deadline.
 fn watch(addr: &str, viewer: &mut Viewer) -> Result<(), CliError> {
-    let mut stream = stream::connect(addr, |attempt| {
+    let deadline = viewer.deadline;
+    let connected = stream::connect(addr, deadline, |attempt| {
         viewer.model.connection = Connection::Connecting { attempt };
         viewer.output.show(&mut viewer.model, true);
     })?;
+    let Some(mut stream) = connected else {
+        return Ok(());
+    };
+    let mut backoff = Backoff::default();
     loop {
         let peer = stream
             .peer_addr()
             .map_or_else(|_| addr.to_owned(), |p| p.to_string());
         viewer.model.connection = Connection::Connected { peer };
+        let since = Instant::now();
         match stream::read_frames(&mut stream, viewer) {
             End::Done => return Ok(()),
             End::NotTyphon(reason) => {
@@ -159,9 +167,17 @@ fn watch(addr: &str, viewer: &mut Viewer) -> Result<(), CliError> {
                 })
             }
             End::Lost(reason) => {
+                let wait = backoff.after(since.elapsed());
+                viewer.model.connection = Connection::Waiting {
+                    reason: reason.clone(),
+                    retry_in_ms: wait.as_millis() as u64,
+                };
                 viewer.output.show(&mut viewer.model, true);
+                if !stream::pause(wait, deadline) {
+                    return Ok(());
+                }
                 let lost = reason.clone();
-                stream = stream::connect(addr, |attempt| {
+                let reconnected = stream::connect(addr, deadline, |attempt| {
                     viewer.model.connection = Connection::Reconnecting {
                         attempt,
                         reason: reason.clone(),
@@ -172,6 +188,11 @@ fn watch(addr: &str, viewer: &mut Viewer) -> Result<(), CliError> {
                     addr: addr.into(),
                     reason: lost,
                 })?;
+                let Some(reconnected) = reconnected else {
+                    return Ok(());
+                };
+                stream = reconnected;
+                viewer.model.reconnects += 1;
                 // A new Init tells a restart (new session id) from a
                 // transient drop (same id); the model notices which.
                 viewer.model.notice = Some("reconnected after a dropped connection".into());

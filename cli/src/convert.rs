@@ -16,7 +16,8 @@ pub fn to_chrome(path: &Path) -> Result<(Value, Vec<Damage>), CliError> {
     let mut out: Vec<Value> = Vec::new();
     let mut names: HashMap<u32, String> = HashMap::new();
     let mut lane_names: HashMap<u16, u32> = HashMap::new();
-    let (mut pid, mut ticks_per_second, mut seen_init) = (0u32, 1_000_000_000f64, false);
+    // Without a readable Init: pid 0, nanoseconds, names as ids.
+    let (mut pid, mut ticks_per_second, mut frames_read) = (0u32, 1_000_000_000f64, 0u64);
     let thread_name = |out: &mut Vec<Value>, pid: u32, lane: u16, name: &str| {
         out.push(json!({ "ph": "M", "name": "thread_name", "pid": pid, "tid": lane, "args": { "name": name } }));
     };
@@ -24,9 +25,9 @@ pub fn to_chrome(path: &Path) -> Result<(Value, Vec<Damage>), CliError> {
         let name_of = |names: &HashMap<u32, String>, id: u32| {
             names.get(&id).cloned().unwrap_or_else(|| format!("#{id}"))
         };
+        frames_read += 1;
         match frame.parse()? {
             Payload::Init(init) => {
-                seen_init = true;
                 pid = init.process_id;
                 ticks_per_second = init.ticks_per_second.max(1) as f64;
                 names.extend(init.names().map(|(id, n)| (id, n.to_owned())));
@@ -74,8 +75,8 @@ pub fn to_chrome(path: &Path) -> Result<(Value, Vec<Damage>), CliError> {
         }
         Ok(())
     });
-    if !seen_init {
-        let reason = damage.first().map_or("no Init frame".into(), |d| {
+    if frames_read == 0 {
+        let reason = damage.first().map_or("no frame".into(), |d| {
             format!("byte {}: {}", d.offset, d.error)
         });
         return Err(CliError::BadTrace {

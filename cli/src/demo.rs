@@ -5,30 +5,42 @@
 
 use std::hint::black_box;
 use std::net::IpAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use typhon_live_core::LaneKind;
-use typhon_live_std::config::ProfilerConfig;
+use typhon_live_std::config::{
+    ConfigError, ConfigLayer, ProfilerConfig, CONFIG_FILE, DEFAULT_LIVE_PORT,
+};
 use typhon_live_std::metadata::{OwnedComponent, OwnedMetadata};
 use typhon_live_std::{runtime, Profiler};
 
 use crate::attach;
 use crate::error::CliError;
 
-/// What the demo runs: the `demo` subcommand's arguments.
+/// What the demo runs: the `demo` subcommand's arguments. The profiler's
+/// settings are layered as for any instrumented process:
+/// `typhon.telemetry.json` in the working directory < `TYPHON__PROFILER__*`
+/// variables < these flags; the demo only adds a default port, 9100.
 #[derive(clap::Args)]
 pub struct DemoOptions {
-    /// Port to export on; 0 picks a free one.
-    #[arg(long, default_value_t = 9100)]
-    pub live: u16,
-    /// Address to listen on (loopback unless you mean otherwise).
-    #[arg(long, default_value = "127.0.0.1")]
-    pub bind_address: IpAddr,
-    /// Also write the stream to this trace file.
+    /// Port to export on; 0 picks a free one [default: the configuration's
+    /// `Live`, else 9100].
+    #[arg(long)]
+    pub live: Option<u16>,
+    /// Address to listen on (loopback unless you mean otherwise)
+    /// [default: the configuration's `BindAddress`, else 127.0.0.1].
+    #[arg(long)]
+    pub bind_address: Option<IpAddr>,
+    /// Wait at most this many milliseconds for a viewer before running
+    /// [default: the configuration's `LiveWaitMs`, else 0].
+    #[arg(long, value_name = "MS")]
+    pub live_wait: Option<u64>,
+    /// Also write the stream to this trace file [default: the
+    /// configuration's `Trace`].
     #[arg(long)]
     pub trace: Option<PathBuf>,
     /// Worker threads.
@@ -291,14 +303,43 @@ fn simulate(threads: usize, tick_rate: f64, via_tracing: bool, stop: &AtomicBool
     }
 }
 
-/// Runs the demo.
-pub fn run(opts: DemoOptions) -> Result<(), CliError> {
-    let config = ProfilerConfig {
-        live: Some(opts.live),
+/// The demo's profiler settings: its default port, then the zero-code
+/// configuration's layers, then its own flags.
+fn config(opts: &DemoOptions) -> Result<ProfilerConfig, CliError> {
+    let invalid = |e: ConfigError| CliError::Profiler(e.to_string());
+    let demo = ConfigLayer {
+        live: Some(Some(DEFAULT_LIVE_PORT)),
+        ..ConfigLayer::default()
+    };
+    let file = ConfigLayer::from_file(Path::new(CONFIG_FILE)).map_err(invalid)?;
+    let env = ConfigLayer::from_env(std::env::vars()).map_err(invalid)?;
+    let flags = ConfigLayer {
+        live: opts.live.map(Some),
+        live_wait_ms: opts.live_wait,
         bind_address: opts.bind_address,
         trace: opts.trace.clone(),
-        ..ProfilerConfig::default()
+        ..ConfigLayer::default()
     };
+    let config = ProfilerConfig::layered([&demo, &file, &env, &flags]);
+    if !config.enabled || config.live.is_none() {
+        return Err(CliError::Profiler(
+            "the configuration turns the profiler or its live port off; the demo needs both".into(),
+        ));
+    }
+    Ok(config)
+}
+
+/// Runs the demo.
+pub fn run(opts: DemoOptions) -> Result<(), CliError> {
+    let config = config(&opts)?;
+    if !config.live_wait.is_zero() {
+        println!(
+            "typhon-live demo: waiting up to {} ms for a viewer on {}:{}",
+            config.live_wait.as_millis(),
+            config.bind_address,
+            config.live.unwrap_or_default()
+        );
+    }
     let profiler = metadata(opts.threads, opts.tick_rate)
         .with(|meta| Profiler::start(&config, &meta))
         .map_err(|e| CliError::Profiler(e.to_string()))?;
@@ -338,7 +379,7 @@ pub fn run(opts: DemoOptions) -> Result<(), CliError> {
     stop.store(true, Ordering::Relaxed);
     let _ = sim.join();
     profiler.stop().map_err(|e| CliError::File {
-        path: opts.trace.unwrap_or_default(),
+        path: config.trace.unwrap_or_default(),
         reason: e.to_string(),
     })?;
     viewed

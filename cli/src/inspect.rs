@@ -29,8 +29,15 @@ pub fn report(path: &Path) -> Result<(String, bool), CliError> {
     let mut events: BTreeMap<&'static str, u64> = BTreeMap::new();
     let (mut gaps, mut expected, mut first, mut last) = (0u64, None::<u32>, u64::MAX, 0u64);
     let (mut events_dropped, mut ticks_per_second, mut header, mut shutdown) =
-        (0u64, 1u64, None, None);
+        (0u64, 1_000_000_000u64, None, None);
+    // Frames read before any Init (the Init was damaged): still counted and
+    // read, their names shown as ids until a Definitions names them.
+    let (mut frames_read, mut before_init) = (0u64, 0u64);
     let damage = trace::frames(&bytes, |frame| {
+        frames_read += 1;
+        if header.is_none() && frame.kind != FrameKind::Init.to_byte() {
+            before_init += 1;
+        }
         let payload = frame.parse()?;
         let kind = match frame.kind() {
             Ok(FrameKind::Init) => "init",
@@ -125,15 +132,19 @@ pub fn report(path: &Path) -> Result<(String, bool), CliError> {
         }
         Ok(())
     });
-    let Some(header) = header else {
-        let reason = damage.first().map_or("no Init frame".into(), |d| {
+    if frames_read == 0 {
+        let reason = damage.first().map_or("no frame".into(), |d| {
             format!("byte {}: {}", d.offset, d.error)
         });
         return Err(CliError::BadTrace {
             path: path.into(),
             reason,
         });
-    };
+    }
+    let header = header.unwrap_or_else(|| {
+        "session     unknown: no readable Init (see damage); clock assumed 1e9 ticks per second\n"
+            .into()
+    });
     let _ = writeln!(
         out,
         "file        {} ({} bytes)",
@@ -141,6 +152,12 @@ pub fn report(path: &Path) -> Result<(String, bool), CliError> {
         bytes.len()
     );
     out.push_str(&header);
+    if before_init > 0 {
+        let _ = writeln!(
+            out,
+            "before Init {before_init} frames read before any readable Init: names they use show as #id"
+        );
+    }
     let frame_counts: Vec<String> = kinds.iter().map(|(k, n)| format!("{n} {k}")).collect();
     let _ = writeln!(
         out,

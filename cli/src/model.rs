@@ -15,6 +15,22 @@ const SPAN_BUCKETS: u64 = 20;
 /// Gauge readings kept per gauge, for the sparkline.
 const GAUGE_HISTORY: usize = 120;
 
+/// What a peer can make a viewer keep, at most. A typhon-live process has
+/// at most 16 384 names (1 MiB of text) and 64 lanes, so these only bind on
+/// a peer that is broken or hostile; what they refuse is counted and shown.
+pub const MAX_NAMES: usize = 65_536;
+/// Bytes of name text kept at most.
+pub const MAX_NAME_BYTES: usize = 16 << 20;
+/// Lanes kept at most.
+pub const MAX_LANES: usize = 1024;
+/// Gauges (distinct gauge names) kept at most.
+pub const MAX_GAUGES: usize = 1024;
+/// Span names per window bucket at most.
+pub const MAX_SPAN_NAMES: usize = 4096;
+/// Ticks waiting for their end, and ticks in the window, at most.
+pub const MAX_OPEN_TICKS: usize = 1024;
+pub const MAX_TICKS: usize = 100_000;
+
 /// Per span name: total duration and count.
 type SpanTotals = HashMap<u32, (u64, u64)>;
 
@@ -38,9 +54,47 @@ pub enum Connection {
     Connected { peer: String },
     /// The connection dropped; trying again.
     Reconnecting { attempt: u32, reason: String },
+    /// The connection dropped; waiting before connecting again.
+    Waiting { reason: String, retry_in_ms: u64 },
     /// The session ended (Shutdown received, or gave up).
     Ended { reason: String },
 }
+
+/// What the viewer refused to keep because a cap was reached.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Refused {
+    pub names: u64,
+    pub lanes: u64,
+    pub gauges: u64,
+    pub span_names: u64,
+    pub ticks: u64,
+}
+
+impl Refused {
+    fn any(&self) -> bool {
+        *self != Refused::default()
+    }
+}
+
+/// The caps, as the view and `--json` report them.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct Limits {
+    pub names: usize,
+    pub name_bytes: usize,
+    pub lanes: usize,
+    pub gauges: usize,
+    pub span_names: usize,
+    pub ticks: usize,
+}
+
+const LIMITS: Limits = Limits {
+    names: MAX_NAMES,
+    name_bytes: MAX_NAME_BYTES,
+    lanes: MAX_LANES,
+    gauges: MAX_GAUGES,
+    span_names: MAX_SPAN_NAMES,
+    ticks: MAX_TICKS,
+};
 
 /// A viewer's running state.
 pub struct Model {
@@ -50,7 +104,14 @@ pub struct Model {
     pub process_id: u32,
     ticks_per_second: u64,
     names: HashMap<u32, String>,
+    name_bytes: usize,
     lanes: BTreeMap<u16, Lane>,
+    /// An Init arrived in this session (frames before it, after a damaged
+    /// or missed Init, are read with names shown as ids).
+    init_seen: bool,
+    pub refused: Refused,
+    /// Connections made again after one was lost.
+    pub reconnects: u32,
     expected_seq: Option<u32>,
     pub frames: u64,
     pub frames_dropped: u64,
@@ -87,7 +148,11 @@ impl Default for Model {
             process_id: 0,
             ticks_per_second: 1_000_000_000,
             names: HashMap::new(),
+            name_bytes: 0,
             lanes: BTreeMap::new(),
+            init_seen: false,
+            refused: Refused::default(),
+            reconnects: 0,
             expected_seq: None,
             frames: 0,
             frames_dropped: 0,
@@ -134,6 +199,11 @@ impl Model {
         self.bytes += frame.wire_len() as u64;
         let payload = frame.parse()?;
         if !matches!(payload, Payload::Init(_)) {
+            if !self.init_seen && self.notice.is_none() {
+                self.notice = Some(
+                    "no Init yet (damaged or missed): names show as #id until the next one".into(),
+                );
+            }
             if let Some(expected) = self.expected_seq {
                 self.frames_dropped += u64::from(frame.seq.wrapping_sub(expected));
             }
@@ -156,22 +226,27 @@ impl Model {
                 self.process_id = init.process_id;
                 self.ticks_per_second = init.ticks_per_second.max(1);
                 self.expected_seq = Some(init.next_seq);
-                self.names
-                    .extend(init.names().map(|(id, n)| (id, n.to_owned())));
+                self.init_seen = true;
+                for (id, name) in init.names() {
+                    self.define_name(id, name);
+                }
                 self.set_lanes(init.lanes());
             }
             Payload::Definitions(defs) => {
-                self.names
-                    .extend(defs.names().map(|(id, n)| (id, n.to_owned())));
+                for (id, name) in defs.names() {
+                    self.define_name(id, name);
+                }
                 self.set_lanes(defs.lanes());
             }
             Payload::CatchUp(catchup) => {
                 self.advance_host_now(catchup.time);
                 for lane in catchup.lanes() {
-                    self.names
-                        .entry(lane.info.name)
-                        .or_insert_with(|| lane.name.to_owned());
-                    let row = self.lanes.entry(lane.info.id).or_default();
+                    if !self.names.contains_key(&lane.info.name) {
+                        self.define_name(lane.info.name, lane.name);
+                    }
+                    let Some(row) = self.lane(lane.info.id) else {
+                        continue;
+                    };
                     row.name = lane.info.name;
                     row.kind = Some(lane.info.kind);
                     row.open_depth = lane.open_depth;
@@ -184,7 +259,9 @@ impl Model {
                 self.advance_host_now(block.last_time);
                 for (lane, dropped) in block.drops() {
                     self.events_dropped += u64::from(dropped);
-                    self.lanes.entry(lane).or_default().dropped += u64::from(dropped);
+                    if let Some(row) = self.lane(lane) {
+                        row.dropped += u64::from(dropped);
+                    }
                 }
                 let result = block.events().and_then(|events| {
                     for item in events {
@@ -204,6 +281,27 @@ impl Model {
             }
         }
         Ok(())
+    }
+
+    /// Keeps `name` for `id` unless a cap is reached (then counts it).
+    fn define_name(&mut self, id: u32, name: &str) {
+        let known = self.names.get(&id).map_or(0, String::len);
+        let bytes = self.name_bytes - known + name.len();
+        if (known == 0 && self.names.len() >= MAX_NAMES) || bytes > MAX_NAME_BYTES {
+            self.refused.names += 1;
+            return;
+        }
+        self.name_bytes = bytes;
+        self.names.insert(id, name.to_owned());
+    }
+
+    /// Lane `id`'s row, made if there is room for one more.
+    fn lane(&mut self, id: u16) -> Option<&mut Lane> {
+        if !self.lanes.contains_key(&id) && self.lanes.len() >= MAX_LANES {
+            self.refused.lanes += 1;
+            return None;
+        }
+        Some(self.lanes.entry(id).or_default())
     }
 
     fn advance_host_now(&mut self, time: u64) {
@@ -230,6 +328,8 @@ impl Model {
         let keep = Model {
             connection: self.connection.clone(),
             restarts: self.restarts,
+            reconnects: self.reconnects,
+            refused: self.refused,
             notice: self.notice.take(),
             ..Model::default()
         };
@@ -239,6 +339,10 @@ impl Model {
     fn set_lanes(&mut self, lanes: impl Iterator<Item = typhon_live_core::LaneInfo>) {
         let mut current = BTreeMap::new();
         for info in lanes {
+            if current.len() >= MAX_LANES {
+                self.refused.lanes += 1;
+                continue;
+            }
             let mut row = self.lanes.remove(&info.id).unwrap_or_default();
             row.name = info.name;
             row.kind = Some(info.kind);
@@ -249,14 +353,16 @@ impl Model {
 
     fn on_event(&mut self, lane: u16, event: &Event) {
         self.events += 1;
-        let row = self.lanes.entry(lane).or_default();
-        row.events += 1;
-        match *event {
-            Event::Span {
-                name, duration, id, ..
-            } => {
+        let row = self.lane(lane);
+        if let Some(row) = row {
+            row.events += 1;
+            if let Event::Span { id, .. } = *event {
                 // Ended: no longer open, whatever the last Catch-up said.
                 row.open.retain(|open| open.id != id);
+            }
+        }
+        match *event {
+            Event::Span { name, duration, .. } => {
                 let bucket = event.end_time() / self.bucket_ticks();
                 if self.spans.back().is_none_or(|(b, _)| *b < bucket) {
                     self.spans.push_back((bucket, HashMap::new()));
@@ -264,9 +370,13 @@ impl Model {
                 // Spans ending out of order land in the newest bucket: the
                 // window is approximate by one bucket, never unbounded.
                 if let Some((_, totals)) = self.spans.back_mut() {
-                    let entry = totals.entry(name).or_default();
-                    entry.0 += duration;
-                    entry.1 += 1;
+                    if totals.len() < MAX_SPAN_NAMES || totals.contains_key(&name) {
+                        let entry = totals.entry(name).or_default();
+                        entry.0 += duration;
+                        entry.1 += 1;
+                    } else {
+                        self.refused.span_names += 1;
+                    }
                 }
             }
             Event::Gauge { gauge, value, .. } => {
@@ -274,14 +384,22 @@ impl Model {
                     GaugeValue::Int(v) => v as f64,
                     GaugeValue::Float(v) => v,
                 };
-                let history = self.gauges.entry(gauge).or_default();
-                history.push_back(v);
-                if history.len() > GAUGE_HISTORY {
-                    history.pop_front();
+                if !self.gauges.contains_key(&gauge) && self.gauges.len() >= MAX_GAUGES {
+                    self.refused.gauges += 1;
+                } else {
+                    let history = self.gauges.entry(gauge).or_default();
+                    history.push_back(v);
+                    if history.len() > GAUGE_HISTORY {
+                        history.pop_front();
+                    }
                 }
             }
             Event::TickStart { time, tick } => {
-                self.tick_starts.insert(tick, time);
+                if self.tick_starts.len() < MAX_OPEN_TICKS {
+                    self.tick_starts.insert(tick, time);
+                } else {
+                    self.refused.ticks += 1;
+                }
             }
             Event::TickEnd {
                 time,
@@ -289,6 +407,10 @@ impl Model {
                 overrun,
             } => {
                 if let Some(start) = self.tick_starts.remove(&tick) {
+                    if self.ticks.len() >= MAX_TICKS {
+                        self.ticks.pop_front();
+                        self.refused.ticks += 1;
+                    }
                     self.ticks
                         .push_back((tick, start, time.saturating_sub(start), overrun));
                 }
@@ -433,6 +555,9 @@ impl Model {
             frames: self.frames,
             frames_dropped: self.frames_dropped,
             events_dropped: self.events_dropped,
+            reconnects: self.reconnects,
+            refused: self.refused,
+            limits: LIMITS,
         }
     }
 }
@@ -496,6 +621,10 @@ pub struct Summary {
     pub frames: u64,
     pub frames_dropped: u64,
     pub events_dropped: u64,
+    pub reconnects: u32,
+    /// What a cap kept out, and the caps.
+    pub refused: Refused,
+    pub limits: Limits,
 }
 
 impl Summary {
@@ -506,6 +635,15 @@ impl Summary {
             Connection::Connected { peer } => format!("connected to {peer}"),
             Connection::Reconnecting { attempt, reason } => {
                 format!("reconnecting (attempt {attempt}): {reason}")
+            }
+            Connection::Waiting {
+                reason,
+                retry_in_ms,
+            } => {
+                format!(
+                    "lost: {reason}; reconnecting in {:.1} s",
+                    *retry_in_ms as f64 / 1e3
+                )
             }
             Connection::Ended { reason } => format!("ended: {reason}"),
         };
@@ -523,7 +661,27 @@ impl Summary {
             self.frames_dropped,
             self.events_dropped,
             self.open_spans.first().map_or(String::new(), |s| format!(" | open: {} on {} for {:.0} ms", s.span, s.lane, s.open_ms)),
-        )
+        ) + &self.refused_text().map_or(String::new(), |t| format!(" | {t}"))
+    }
+
+    /// What the caps kept out, if anything: "refused 12 names (cap 65536)".
+    pub fn refused_text(&self) -> Option<String> {
+        if !self.refused.any() {
+            return None;
+        }
+        let (r, l) = (self.refused, self.limits);
+        let parts: Vec<String> = [
+            (r.names, "names", l.names),
+            (r.lanes, "lanes", l.lanes),
+            (r.gauges, "gauges", l.gauges),
+            (r.span_names, "span names", l.span_names),
+            (r.ticks, "ticks", l.ticks),
+        ]
+        .iter()
+        .filter(|(n, _, _)| *n > 0)
+        .map(|(n, what, cap)| format!("{n} {what} (cap {cap})"))
+        .collect();
+        Some(format!("refused {}", parts.join(", ")))
     }
 }
 

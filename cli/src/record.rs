@@ -96,7 +96,11 @@ pub fn run(addr: &str, path: &Path, duration: Option<Duration>) -> Result<(), Cl
         path: path.into(),
         reason: e.to_string(),
     })?;
-    let mut stream = stream::connect(addr, |_| {})?;
+    let deadline = duration.map(|d| Instant::now() + d);
+    let Some(mut stream) = stream::connect(addr, deadline, |_| {})? else {
+        // Time was up before the peer answered: an empty recording.
+        return Ok(());
+    };
     let mut recorder = Recorder {
         path,
         file: BufWriter::new(file),
@@ -107,7 +111,7 @@ pub fn run(addr: &str, path: &Path, duration: Option<Duration>) -> Result<(), Cl
         expected: None,
         damage: 0,
         error: None,
-        deadline: duration.map(|d| Instant::now() + d),
+        deadline,
         last_progress: Instant::now(),
         shutdown: false,
     };

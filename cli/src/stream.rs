@@ -9,30 +9,95 @@ use typhon_live_core::{DecodeError, Decoder, Frame};
 
 use crate::error::CliError;
 
-/// Connection attempts before giving up, and the pause between them.
+/// Connect attempts in a row (refused, unreachable, timed out) before
+/// giving up, and the pause between them.
 pub const ATTEMPTS: u32 = 3;
 pub const RETRY_PAUSE: Duration = Duration::from_secs(2);
+/// After a lost connection the viewer waits before connecting again: first
+/// this long, then twice as long after each connection that did not stay
+/// up for [`HEALTHY_FOR`], up to [`RECONNECT_MAX`]. A peer that accepts and
+/// hangs up at once is asked again at 0.1, 0.3, 0.7, 1.5, 3.1 s, ...,
+/// then every 5 s, not in a tight loop.
+pub const RECONNECT_FIRST: Duration = Duration::from_millis(100);
+pub const RECONNECT_MAX: Duration = Duration::from_secs(5);
+/// A connection that lasted this long resets the reconnect schedule.
+pub const HEALTHY_FOR: Duration = Duration::from_secs(2);
 /// A typhon-live peer sends its Init at once; silence this long means the
 /// peer is something else.
 pub const FIRST_FRAME_WAIT: Duration = Duration::from_secs(5);
 
-/// Connects to `addr`, trying [`ATTEMPTS`] times; `on_attempt` hears of each.
-pub fn connect(addr: &str, mut on_attempt: impl FnMut(u32)) -> Result<TcpStream, CliError> {
+/// Sleeps for `pause`, but not past `deadline`; `false` if the deadline
+/// came first.
+pub fn pause(pause: Duration, deadline: Option<Instant>) -> bool {
+    let until = Instant::now() + pause;
+    match deadline {
+        Some(deadline) if deadline <= until => {
+            std::thread::sleep(deadline.saturating_duration_since(Instant::now()));
+            false
+        }
+        _ => {
+            std::thread::sleep(pause);
+            true
+        }
+    }
+}
+
+/// The reconnect schedule: how long to wait before the next connection.
+#[derive(Debug)]
+pub struct Backoff {
+    next: Duration,
+}
+
+impl Default for Backoff {
+    fn default() -> Self {
+        Backoff {
+            next: RECONNECT_FIRST,
+        }
+    }
+}
+
+impl Backoff {
+    /// The pause before reconnecting after a connection that lasted
+    /// `lasted`.
+    pub fn after(&mut self, lasted: Duration) -> Duration {
+        if lasted >= HEALTHY_FOR {
+            self.next = RECONNECT_FIRST;
+        }
+        let pause = self.next;
+        self.next = (self.next * 2).min(RECONNECT_MAX);
+        pause
+    }
+}
+
+/// Connects to `addr`, trying [`ATTEMPTS`] times; `on_attempt` hears of
+/// each. `Ok(None)`: `deadline` came before a connection did.
+pub fn connect(
+    addr: &str,
+    deadline: Option<Instant>,
+    mut on_attempt: impl FnMut(u32),
+) -> Result<Option<TcpStream>, CliError> {
     let mut last = String::new();
     for attempt in 1..=ATTEMPTS {
         on_attempt(attempt);
-        match resolve(addr).and_then(|sock| {
-            TcpStream::connect_timeout(&sock, Duration::from_secs(2)).map_err(|e| e.to_string())
-        }) {
+        let timeout = deadline.map_or(Duration::from_secs(2), |d| {
+            d.saturating_duration_since(Instant::now())
+                .clamp(Duration::from_millis(1), Duration::from_secs(2))
+        });
+        match resolve(addr)
+            .and_then(|sock| TcpStream::connect_timeout(&sock, timeout).map_err(|e| e.to_string()))
+        {
             Ok(stream) => {
                 let _ = stream.set_read_timeout(Some(Duration::from_millis(100)));
                 let _ = stream.set_nodelay(true);
-                return Ok(stream);
+                return Ok(Some(stream));
             }
             Err(e) => last = e,
         }
-        if attempt < ATTEMPTS {
-            std::thread::sleep(RETRY_PAUSE);
+        if deadline.is_some_and(|d| Instant::now() >= d) {
+            return Ok(None);
+        }
+        if attempt < ATTEMPTS && !pause(RETRY_PAUSE, deadline) {
+            return Ok(None);
         }
     }
     Err(CliError::Unreachable {
@@ -80,6 +145,8 @@ pub fn read_frames(stream: &mut TcpStream, consumer: &mut impl Consumer) -> End 
     let mut buf = vec![0u8; 16 << 20];
     let mut decoder = Decoder::new(&mut buf);
     let mut chunk = vec![0u8; 256 << 10];
+    // A frame, or a frame header whose check holds: the peer speaks
+    // typhon-live, whatever damage follows.
     let mut any_frame = false;
     let connected = Instant::now();
     let mut last_tick = Instant::now();
@@ -120,9 +187,16 @@ pub fn read_frames(stream: &mut TcpStream, consumer: &mut impl Consumer) -> End 
                     }
                     Ok(None) => break,
                     Err(e) => {
-                        if !any_frame {
+                        let garbage = matches!(
+                            e,
+                            DecodeError::BadMagic { .. } | DecodeError::HeaderChecksum { .. }
+                        );
+                        if !any_frame && garbage {
                             return End::NotTyphon(e.to_string());
                         }
+                        // A damaged Init is still typhon-live: the frames
+                        // after it are read (names unknown until the next).
+                        any_frame = true;
                         consumer.damage(e);
                     }
                 }

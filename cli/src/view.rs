@@ -40,7 +40,7 @@ pub fn draw(frame: &mut Frame<'_>, s: &Summary) {
         .split(rows[1]);
     let left = Layout::default()
         .direction(Direction::Vertical)
-        .constraints([Constraint::Min(4), Constraint::Length(9)])
+        .constraints([Constraint::Min(4), Constraint::Length(10)])
         .split(middle[0]);
     draw_lanes(frame, left[0], s);
     draw_stats(frame, left[1], s);
@@ -61,6 +61,16 @@ fn draw_header(frame: &mut Frame<'_>, area: Rect, s: &Summary) {
         Connection::Connected { peer } => (format!("live from {peer}"), Color::Green),
         Connection::Reconnecting { attempt, reason } => (
             format!("reconnecting (attempt {attempt}): {reason}"),
+            Color::Yellow,
+        ),
+        Connection::Waiting {
+            reason,
+            retry_in_ms,
+        } => (
+            format!(
+                "lost: {reason}; reconnecting in {:.1} s",
+                *retry_in_ms as f64 / 1e3
+            ),
             Color::Yellow,
         ),
         Connection::Ended { reason } => (format!("ended: {reason}"), Color::Red),
@@ -156,7 +166,19 @@ fn draw_stats(frame: &mut Frame<'_>, area: Rect, s: &Summary) {
                 Style::default()
             },
         )),
-        Line::from(format!("frames     {}   restarts {}", s.frames, s.restarts)),
+        Line::from(format!(
+            "frames     {}   restarts {}   reconnects {}",
+            s.frames, s.restarts, s.reconnects
+        )),
+        Line::from(Span::styled(
+            s.refused_text()
+                .unwrap_or_else(|| "refused    nothing".into()),
+            if s.refused_text().is_some() {
+                Style::default().fg(Color::Red)
+            } else {
+                Style::default()
+            },
+        )),
     ];
     frame.render_widget(
         Paragraph::new(lines).block(Block::default().borders(Borders::ALL).title(" stream ")),

@@ -102,6 +102,9 @@ pub struct Stats {
     pub worst_send_us: u64,
     /// Worst time one exporter cycle took, in microseconds.
     pub worst_cycle_us: u64,
+    /// Exporter cycles run (one per drain interval): frames per cycle is
+    /// what a stalled viewer must not inflate.
+    pub cycles: u64,
 }
 
 #[derive(Default)]
@@ -116,6 +119,7 @@ struct Control {
     events_refused: AtomicU64,
     worst_send_us: AtomicU64,
     worst_cycle_us: AtomicU64,
+    cycles: AtomicU64,
 }
 
 /// A running profiler. Dropping it stops it.
@@ -258,6 +262,7 @@ impl Profiler {
             events_refused: c.events_refused.load(Ordering::Relaxed),
             worst_send_us: c.worst_send_us.load(Ordering::Relaxed),
             worst_cycle_us: c.worst_cycle_us.load(Ordering::Relaxed),
+            cycles: c.cycles.load(Ordering::Relaxed),
         }
     }
 
@@ -435,6 +440,7 @@ fn export(
                 .events_refused
                 .store(exporter.events_refused(), Ordering::Relaxed);
             store_max(&control.worst_cycle_us, cycle.elapsed().as_micros() as u64);
+            control.cycles.fetch_add(1, Ordering::Relaxed);
             if let Some(deadline) = stop_deadline {
                 if (exporter.is_finished() && live_flushed) || Instant::now() >= deadline {
                     break;

@@ -105,13 +105,17 @@ impl TcpSink {
             }
             match configure(stream) {
                 Ok(stream) => {
-                    log::info!("typhon-live: viewer {peer} attached");
                     self.viewer = Some(Viewer {
                         stream,
                         peer,
                         queued: Vec::new(),
                     });
-                    attached = Some(peer);
+                    // One that hung up while it waited in the backlog gives
+                    // its place to the next in line, not refuses it.
+                    if self.check_viewer() {
+                        log::info!("typhon-live: viewer {peer} attached");
+                        attached = Some(peer);
+                    }
                 }
                 Err(e) => log::warn!("typhon-live: cannot set up the connection from {peer}: {e}"),
             }
@@ -233,6 +237,9 @@ impl TcpSink {
     /// Pushes what the kernel takes now of what is queued, then closes.
     pub(crate) fn close(&mut self) {
         self.flush();
+        // Closing with unread bytes from the viewer would reset the
+        // connection, and a reset can discard the Shutdown in flight.
+        self.check_viewer();
         self.drop_viewer("profiler stopped");
     }
 }
