@@ -26,6 +26,10 @@ pub fn to_chrome(path: &Path) -> Result<(Value, Vec<Damage>), CliError> {
             names.get(&id).cloned().unwrap_or_else(|| format!("#{id}"))
         };
         frames_read += 1;
+        if frame.kind().is_err() {
+            // A newer writer's kind: nothing to convert, not damage.
+            return Ok(());
+        }
         match frame.parse()? {
             Payload::Init(init) => {
                 pid = init.process_id;

@@ -38,22 +38,26 @@ pub fn report(path: &Path) -> Result<(String, bool), CliError> {
         if header.is_none() && frame.kind != FrameKind::Init.to_byte() {
             before_init += 1;
         }
-        let payload = frame.parse()?;
         let kind = match frame.kind() {
             Ok(FrameKind::Init) => "init",
             Ok(FrameKind::Block) => "block",
             Ok(FrameKind::Definitions) => "definitions",
             Ok(FrameKind::CatchUp) => "catch-up",
             Ok(FrameKind::Shutdown) => "shutdown",
+            // A newer writer's kind: skipped, not damage.
             Err(_) => "unknown",
         };
         *kinds.entry(kind).or_default() += 1;
-        if !matches!(payload, Payload::Init(_)) {
+        if frame.is_sequenced() {
             if let Some(e) = expected {
                 gaps += u64::from(frame.seq.wrapping_sub(e));
             }
             expected = Some(frame.seq.wrapping_add(1));
         }
+        if frame.kind().is_err() {
+            return Ok(());
+        }
+        let payload = frame.parse()?;
         match payload {
             Payload::Init(init) => {
                 expected = Some(init.next_seq);

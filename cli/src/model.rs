@@ -115,6 +115,8 @@ pub struct Model {
     expected_seq: Option<u32>,
     pub frames: u64,
     pub frames_dropped: u64,
+    /// Frames of kinds this viewer does not know, skipped.
+    pub unknown_frames: u64,
     pub events: u64,
     pub events_dropped: u64,
     pub bytes: u64,
@@ -156,6 +158,7 @@ impl Default for Model {
             expected_seq: None,
             frames: 0,
             frames_dropped: 0,
+            unknown_frames: 0,
             events: 0,
             events_dropped: 0,
             bytes: 0,
@@ -197,17 +200,26 @@ impl Model {
     pub fn on_frame(&mut self, frame: &Frame<'_>) -> Result<(), DecodeError> {
         self.frames += 1;
         self.bytes += frame.wire_len() as u64;
-        let payload = frame.parse()?;
-        if !matches!(payload, Payload::Init(_)) {
-            if !self.init_seen && self.notice.is_none() {
-                self.notice = Some(
-                    "no Init yet (damaged or missed): names show as #id until the next one".into(),
-                );
+        if frame.kind().is_err() {
+            // A newer writer's kind: skipped, not damage, and its number
+            // counts as received.
+            self.unknown_frames += 1;
+            if frame.is_sequenced() {
+                self.expected_seq = Some(frame.seq.wrapping_add(1));
             }
+            return Ok(());
+        }
+        if frame.is_sequenced() {
             if let Some(expected) = self.expected_seq {
                 self.frames_dropped += u64::from(frame.seq.wrapping_sub(expected));
             }
             self.expected_seq = Some(frame.seq.wrapping_add(1));
+        }
+        let payload = frame.parse()?;
+        if !matches!(payload, Payload::Init(_)) && !self.init_seen && self.notice.is_none() {
+            self.notice = Some(
+                "no Init yet (damaged or missed): names show as #id until the next one".into(),
+            );
         }
         match payload {
             Payload::Init(init) => {
@@ -554,6 +566,7 @@ impl Model {
             },
             frames: self.frames,
             frames_dropped: self.frames_dropped,
+            unknown_frames: self.unknown_frames,
             events_dropped: self.events_dropped,
             reconnects: self.reconnects,
             refused: self.refused,
@@ -620,6 +633,8 @@ pub struct Summary {
     pub bytes_per_event: f64,
     pub frames: u64,
     pub frames_dropped: u64,
+    /// Frames of a newer writer's kinds, skipped.
+    pub unknown_frames: u64,
     pub events_dropped: u64,
     pub reconnects: u32,
     /// What a cap kept out, and the caps.

@@ -2,44 +2,15 @@
 //! port, recorded, inspected and converted; and `attach` against peers that
 //! misbehave. Waits are bounded.
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::net::TcpListener;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-const BIN: &str = env!("CARGO_BIN_EXE_typhon-live");
+mod common;
 
-fn temp(name: &str) -> PathBuf {
-    std::env::temp_dir().join(format!("typhon-live-e2e-{}-{name}", std::process::id()))
-}
-
-/// Starts `demo --no-view --live 0` and returns it with the address it
-/// printed.
-fn spawn_demo(duration: &str, threads: &str) -> (std::process::Child, String) {
-    let mut demo = Command::new(BIN)
-        .args([
-            "demo",
-            "--no-view",
-            "--live",
-            "0",
-            "--duration",
-            duration,
-            "--threads",
-            threads,
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("demo starts");
-    let mut line = String::new();
-    BufReader::new(demo.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let addr = line.trim().rsplit(' ').next().unwrap().to_owned();
-    assert!(addr.starts_with("127.0.0.1:"), "demo printed {line:?}");
-    (demo, addr)
-}
+use common::{spawn_demo, temp, BIN};
 
 /// `inspect` on a file that must read cleanly; its report.
 fn inspect_ok(trace: &std::path::Path) -> String {

@@ -63,6 +63,13 @@ impl<'a> Frame<'a> {
         FrameKind::from_byte(self.kind)
     }
 
+    /// Whether the frame takes a sequence number: every kind but Init,
+    /// including kinds this reader does not know, so that skipping one is
+    /// not mistaken for a gap.
+    pub fn is_sequenced(&self) -> bool {
+        self.kind != FrameKind::Init.to_byte()
+    }
+
     /// Total length of the frame on the wire.
     pub fn wire_len(&self) -> usize {
         HEADER_LEN + self.payload.len() + TRAILER_LEN

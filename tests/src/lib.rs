@@ -509,8 +509,6 @@ pub struct Viewer {
     pub frames: Vec<Owned>,
     /// Every decode error met (there should be none).
     pub errors: Vec<DecodeError>,
-    /// Raw bytes of every Block received, for comparing sinks.
-    pub block_bytes: Vec<Vec<u8>>,
     closed: bool,
 }
 
@@ -533,7 +531,6 @@ impl Viewer {
             pending: Vec::new(),
             frames: Vec::new(),
             errors: Vec::new(),
-            block_bytes: Vec::new(),
             closed: false,
         }
     }
@@ -602,10 +599,6 @@ impl Viewer {
                 match decoder.next() {
                     Ok(Some(frame)) => {
                         used = (frame.offset as usize) + frame.wire_len();
-                        if frame.kind == 2 {
-                            self.block_bytes
-                                .push(self.pending[frame.offset as usize..used].to_vec());
-                        }
                         match own(&frame) {
                             Ok(owned) => self.frames.push(owned),
                             Err(e) => self.errors.push(e),
