@@ -122,11 +122,13 @@ fn puffin_frame() {
 
 static EXPORT_LANES: Lanes<8, 65536> = Lanes::new();
 
-/// Exporter throughput on one core: full rings drained into Block frames.
-/// Returns (events per second, wire bytes per event) for `events`, and the
-/// stream of the last sample (Init, Blocks).
-/// The timed part includes copying each frame out, as a sink would.
-fn exporter(events: &[(u16, Event)], samples: usize) -> (f64, f64, Vec<u8>) {
+/// Exporter throughput on one core: full rings drained into Block frames
+/// for `R` readers (each Block is written once per reader, as for a trace
+/// file beside a viewer). Returns (events per second, wire bytes per event)
+/// for `events`, and the first reader's stream of the last sample (Init,
+/// Blocks). The timed part includes copying each frame out, as a sink
+/// would.
+fn exporter<const R: usize>(events: &[(u16, Event)], samples: usize) -> (f64, f64, Vec<u8>) {
     let mut names: NameTable<64, 2048> = NameTable::new();
     for name in typhon_live_tests::REALISTIC_NAMES {
         let _ = names.intern(name);
@@ -139,15 +141,20 @@ fn exporter(events: &[(u16, Event)], samples: usize) -> (f64, f64, Vec<u8>) {
         ticks_per_second: 1_000_000_000,
         ..Metadata::default()
     };
-    let mut exporter: Exporter<'_, 8> = Exporter::new(meta, &mut scratch);
+    let mut exporter: Exporter<'_, 8, R> = Exporter::new(meta, &mut scratch);
     let mut out = vec![0u8; exporter.min_block_buffer()];
-    exporter.attach();
+    let first = exporter.attach().expect("a free slot");
+    for _ in 1..R {
+        exporter.attach().expect("a free slot");
+    }
     let mut stream = Vec::new();
     while let Some(frame) = exporter
         .poll(0, &EXPORT_LANES, &names, &mut out)
         .expect("init")
     {
-        stream.extend_from_slice(&out[..frame.len]);
+        if frame.reader == first {
+            stream.extend_from_slice(&out[..frame.len]);
+        }
     }
     let header = stream.len();
     let mut rates = Vec::new();
@@ -163,10 +170,17 @@ fn exporter(events: &[(u16, Event)], samples: usize) -> (f64, f64, Vec<u8>) {
         let started = Instant::now();
         exporter.request_drain();
         let (mut bytes, mut drained) = (0u64, 0u64);
+        let mut copy = Vec::with_capacity(out.len());
         while let Some(frame) = exporter
             .poll(1, &EXPORT_LANES, &names, &mut out)
             .expect("frame")
         {
+            if frame.reader != first {
+                copy.clear();
+                copy.extend_from_slice(&out[..frame.len]);
+                black_box(&copy);
+                continue;
+            }
             if frame.kind == typhon_live_core::FrameKind::Block {
                 bytes += frame.len as u64;
                 drained += u64::from(frame.events);
@@ -425,7 +439,7 @@ fn main() {
     });
 
     let events = typhon_live_tests::realistic_events(if quick { 400 } else { 2000 });
-    let (rate, wire, stream) = exporter(&events, if quick { 5 } else { 25 });
+    let (rate, wire, stream) = exporter::<1>(&events, if quick { 5 } else { 25 });
     rows.push(Row {
         what: "exporter, 1 core (demo mix)",
         typhon: format!("{:.1} M events/s", rate / 1e6),
@@ -433,6 +447,19 @@ fn main() {
         puffin: "-".into(),
         target: ">= 30 M events/s".into(),
         met: Some(rate >= 30e6),
+    });
+    let (two_readers, _, _) = exporter::<2>(&events, if quick { 5 } else { 25 });
+    rows.push(Row {
+        what: "exporter, 1 core, 2 readers (file + viewer)",
+        typhon: format!(
+            "{:.1} M events/s ({:.2}x one reader's time)",
+            two_readers / 1e6,
+            rate / two_readers
+        ),
+        tracy: "-".into(),
+        puffin: "-".into(),
+        target: "-".into(),
+        met: None,
     });
     // The ring holds every event as a 40-byte record: the size before
     // the Block's encoding.
@@ -459,7 +486,7 @@ fn main() {
             only(|e| matches!(e, Event::Gauge { .. })),
         ),
     ] {
-        let (_, wire, _) = exporter(&kind, if quick { 5 } else { 25 });
+        let (_, wire, _) = exporter::<1>(&kind, if quick { 5 } else { 25 });
         let span = what == "wire bytes/span";
         rows.push(Row {
             what,

@@ -8,7 +8,9 @@
 //! - [`frame`], [`init`], [`block`], [`definitions`], [`catchup`],
 //!   [`shutdown`]: the wire format, encoded into caller buffers. The format
 //!   is specified byte by byte in `docs/FORMAT.md`.
-//! - [`exporter`]: the sans-IO state machine that any transport drives.
+//! - [`exporter`]: the sans-IO state machine that any transport drives:
+//!   one event source, and a stream of its own for each reader (a trace
+//!   file and a live viewer are two readers).
 //! - [`decode`]: the streaming decoder for live viewers and trace files.
 //!
 //! The core never reads a clock: the host passes timestamps in its own
