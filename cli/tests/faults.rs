@@ -118,6 +118,19 @@ fn attach_json(addr: &str, seconds: &str, limit: Duration) -> (Option<i32>, Vec<
     (status.code(), lines, stderr)
 }
 
+/// `attach --json` for 2 s to a peer that sends `stream` and stays
+/// connected (the viewer decides when it is done): its last JSON line.
+fn attach_to_stream(stream: Vec<u8>) -> serde_json::Value {
+    let peer = Peer::start(move |_, mut conn| {
+        let _ = conn.write_all(&stream);
+        std::thread::sleep(Duration::from_secs(3));
+    });
+    let (code, lines, stderr) = attach_json(&peer.addr, "2", Duration::from_secs(15));
+    peer.finish();
+    assert_eq!(code, Some(0), "{stderr}");
+    serde_json::from_str(lines.last().expect("a JSON line")).unwrap()
+}
+
 /// Fault 5: a peer that sends an Init and hangs up (cleanly, or mid-frame).
 /// `attach` used to reconnect about 20 times a second and run past its
 /// `--duration`; now it backs off (0.1, 0.2, 0.4 ... s between tries) and
@@ -187,15 +200,7 @@ fn attach_keeps_a_peers_names_within_its_cap_and_says_so() {
         let n = write_definitions(&mut out, seq as u32, &names, first, std::iter::empty()).unwrap();
         stream.extend_from_slice(&out[..n]);
     }
-    let peer = Peer::start(move |_, mut conn| {
-        let _ = conn.write_all(&stream);
-        // Stay connected: the viewer decides when it is done.
-        std::thread::sleep(Duration::from_secs(3));
-    });
-    let (code, lines, stderr) = attach_json(&peer.addr, "2", Duration::from_secs(15));
-    peer.finish();
-    assert_eq!(code, Some(0), "{stderr}");
-    let last: serde_json::Value = serde_json::from_str(lines.last().expect("a JSON line")).unwrap();
+    let last = attach_to_stream(stream);
     let cap = last["limits"]["names"].as_u64().unwrap();
     let refused = last["refused"]["names"].as_u64().unwrap();
     assert!(cap < u64::from(TOTAL), "cap {cap}");
@@ -239,6 +244,20 @@ fn small_trace() -> Vec<u8> {
     stream
 }
 
+/// `bytes` written to the scratch file `name` and inspected: the exit code,
+/// the report, and the file.
+fn inspect(bytes: &[u8], name: &str) -> (Option<i32>, String, std::path::PathBuf) {
+    let path = temp(name);
+    std::fs::write(&path, bytes).unwrap();
+    let out = Command::new(BIN)
+        .arg("inspect")
+        .arg(&path)
+        .output()
+        .unwrap();
+    let report = String::from_utf8_lossy(&out.stdout).into_owned();
+    (out.status.code(), report, path)
+}
+
 /// Fault 7: one flipped bit inside a trace's Init. `inspect` used to refuse
 /// the whole file; now it reads every frame after the damage, `convert`
 /// converts them, and both still say the file is damaged (exit 4).
@@ -246,16 +265,8 @@ fn small_trace() -> Vec<u8> {
 fn a_damaged_init_loses_nothing_after_it() {
     let mut bytes = small_trace();
     bytes[40] ^= 0x10; // inside the Init's payload: its frame check fails
-    let path = temp("damaged-init.tlt");
-    std::fs::write(&path, &bytes).unwrap();
-
-    let inspect = Command::new(BIN)
-        .arg("inspect")
-        .arg(&path)
-        .output()
-        .unwrap();
-    let report = String::from_utf8_lossy(&inspect.stdout);
-    assert_eq!(inspect.status.code(), Some(4), "{report}");
+    let (code, report, path) = inspect(&bytes, "damaged-init.tlt");
+    assert_eq!(code, Some(4), "{report}");
     assert!(report.contains("no readable Init"), "{report}");
     assert!(report.contains("before Init"), "{report}");
     // 20 ticks: a start, a span and an end each.
@@ -304,15 +315,8 @@ fn an_unknown_frame_kind_is_skipped_without_a_gap() {
         .write(&mut out, 1)
         .unwrap();
     bytes.extend_from_slice(&out[..n]);
-    let path = temp("unknown-kind.tlt");
-    std::fs::write(&path, &bytes).unwrap();
-    let inspect = Command::new(BIN)
-        .arg("inspect")
-        .arg(&path)
-        .output()
-        .unwrap();
-    let report = String::from_utf8_lossy(&inspect.stdout);
-    assert!(inspect.status.success(), "{report}");
+    let (code, report, path) = inspect(&bytes, "unknown-kind.tlt");
+    assert_eq!(code, Some(0), "{report}");
     assert!(
         report.contains("frames      3 (1 init, 1 shutdown, 1 unknown), 0 missing"),
         "{report}"
@@ -326,14 +330,7 @@ fn an_unknown_frame_kind_is_skipped_without_a_gap() {
 fn attach_reads_on_past_a_damaged_init() {
     let mut bytes = small_trace();
     bytes[40] ^= 0x10;
-    let peer = Peer::start(move |_, mut conn| {
-        let _ = conn.write_all(&bytes);
-        std::thread::sleep(Duration::from_secs(3));
-    });
-    let (code, lines, stderr) = attach_json(&peer.addr, "2", Duration::from_secs(15));
-    peer.finish();
-    assert_eq!(code, Some(0), "{stderr}");
-    let last: serde_json::Value = serde_json::from_str(lines.last().expect("a JSON line")).unwrap();
+    let last = attach_to_stream(bytes);
     assert_eq!(last["events"], 60, "{last}");
 }
 

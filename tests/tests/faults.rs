@@ -97,6 +97,32 @@ fn flood(name: &str, threads: usize, enough: impl Fn() -> bool + Sync) -> u64 {
     recorded.load(Ordering::Relaxed)
 }
 
+/// Floods (see [`flood`]) while `viewer` reads 2 KiB every 10 ms, until
+/// `dropped` live frames were dropped; returns the events recorded.
+fn flood_past_a_slow_reader(
+    profiler: &Profiler,
+    viewer: &mut Viewer,
+    name: &str,
+    threads: usize,
+    dropped: u64,
+) -> u64 {
+    let reading = AtomicBool::new(true);
+    std::thread::scope(|scope| {
+        let reader = scope.spawn(|| {
+            while reading.load(Ordering::Relaxed) {
+                viewer.read_some(2048);
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        });
+        let recorded = flood(name, threads, || {
+            profiler.stats().live_frames_dropped >= dropped
+        });
+        reading.store(false, Ordering::Relaxed);
+        reader.join().unwrap();
+        recorded
+    })
+}
+
 /// What one reader's stream says about itself.
 #[derive(Debug, Default)]
 struct Audit {
@@ -215,19 +241,7 @@ fn a_slow_viewer_costs_frames_per_cycle_not_per_poll() {
     let mut viewer = Viewer::with_stream(small_buffer_viewer(profiler.live_addr().unwrap(), 4096));
     assert!(viewer.read_until(WAIT, |f| !f.is_empty()));
     let before = profiler.stats();
-    let reading = AtomicBool::new(true);
-    let recorded = std::thread::scope(|scope| {
-        let reader = scope.spawn(|| {
-            while reading.load(Ordering::Relaxed) {
-                viewer.read_some(2048);
-                std::thread::sleep(Duration::from_millis(10));
-            }
-        });
-        let recorded = flood("slow", 4, || profiler.stats().live_frames_dropped >= 200);
-        reading.store(false, Ordering::Relaxed);
-        reader.join().unwrap();
-        recorded
-    });
+    let recorded = flood_past_a_slow_reader(&profiler, &mut viewer, "slow", 4, 200);
     let after = profiler.stats();
     let cycles = after.cycles - before.cycles;
     let frames = (after.live_frames_sent + after.live_frames_dropped)
@@ -286,19 +300,7 @@ fn beside_a_trace_file_the_viewer_is_told_its_own_losses() {
     let profiler = start(Some(path.clone()));
     let mut viewer = Viewer::with_stream(small_buffer_viewer(profiler.live_addr().unwrap(), 4096));
     assert!(viewer.read_until(WAIT, |f| !f.is_empty()));
-    let reading = AtomicBool::new(true);
-    let recorded = std::thread::scope(|scope| {
-        let reader = scope.spawn(|| {
-            while reading.load(Ordering::Relaxed) {
-                viewer.read_some(2048);
-                std::thread::sleep(Duration::from_millis(5));
-            }
-        });
-        let recorded = flood("losses", 2, || profiler.stats().live_frames_dropped >= 5);
-        reading.store(false, Ordering::Relaxed);
-        reader.join().unwrap();
-        recorded
-    });
+    let recorded = flood_past_a_slow_reader(&profiler, &mut viewer, "losses", 2, 5);
     viewer.read_for(Duration::from_millis(300));
     assert!(stop_bounded(profiler).is_some());
     assert!(viewer.read_until(WAIT, |f| matches!(f.last(), Some(Owned::Shutdown { .. }))));
@@ -425,6 +427,10 @@ fn viewer_churn_leaves_the_file_and_the_next_viewer_complete() {
     assert_eq!(file.gaps, 0);
     let end = file.shutdown.expect("the file ends with Shutdown");
     assert_eq!(end.frames_dropped, 0);
+    assert_eq!(
+        file.drop_entries, end.events_dropped,
+        "the file was told of every loss"
+    );
     assert_eq!(file.named_events, 100);
 }
 
