@@ -144,9 +144,14 @@ pub fn run(addr: &str, json: bool, duration: Option<Duration>) -> Result<(), Cli
 /// [`Backoff`] schedule; every wait ends at the viewer's deadline.
 fn watch(addr: &str, viewer: &mut Viewer) -> Result<(), CliError> {
     let deadline = viewer.deadline;
+    let mut shown = 0;
     let connected = stream::connect(addr, deadline, |attempt| {
-        viewer.model.connection = Connection::Connecting { attempt };
-        viewer.output.show(&mut viewer.model, true);
+        if attempt != shown {
+            shown = attempt;
+            viewer.model.connection = Connection::Connecting { attempt };
+            viewer.output.show(&mut viewer.model, true);
+        }
+        !viewer.output.quit_requested()
     })?;
     let Some(mut stream) = connected else {
         return Ok(());
@@ -173,16 +178,21 @@ fn watch(addr: &str, viewer: &mut Viewer) -> Result<(), CliError> {
                     retry_in_ms: wait.as_millis() as u64,
                 };
                 viewer.output.show(&mut viewer.model, true);
-                if !stream::pause(wait, deadline) {
+                if !stream::pause(wait, deadline, || !viewer.output.quit_requested()) {
                     return Ok(());
                 }
                 let lost = reason.clone();
+                let mut shown = 0;
                 let reconnected = stream::connect(addr, deadline, |attempt| {
-                    viewer.model.connection = Connection::Reconnecting {
-                        attempt,
-                        reason: reason.clone(),
-                    };
-                    viewer.output.show(&mut viewer.model, true);
+                    if attempt != shown {
+                        shown = attempt;
+                        viewer.model.connection = Connection::Reconnecting {
+                            attempt,
+                            reason: reason.clone(),
+                        };
+                        viewer.output.show(&mut viewer.model, true);
+                    }
+                    !viewer.output.quit_requested()
                 })
                 .map_err(|_| CliError::ConnectionLost {
                     addr: addr.into(),

@@ -97,7 +97,7 @@ pub fn run(addr: &str, path: &Path, duration: Option<Duration>) -> Result<(), Cl
         reason: e.to_string(),
     })?;
     let deadline = duration.map(|d| Instant::now() + d);
-    let Some(mut stream) = stream::connect(addr, deadline, |_| {})? else {
+    let Some(mut stream) = stream::connect(addr, deadline, |_| true)? else {
         // Time was up before the peer answered: an empty recording.
         return Ok(());
     };

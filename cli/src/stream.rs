@@ -26,19 +26,21 @@ pub const HEALTHY_FOR: Duration = Duration::from_secs(2);
 /// peer is something else.
 pub const FIRST_FRAME_WAIT: Duration = Duration::from_secs(5);
 
-/// Sleeps for `pause`, but not past `deadline`; `false` if the deadline
-/// came first.
-pub fn pause(pause: Duration, deadline: Option<Instant>) -> bool {
+/// Waits for `pause`, but not past `deadline`, asking `go_on` every
+/// 100 ms (a user may quit meanwhile); `false` if the deadline came first
+/// or `go_on` said stop.
+pub fn pause(pause: Duration, deadline: Option<Instant>, mut go_on: impl FnMut() -> bool) -> bool {
     let until = Instant::now() + pause;
-    match deadline {
-        Some(deadline) if deadline <= until => {
-            std::thread::sleep(deadline.saturating_duration_since(Instant::now()));
-            false
+    let end = deadline.map_or(until, |d| d.min(until));
+    loop {
+        let now = Instant::now();
+        if now >= end {
+            return end == until;
         }
-        _ => {
-            std::thread::sleep(pause);
-            true
+        if !go_on() {
+            return false;
         }
+        std::thread::sleep((end - now).min(Duration::from_millis(100)));
     }
 }
 
@@ -69,16 +71,20 @@ impl Backoff {
     }
 }
 
-/// Connects to `addr`, trying [`ATTEMPTS`] times; `on_attempt` hears of
-/// each. `Ok(None)`: `deadline` came before a connection did.
+/// Connects to `addr`, trying [`ATTEMPTS`] times; `progress` hears of each
+/// attempt, and is asked every 100 ms between them whether to go on.
+/// `Ok(None)`: `deadline` came, or `progress` said stop, before a
+/// connection did.
 pub fn connect(
     addr: &str,
     deadline: Option<Instant>,
-    mut on_attempt: impl FnMut(u32),
+    mut progress: impl FnMut(u32) -> bool,
 ) -> Result<Option<TcpStream>, CliError> {
     let mut last = String::new();
     for attempt in 1..=ATTEMPTS {
-        on_attempt(attempt);
+        if !progress(attempt) {
+            return Ok(None);
+        }
         let timeout = deadline.map_or(Duration::from_secs(2), |d| {
             d.saturating_duration_since(Instant::now())
                 .clamp(Duration::from_millis(1), Duration::from_secs(2))
@@ -96,7 +102,7 @@ pub fn connect(
         if deadline.is_some_and(|d| Instant::now() >= d) {
             return Ok(None);
         }
-        if attempt < ATTEMPTS && !pause(RETRY_PAUSE, deadline) {
+        if attempt < ATTEMPTS && !pause(RETRY_PAUSE, deadline, || progress(attempt)) {
             return Ok(None);
         }
     }

@@ -40,7 +40,7 @@ pub fn draw(frame: &mut Frame<'_>, s: &Summary) {
         .split(rows[1]);
     let left = Layout::default()
         .direction(Direction::Vertical)
-        .constraints([Constraint::Min(4), Constraint::Length(10)])
+        .constraints([Constraint::Min(4), Constraint::Length(9)])
         .split(middle[0]);
     draw_lanes(frame, left[0], s);
     draw_stats(frame, left[1], s);

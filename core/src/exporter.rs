@@ -362,11 +362,14 @@ impl<'a, const L: usize, const R: usize> Exporter<'a, L, R> {
         true
     }
 
+    /// Books a frame handed to reader `index`.
     fn emitted(&mut self, index: usize, kind: FrameKind, len: usize, events: u32) -> Emitted {
-        self.emitted_definitions(index, kind, len, events, 0, None)
+        self.emitted_undoable(index, kind, len, events, 0, None)
     }
 
-    fn emitted_definitions(
+    /// Books a frame, keeping what a drop report must restore (a
+    /// Definitions frame's names and lanes told before it).
+    fn emitted_undoable(
         &mut self,
         index: usize,
         kind: FrameKind,
@@ -480,7 +483,7 @@ impl<'a, const L: usize, const R: usize> Exporter<'a, L, R> {
             let r = &mut self.readers[index];
             r.names_sent = names_count;
             r.lanes_sent = Some(epoch);
-            return Ok(Some(self.emitted_definitions(
+            return Ok(Some(self.emitted_undoable(
                 index,
                 FrameKind::Definitions,
                 len,
