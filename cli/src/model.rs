@@ -744,4 +744,35 @@ mod tests {
             .is_some_and(|n| n.contains("restarted")));
         assert_eq!(model.session_id, Some(8));
     }
+
+    #[test]
+    fn an_unknown_frame_kind_is_skipped_and_is_not_a_gap() {
+        let mut model = Model::default();
+        let mut bytes = init(7);
+        let mut out = vec![0u8; 256];
+        let n = typhon_live_core::frame::write_raw_frame(&mut out, 9, 0, b"new").unwrap();
+        bytes.extend_from_slice(&out[..n]);
+        let n = typhon_live_core::Shutdown::default()
+            .write(&mut out, 1)
+            .unwrap();
+        bytes.extend_from_slice(&out[..n]);
+        feed(&mut model, &bytes);
+        assert_eq!(model.unknown_frames, 1);
+        assert_eq!(model.frames_dropped, 0);
+        assert!(model.ended_cleanly);
+    }
+
+    #[test]
+    fn names_past_the_cap_are_refused_and_counted() {
+        let mut model = Model::default();
+        for id in 0..MAX_NAMES as u32 + 10 {
+            model.define_name(id, "n");
+        }
+        assert_eq!(model.names.len(), MAX_NAMES);
+        assert_eq!(model.refused.names, 10);
+        // Redefining a kept name is not a new one.
+        model.define_name(0, "renamed");
+        assert_eq!(model.name(0), "renamed");
+        assert_eq!(model.refused.names, 10);
+    }
 }
