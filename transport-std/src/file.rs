@@ -1,6 +1,6 @@
-//! The trace-file sink: the same frames as the live stream, buffered, and
-//! flushed once per exporter cycle so that a crash leaves a file readable
-//! up to its last whole frame.
+//! The trace-file sink: the file reader's stream (the live stream's events,
+//! none of its losses), buffered, and flushed once per exporter cycle so
+//! that a crash leaves a file readable up to its last whole frame.
 
 use std::fs::File;
 use std::io::{self, BufWriter, Write};

@@ -1,6 +1,9 @@
 //! A profiling session: `Profiler::start` opens the sinks and starts the
-//! exporter thread, which drains every lane each drain interval and hands
-//! the same frame bytes to the trace file and the live viewer.
+//! exporter thread, which drains every lane each drain interval. The trace
+//! file and the live viewer are two readers of the core's exporter: the
+//! same events, each in a stream of its own (sequence numbers, names and
+//! lanes told, drops reported), so what the viewer misses is the viewer's
+//! loss alone and the file stays complete.
 
 use std::fmt;
 use std::io;
