@@ -123,8 +123,8 @@ fn puffin_frame() {
 static EXPORT_LANES: Lanes<8, 65536> = Lanes::new();
 
 /// Exporter throughput on one core: full rings drained into Block frames
-/// for `R` readers (each Block is written once per reader, as for a trace
-/// file beside a viewer). Returns (events per second, wire bytes per event)
+/// for `R` readers (each Block packed once and framed for each reader, as
+/// for a trace file beside a viewer). Returns (events per second, wire bytes per event)
 /// for `events`, and the first reader's stream of the last sample (Init,
 /// Blocks). The timed part includes copying each frame out, as a sink
 /// would.
@@ -141,7 +141,10 @@ fn exporter<const R: usize>(events: &[(u16, Event)], samples: usize) -> (f64, f6
         ticks_per_second: 1_000_000_000,
         ..Metadata::default()
     };
+    let mut packing = vec![0u8; typhon_live_core::block::max_block_frame_len(scratch.len(), 0)];
     let mut exporter: Exporter<'_, 8, R> = Exporter::new(meta, &mut scratch);
+    // As the std transport does: each Block packed once for all readers.
+    exporter.set_packing_buffer(&mut packing);
     let mut out = vec![0u8; exporter.min_block_buffer()];
     let first = exporter.attach().expect("a free slot");
     for _ in 1..R {

@@ -544,6 +544,52 @@ pub fn write_block(
     if out.len() < needed {
         return Err(EncodeError::BufferTooSmall { needed });
     }
+    write_block_with(out, seq, block, drops, |w| {
+        if block.records > 0 {
+            block.write_groups(w);
+        }
+    })
+}
+
+/// Packs `block`'s events, the part of a Block payload after its drop
+/// entries, into `out` and returns their length: a writer with several
+/// readers packs a Block once and frames it for each reader with
+/// [`write_block_packed`]. A buffer of [`max_block_frame_len`] bytes for
+/// the builder's scratch is always enough.
+pub fn pack_events(out: &mut [u8], block: &BlockBuilder<'_>) -> Result<usize, EncodeError> {
+    let mut w = Writer::new(out);
+    if block.records > 0 {
+        block.write_groups(&mut w);
+    }
+    if w.overflowed() {
+        return Err(EncodeError::BufferTooSmall {
+            needed: w.position(),
+        });
+    }
+    Ok(w.position())
+}
+
+/// Writes the frame [`write_block`] writes, around `packed`: what
+/// [`pack_events`] packed from the same builder, unchanged since. Costs a
+/// copy of the events instead of packing them again.
+pub fn write_block_packed(
+    out: &mut [u8],
+    seq: u32,
+    block: &BlockBuilder<'_>,
+    drops: &[(LaneId, u32)],
+    packed: &[u8],
+) -> Result<usize, EncodeError> {
+    write_block_with(out, seq, block, drops, |w| w.bytes(packed))
+}
+
+/// A Block frame: the fixed header and `drops`, then what `events` writes.
+fn write_block_with(
+    out: &mut [u8],
+    seq: u32,
+    block: &BlockBuilder<'_>,
+    drops: &[(LaneId, u32)],
+    events: impl FnOnce(&mut Writer<'_>),
+) -> Result<usize, EncodeError> {
     let drop_count = u16::try_from(drops.len()).map_err(|_| EncodeError::TooManyItems {
         what: "block drop entries",
     })?;
@@ -557,9 +603,7 @@ pub fn write_block(
             w.u16(lane);
             w.u32(dropped);
         }
-        if block.records > 0 {
-            block.write_groups(w);
-        }
+        events(w);
         Ok(())
     })
 }

@@ -19,6 +19,12 @@
 //! [`Exporter::frame_dropped`], before the next `poll`; counters and
 //! sequence numbers then stay true and nothing that must not be lost is.
 //!
+//! Each reader's Block differs from another's only in its sequence number
+//! and drop entries; given a packing buffer
+//! ([`Exporter::set_packing_buffer`]) the exporter packs a Block's events
+//! once and frames the same bytes for every reader, so a second reader
+//! costs a copy, not a second encode.
+//!
 //! Order guaranteed on each reader's stream: Init first; Definitions before
 //! the first Block that uses a name or lane they define; a Catch-up right
 //! after Init and then once per catch-up interval of the host clock;
@@ -37,7 +43,9 @@
 
 use defmt_or_log::{debug, warn};
 
-use crate::block::{max_block_frame_len, write_block, BlockBuilder};
+use crate::block::{
+    max_block_frame_len, pack_events, write_block, write_block_packed, BlockBuilder,
+};
 use crate::catchup::write_catchup;
 use crate::definitions::write_definitions;
 use crate::error::EncodeError;
@@ -162,6 +170,10 @@ pub struct Exporter<'a, const L: usize, const R: usize = 1> {
     block_full: bool,
     /// Host time at which the open Block got its first event.
     block_opened: Option<u64>,
+    /// Where the ready Block's events are packed once for several readers
+    /// ([`Exporter::set_packing_buffer`]), and their length once packed.
+    packed: Option<&'a mut [u8]>,
+    packed_len: Option<usize>,
     /// How long a Block may stay open collecting drains; 0 closes it after
     /// every drain pass.
     block_max_age: u64,
@@ -192,6 +204,8 @@ impl<'a, const L: usize, const R: usize> Exporter<'a, L, R> {
             block_ready: false,
             block_full: false,
             block_opened: None,
+            packed: None,
+            packed_len: None,
             block_max_age: 0,
             budget: [0; L],
             draining: false,
@@ -219,6 +233,17 @@ impl<'a, const L: usize, const R: usize> Exporter<'a, L, R> {
     /// Sets the catch-up period in host clock ticks.
     pub fn set_catchup_interval(&mut self, ticks: u64) {
         self.catchup_interval = ticks.max(1);
+    }
+
+    /// With more than one reader attached, packs each Block's events once
+    /// into `buffer` and frames the same bytes for every reader (packing is
+    /// most of a Block's cost); without it, each reader's Block is packed
+    /// for it. A buffer of [`Exporter::min_block_buffer`] bytes always
+    /// suffices; with a smaller one a Block that does not fit is packed per
+    /// reader.
+    pub fn set_packing_buffer(&mut self, buffer: &'a mut [u8]) {
+        self.packed = Some(buffer);
+        self.packed_len = None;
     }
 
     /// The smallest output buffer that any Block this exporter writes fits.
@@ -503,7 +528,24 @@ impl<'a, const L: usize, const R: usize> Exporter<'a, L, R> {
                     count += 1;
                 }
             }
-            let len = write_block(out, reader.seq, &self.block, &drops[..count])?;
+            let shared =
+                reader.owes_block && self.readers.iter().filter(|r| r.attached).count() > 1;
+            if let (true, Some(buffer), None) =
+                (shared, self.packed.as_deref_mut(), self.packed_len)
+            {
+                self.packed_len = pack_events(buffer, &self.block).ok();
+            }
+            let packed = self.packed.as_deref().zip(self.packed_len);
+            let len = match packed {
+                Some((buffer, packed)) if shared => write_block_packed(
+                    out,
+                    reader.seq,
+                    &self.block,
+                    &drops[..count],
+                    &buffer[..packed],
+                )?,
+                _ => write_block(out, reader.seq, &self.block, &drops[..count])?,
+            };
             let r = &mut self.readers[index];
             for ((carried, in_block), dropped) in r
                 .in_flight
@@ -554,6 +596,7 @@ impl<'a, const L: usize, const R: usize> Exporter<'a, L, R> {
 
     fn clear_block(&mut self) {
         self.block.clear();
+        self.packed_len = None;
         self.block_lanes = [0; L];
         self.block_ready = false;
         self.block_full = false;

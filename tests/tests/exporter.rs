@@ -347,9 +347,20 @@ fn check_attachment(a: &Attachment) -> (u64, u64, Option<typhon_live_core::Shutd
     (events, drop_entries, shutdown)
 }
 
-fn run(ops: &[Op], final_drops: &[bool], block_max_age: u64, with_file: bool) {
+/// Runs `ops` and checks every stream; returns each attachment's bytes.
+/// With a `packing` buffer of that many bytes, Blocks for several readers
+/// are packed once (`Exporter::set_packing_buffer`); a buffer too small
+/// for a Block falls back to packing it per reader.
+fn run(
+    ops: &[Op],
+    final_drops: &[bool],
+    block_max_age: u64,
+    with_file: bool,
+    packing: Option<usize>,
+) -> Vec<Vec<u8>> {
     let lanes = Lanes::<LANES, RING>::new();
     let mut scratch = vec![0u8; 300];
+    let mut packed = vec![0u8; packing.unwrap_or(0)];
     let meta = Metadata {
         ticks_per_second: 1000,
         session_id: 7,
@@ -363,6 +374,9 @@ fn run(ops: &[Op], final_drops: &[bool], block_max_age: u64, with_file: bool) {
         exporter: {
             let mut exporter = Exporter::new(meta, &mut scratch);
             exporter.set_block_max_age(block_max_age);
+            if packing.is_some() {
+                exporter.set_packing_buffer(&mut packed);
+            }
             exporter
         },
         now: 1,
@@ -446,7 +460,7 @@ fn run(ops: &[Op], final_drops: &[bool], block_max_age: u64, with_file: bool) {
     } else {
         assert_eq!(run.exporter.events_discarded(), 0);
     }
-    drop(run);
+    run.attachments.into_iter().map(|a| a.bytes).collect()
 }
 
 proptest! {
@@ -459,7 +473,16 @@ proptest! {
         block_max_age in prop_oneof![Just(0u64), 1u64..3000],
         with_file in any::<bool>(),
     ) {
-        run(&ops, &final_drops, block_max_age, with_file);
+        let streams = run(&ops, &final_drops, block_max_age, with_file, None);
+        if with_file {
+            // Packing a Block once for both readers changes no byte, nor
+            // does falling back when the packing buffer is too small.
+            let full = typhon_live_core::block::max_block_frame_len(300, 0);
+            for size in [full, 24] {
+                let packed_once = run(&ops, &final_drops, block_max_age, with_file, Some(size));
+                prop_assert_eq!(&streams, &packed_once);
+            }
+        }
     }
 }
 
@@ -472,7 +495,7 @@ fn a_quiet_session_gets_init_catchup_and_shutdown() {
         Op::Advance(1000),
         Op::Poll(vec![false]),
     ];
-    run(&ops, &[false], 0, false);
+    run(&ops, &[false], 0, false, None);
 }
 
 #[test]
@@ -486,7 +509,7 @@ fn a_dropped_definitions_frame_is_written_again() {
         // Drops the Definitions, delivers the rest.
         Op::Poll(vec![true, false, false, false]),
     ];
-    run(&ops, &[false], 0, false);
+    run(&ops, &[false], 0, false, None);
 }
 
 #[test]

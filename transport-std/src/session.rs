@@ -14,7 +14,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use typhon_live_core::block::block_scratch_len;
+use typhon_live_core::block::{block_scratch_len, max_block_frame_len};
 use typhon_live_core::{Emitted, EncodeError, Exporter, Metadata, ReaderId};
 
 use crate::config::ProfilerConfig;
@@ -352,7 +352,10 @@ fn export(
 ) -> io::Result<()> {
     meta.with(|meta| {
         let mut scratch = vec![0u8; BLOCK_SCRATCH];
+        // The file and a viewer share each Block's packing.
+        let mut packing = vec![0u8; max_block_frame_len(BLOCK_SCRATCH, 0)];
         let mut exporter: SessionExporter<'_> = Exporter::new(meta, &mut scratch);
+        exporter.set_packing_buffer(&mut packing);
         // Timestamps are nanoseconds, so the age is too.
         exporter.set_block_max_age(block_max_age);
         let mut out = vec![0u8; exporter.min_block_buffer().max(1 << 16)];
