@@ -144,15 +144,7 @@ pub fn run(addr: &str, json: bool, duration: Option<Duration>) -> Result<(), Cli
 /// [`Backoff`] schedule; every wait ends at the viewer's deadline.
 fn watch(addr: &str, viewer: &mut Viewer) -> Result<(), CliError> {
     let deadline = viewer.deadline;
-    let mut shown = 0;
-    let connected = stream::connect(addr, deadline, |attempt| {
-        if attempt != shown {
-            shown = attempt;
-            viewer.model.connection = Connection::Connecting { attempt };
-            viewer.output.show(&mut viewer.model, true);
-        }
-        !viewer.output.quit_requested()
-    })?;
+    let connected = connect(addr, viewer, |attempt| Connection::Connecting { attempt })?;
     let Some(mut stream) = connected else {
         return Ok(());
     };
@@ -181,23 +173,15 @@ fn watch(addr: &str, viewer: &mut Viewer) -> Result<(), CliError> {
                 if !stream::pause(wait, deadline, || !viewer.output.quit_requested()) {
                     return Ok(());
                 }
-                let lost = reason.clone();
-                let mut shown = 0;
-                let reconnected = stream::connect(addr, deadline, |attempt| {
-                    if attempt != shown {
-                        shown = attempt;
-                        viewer.model.connection = Connection::Reconnecting {
-                            attempt,
-                            reason: reason.clone(),
-                        };
-                        viewer.output.show(&mut viewer.model, true);
-                    }
-                    !viewer.output.quit_requested()
-                })
-                .map_err(|_| CliError::ConnectionLost {
-                    addr: addr.into(),
-                    reason: lost,
-                })?;
+                let state = |attempt| Connection::Reconnecting {
+                    attempt,
+                    reason: reason.clone(),
+                };
+                let reconnected =
+                    connect(addr, viewer, state).map_err(|_| CliError::ConnectionLost {
+                        addr: addr.into(),
+                        reason: reason.clone(),
+                    })?;
                 let Some(reconnected) = reconnected else {
                     return Ok(());
                 };
@@ -212,4 +196,22 @@ fn watch(addr: &str, viewer: &mut Viewer) -> Result<(), CliError> {
             return Ok(());
         }
     }
+}
+
+/// [`stream::connect`] within the viewer's deadline, showing each attempt
+/// once as `state(attempt)` and stopping when the user quits.
+fn connect(
+    addr: &str,
+    viewer: &mut Viewer,
+    state: impl Fn(u32) -> Connection,
+) -> Result<Option<std::net::TcpStream>, CliError> {
+    let mut shown = 0;
+    stream::connect(addr, viewer.deadline, |attempt| {
+        if attempt != shown {
+            shown = attempt;
+            viewer.model.connection = state(attempt);
+            viewer.output.show(&mut viewer.model, true);
+        }
+        !viewer.output.quit_requested()
+    })
 }
