@@ -21,6 +21,10 @@ pub struct Run {
     pub events_dropped: u64,
     /// Record-to-decode latencies in nanoseconds, sorted.
     pub latencies: Vec<u64>,
+    /// Times the recording thread woke the exporter early.
+    pub early_wakes: u64,
+    /// The exporter's longest cycle.
+    pub worst_cycle_us: u64,
 }
 
 impl Run {
@@ -46,6 +50,7 @@ fn viewer(addr: std::net::SocketAddr, done: Arc<AtomicBool>, name: &str) -> Run 
     let mut decoder = Decoder::new(&mut buf);
     let mut chunk = vec![0u8; 1 << 20];
     let mut names = std::collections::HashMap::new();
+    let mut unpacked = typhon_live_std::BlockBuffer::new();
     let mut run = Run {
         rate: 0.0,
         recorded: 0,
@@ -53,6 +58,8 @@ fn viewer(addr: std::net::SocketAddr, done: Arc<AtomicBool>, name: &str) -> Run 
         frames_missed: 0,
         events_dropped: 0,
         latencies: Vec::new(),
+        early_wakes: 0,
+        worst_cycle_us: 0,
     };
     let mut expected = None;
     let mut quiet_since = None::<Instant>;
@@ -94,7 +101,7 @@ fn viewer(addr: std::net::SocketAddr, done: Arc<AtomicBool>, name: &str) -> Run 
                     Payload::Block(block) => {
                         let now = runtime::now();
                         run.events_dropped += block.drops().map(|(_, d)| u64::from(d)).sum::<u64>();
-                        let Ok(events) = block.events() else {
+                        let Ok(events) = unpacked.events(&block) else {
                             continue;
                         };
                         for item in events.flatten() {
@@ -122,10 +129,11 @@ fn viewer(addr: std::net::SocketAddr, done: Arc<AtomicBool>, name: &str) -> Run 
 }
 
 /// Records instants at `rate` per second for `duration` on one thread while
-/// a viewer decodes everything.
-pub fn run_at(rate: f64, duration: Duration) -> Run {
+/// a viewer decodes everything, with rings of `ring_events` events.
+pub fn run_at(rate: f64, duration: Duration, ring_events: usize) -> Run {
     let config = ProfilerConfig {
         live: Some(0),
+        ring_events,
         ..ProfilerConfig::default()
     };
     let profiler = Profiler::start(&config, &Metadata::default()).expect("profiler");
@@ -152,9 +160,12 @@ pub fn run_at(rate: f64, duration: Duration) -> Run {
     std::thread::sleep(Duration::from_millis(50));
     done.store(true, Ordering::Release);
     let mut run = viewer.join().expect("viewer");
+    let stats = profiler.stats();
     profiler.stop().expect("stop");
     run.rate = rate;
     run.recorded = recorded;
+    run.early_wakes = stats.early_wakes;
+    run.worst_cycle_us = stats.worst_cycle_us;
     run
 }
 
@@ -263,11 +274,118 @@ pub fn puffin_run_at(rate: f64, duration: Duration) -> (u64, u64) {
 
 /// One puffin_http message: the protocol version, then a frame (what
 /// puffin_http's own client reads; its reader is not public).
-fn read_puffin_frame(stream: &mut TcpStream) -> Option<puffin::FrameData> {
+fn read_puffin_frame(stream: &mut impl Read) -> Option<puffin::FrameData> {
     let mut version = [0u8; 2];
     stream.read_exact(&mut version).ok()?;
     if u16::from_le_bytes(version) != puffin_http::PROTOCOL_VERSION {
         return None;
     }
     puffin::FrameData::read_next(stream).ok().flatten()
+}
+
+/// The clock puffin reads on the replay thread: set before each scope
+/// begins or ends, so that puffin records exactly the replayed times.
+static REPLAY_NS: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::new(0);
+
+fn replay_now() -> puffin::NanoSecond {
+    REPLAY_NS.load(Ordering::Relaxed)
+}
+
+/// A reader that counts the bytes it reads.
+struct Counted<R> {
+    inner: R,
+    bytes: u64,
+}
+
+impl<R: Read> Read for Counted<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.bytes += n as u64;
+        Ok(n)
+    }
+}
+
+/// puffin_http's bytes on the wire per scope for `spans` ((start, end,
+/// name, depth) in begin order, [`typhon_live_tests::steady_spans`]),
+/// replayed on one thread with puffin reading the replayed times, one
+/// puffin frame per `per_frame` spans (puffin's unit of export: a tick).
+/// Counts every byte a client of a real puffin_http server reads, and the
+/// scopes it receives. Returns (bytes, scopes).
+pub fn puffin_wire_bytes(spans: &[(u64, u64, u32, usize)], per_frame: usize) -> (u64, u64) {
+    let names = typhon_live_tests::STEADY_TREE;
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port");
+    let addr = format!("127.0.0.1:{port}");
+    let server = puffin_http::Server::new(&addr).expect("puffin_http server");
+    puffin::set_scopes_on(true);
+    let expected_frames = spans.len().div_ceil(per_frame) as u64;
+    let client = {
+        let addr = addr.clone();
+        std::thread::spawn(move || {
+            let stream = TcpStream::connect(&addr).expect("puffin client connects");
+            stream
+                .set_read_timeout(Some(Duration::from_secs(5)))
+                .expect("timeout");
+            let mut counted = Counted {
+                inner: stream,
+                bytes: 0,
+            };
+            let (mut frames, mut scopes) = (0u64, 0u64);
+            while frames < expected_frames {
+                let Some(frame) = read_puffin_frame(&mut counted) else {
+                    break;
+                };
+                frames += 1;
+                scopes += frame.meta().num_scopes as u64;
+            }
+            (counted.bytes, scopes)
+        })
+    };
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while server.num_clients() == 0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // Replay on a thread of its own, whose puffin clock is the replay's.
+    let spans = spans.to_vec();
+    std::thread::spawn(move || {
+        puffin::ThreadProfiler::initialize(replay_now, puffin::internal_profile_reporter);
+        let ids = puffin::GlobalProfiler::lock().register_user_scopes(
+            &names.map(|(name, _, _)| puffin::ScopeDetails::from_scope_name(name)),
+        );
+        for frame in spans.chunks(per_frame) {
+            // Begin in order; end each span when the next one starts past
+            // its end, deepest first.
+            let mut open: Vec<(u64, usize)> = Vec::new();
+            let close = |open: &mut Vec<(u64, usize)>, until: u64| {
+                while let Some(&(end, offset)) = open.last() {
+                    if end > until {
+                        break;
+                    }
+                    REPLAY_NS.store(end as i64, Ordering::Relaxed);
+                    puffin::ThreadProfiler::call(|tp| tp.end_scope(offset));
+                    open.pop();
+                }
+            };
+            for &(start, end, name, _) in frame {
+                close(&mut open, start);
+                REPLAY_NS.store(start as i64, Ordering::Relaxed);
+                let offset =
+                    puffin::ThreadProfiler::call(|tp| tp.begin_scope(ids[name as usize], ""));
+                open.push((end, offset));
+            }
+            close(&mut open, u64::MAX);
+            puffin::GlobalProfiler::lock().new_frame();
+            // puffin_http drops a frame its client's queue has no room
+            // for: pace the replay so that every frame is sent.
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    })
+    .join()
+    .expect("replay");
+    let result = client.join().expect("puffin client");
+    puffin::set_scopes_on(false);
+    drop(server);
+    result
 }

@@ -6,6 +6,7 @@ use std::path::Path;
 
 use serde_json::{json, Value};
 use typhon_live_core::{Event, GaugeValue, Payload};
+use typhon_live_std::BlockBuffer;
 
 use crate::error::CliError;
 use crate::trace::{self, Damage};
@@ -15,6 +16,7 @@ pub fn to_chrome(path: &Path) -> Result<(Value, Vec<Damage>), CliError> {
     let bytes = trace::read(path)?;
     let mut out: Vec<Value> = Vec::new();
     let mut names: HashMap<u32, String> = HashMap::new();
+    let mut unpacked = BlockBuffer::new();
     let mut lane_names: HashMap<u16, u32> = HashMap::new();
     // Without a readable Init: pid 0, nanoseconds, names as ids.
     let (mut pid, mut ticks_per_second, mut frames_read) = (0u32, 1_000_000_000f64, 0u64);
@@ -51,7 +53,7 @@ pub fn to_chrome(path: &Path) -> Result<(Value, Vec<Damage>), CliError> {
             }
             Payload::Block(block) => {
                 let us = |t: u64| t as f64 * 1e6 / ticks_per_second;
-                for item in block.events()? {
+                for item in unpacked.events(&block)? {
                     let (lane, event) = item?;
                     out.push(match event {
                         Event::Span { start, duration, name, arg, .. } => {

@@ -11,7 +11,7 @@ use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use typhon_live_core::LaneKind;
+use typhon_live_core::{Compression, LaneKind};
 use typhon_live_std::config::{
     ConfigError, ConfigLayer, ProfilerConfig, CONFIG_FILE, DEFAULT_LIVE_PORT,
 };
@@ -43,6 +43,15 @@ pub struct DemoOptions {
     /// configuration's `Trace`].
     #[arg(long)]
     pub trace: Option<PathBuf>,
+    /// LZ4 over each Block: off, lz4 (always) or auto (when it saves at
+    /// least 1/16) [default: the configuration's `Compression`, else auto].
+    #[arg(long, value_name = "off|lz4|auto")]
+    pub compression: Option<Compression>,
+    /// Events each recording thread's ring holds between drains: a power
+    /// of two from 1024 to 65536 [default: the configuration's
+    /// `RingEvents`, else 16384].
+    #[arg(long, value_name = "N")]
+    pub ring_events: Option<usize>,
     /// Worker threads.
     #[arg(long, default_value_t = 4)]
     pub threads: usize,
@@ -318,6 +327,8 @@ fn config(opts: &DemoOptions) -> Result<ProfilerConfig, CliError> {
         live_wait_ms: opts.live_wait,
         bind_address: opts.bind_address,
         trace: opts.trace.clone(),
+        compression: opts.compression,
+        ring_events: opts.ring_events,
         ..ConfigLayer::default()
     };
     let config = ProfilerConfig::layered([&demo, &file, &env, &flags]);

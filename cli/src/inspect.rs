@@ -4,7 +4,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 use std::path::Path;
 
-use typhon_live_core::{Event, FrameKind, LaneKind, Payload};
+use typhon_live_core::{Codec, Event, FrameKind, LaneKind, Payload};
+use typhon_live_std::BlockBuffer;
 
 use crate::error::CliError;
 use crate::trace;
@@ -19,6 +20,17 @@ struct LaneStats {
     dropped: u64,
 }
 
+/// Blocks stored in one codec, and their bytes.
+#[derive(Default)]
+struct CodecStats {
+    blocks: u64,
+    events: u64,
+    /// Packed events, before any compression.
+    packed: u64,
+    /// The events' bytes in the frames.
+    wire: u64,
+}
+
 /// The report on `path`, and whether the file was damaged.
 pub fn report(path: &Path) -> Result<(String, bool), CliError> {
     let bytes = trace::read(path)?;
@@ -27,6 +39,8 @@ pub fn report(path: &Path) -> Result<(String, bool), CliError> {
     let mut lanes: BTreeMap<u16, LaneStats> = BTreeMap::new();
     let mut kinds: BTreeMap<&'static str, u64> = BTreeMap::new();
     let mut events: BTreeMap<&'static str, u64> = BTreeMap::new();
+    let mut codecs: BTreeMap<&'static str, CodecStats> = BTreeMap::new();
+    let mut unpacked = BlockBuffer::new();
     let (mut gaps, mut expected, mut first, mut last) = (0u64, None::<u32>, u64::MAX, 0u64);
     let (mut events_dropped, mut ticks_per_second, mut header, mut shutdown) =
         (0u64, 1_000_000_000u64, None, None);
@@ -113,8 +127,14 @@ pub fn report(path: &Path) -> Result<(String, bool), CliError> {
                 if block.records > 0 {
                     first = first.min(block.first_time);
                     last = last.max(block.last_time);
+                    let codec = codecs.entry(block.codec.name()).or_default();
+                    codec.blocks += 1;
+                    codec.events += u64::from(block.records);
+                    codec.packed += block.packed_len() as u64;
+                    codec.wire +=
+                        block.encoded_len() as u64 + if block.codec == Codec::Lz4 { 4 } else { 0 };
                 }
-                for item in block.events()? {
+                for item in unpacked.events(&block)? {
                     let (lane, event) = item?;
                     let row = lanes.entry(lane).or_default();
                     row.events += 1;
@@ -184,6 +204,23 @@ pub fn report(path: &Path) -> Result<(String, bool), CliError> {
             seconds(first),
             seconds(last),
             seconds(last - first)
+        );
+    }
+    // Per codec: what packing made of the events, and what compression
+    // made of the packing (drop-only Blocks carry no events, and are left out).
+    for (name, c) in &codecs {
+        let per_event = |bytes: u64| bytes as f64 / c.events.max(1) as f64;
+        let label = format!("blocks {name}");
+        let _ = writeln!(
+            out,
+            "{label:<11} {} blocks, {} events: {} bytes packed ({:.2}/event), {} on the wire ({:.2}/event), ratio {:.3}",
+            c.blocks,
+            c.events,
+            c.packed,
+            per_event(c.packed),
+            c.wire,
+            per_event(c.wire),
+            c.wire as f64 / c.packed.max(1) as f64
         );
     }
     match shutdown {

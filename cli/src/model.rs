@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 use typhon_live_core::{DecodeError, Event, Frame, GaugeValue, LaneKind, OpenSpan, Payload};
+use typhon_live_std::BlockBuffer;
 
 /// Host time the sliding windows cover (tick durations, top spans).
 const WINDOW_SECONDS: f64 = 2.0;
@@ -123,6 +124,8 @@ pub struct Model {
     /// Encoded event bytes of every Block and the events they held.
     block_bytes: u64,
     block_events: u64,
+    /// Where compressed Blocks are decompressed.
+    unpacked: BlockBuffer,
     /// Latest host time seen (block ends, catch-up times), and when it
     /// arrived: the view extrapolates from there while no event comes (a
     /// stall), so an open span's age keeps growing on screen.
@@ -164,6 +167,7 @@ impl Default for Model {
             bytes: 0,
             block_bytes: 0,
             block_events: 0,
+            unpacked: BlockBuffer::new(),
             host_now: 0,
             host_now_at: None,
             tick_starts: HashMap::new(),
@@ -275,13 +279,16 @@ impl Model {
                         row.dropped += u64::from(dropped);
                     }
                 }
-                let result = block.events().and_then(|events| {
+                // Taken out while its events are read into the model.
+                let mut unpacked = std::mem::take(&mut self.unpacked);
+                let result = unpacked.events(&block).and_then(|events| {
                     for item in events {
                         let (lane, event) = item?;
                         self.on_event(lane, &event);
                     }
                     Ok(())
                 });
+                self.unpacked = unpacked;
                 result?;
             }
             Payload::Shutdown(totals) => {
@@ -750,7 +757,7 @@ mod tests {
         let mut model = Model::default();
         let mut bytes = init(7);
         let mut out = vec![0u8; 256];
-        let n = typhon_live_core::frame::write_raw_frame(&mut out, 9, 0, b"new").unwrap();
+        let n = typhon_live_core::frame::write_raw_frame(&mut out, 9, 0, 0, b"new").unwrap();
         bytes.extend_from_slice(&out[..n]);
         let n = typhon_live_core::Shutdown::default()
             .write(&mut out, 1)

@@ -43,7 +43,13 @@ impl Consumer for Recorder<'_> {
         if self.out.len() < needed {
             self.out.resize(needed, 0);
         }
-        let Ok(n) = write_raw_frame(&mut self.out, frame.kind, frame.seq, frame.payload) else {
+        let Ok(n) = write_raw_frame(
+            &mut self.out,
+            frame.kind,
+            frame.flags,
+            frame.seq,
+            frame.payload,
+        ) else {
             return Flow::Continue;
         };
         if let Err(e) = self

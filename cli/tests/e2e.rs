@@ -302,3 +302,42 @@ fn a_recording_killed_midway_is_a_valid_trace_and_bad_outputs_are_named() {
     let _ = demo.wait();
     let _ = std::fs::remove_file(&trace);
 }
+
+#[test]
+fn the_demos_compression_setting_shows_in_inspect_per_codec() {
+    for (setting, shown, absent) in [
+        ("lz4", "blocks lz4", "blocks packed"),
+        ("off", "blocks packed", "blocks lz4"),
+    ] {
+        let trace = temp(&format!("codec-{setting}.tlt"));
+        let demo = Command::new(BIN)
+            .args(["demo", "--no-view", "--live", "0", "--duration", "2"])
+            .args(["--threads", "2", "--compression", setting, "--trace"])
+            .arg(&trace)
+            .output()
+            .unwrap();
+        assert!(
+            demo.status.success(),
+            "{}",
+            String::from_utf8_lossy(&demo.stderr)
+        );
+        let report = inspect_ok(&trace);
+        let line = report
+            .lines()
+            .find(|l| l.starts_with(shown))
+            .unwrap_or_else(|| panic!("no {shown:?} line in\n{report}"));
+        assert!(!report.contains(absent), "{setting}: {report}");
+        // "blocks lz4   N blocks, E events: P bytes packed (...), W on the wire (...), ratio R"
+        let ratio: f64 = line.rsplit(' ').next().unwrap().parse().unwrap();
+        if setting == "off" {
+            assert_eq!(ratio, 1.0, "{line}");
+        } else {
+            assert!(ratio > 0.0 && ratio < 1.2, "{line}");
+        }
+        let (events, json) = to_chrome(&trace, &format!("codec-{setting}.json"));
+        assert!(events.iter().any(|e| e["ph"] == "X" && e["name"] == "Tick"));
+        for path in [&trace, &json] {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}

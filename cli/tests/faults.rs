@@ -309,7 +309,8 @@ fn a_damaged_init_loses_nothing_after_it() {
 fn an_unknown_frame_kind_is_skipped_without_a_gap() {
     let mut bytes = init_frame(0x0bad_0004);
     let mut out = vec![0u8; 4096];
-    let n = typhon_live_core::frame::write_raw_frame(&mut out, 9, 0, b"from the future").unwrap();
+    let n =
+        typhon_live_core::frame::write_raw_frame(&mut out, 9, 0, 0, b"from the future").unwrap();
     bytes.extend_from_slice(&out[..n]);
     let n = typhon_live_core::Shutdown::default()
         .write(&mut out, 1)

@@ -20,13 +20,18 @@
 //! numbers, integer gauges). Columns are per group because a lane's values
 //! are alike (one worker runs one query, with one kind and one name) where
 //! a Block's are not. A Block without records ends after its drop entries.
-//! FORMAT.md has every field.
+//!
+//! A Block whose frame flags say LZ4 (`codec.rs`) holds, after its drop
+//! entries, the packed events' length (u32 LE) and their LZ4 form; its
+//! reader decompresses them into a buffer of its own
+//! ([`BlockView::events_in`]). FORMAT.md has every field.
 
+use crate::codec::{self, Codec, Compression, Lz4Table, MAX_EVENTS_LEN};
 use crate::column::{ColumnReader, Layout, MAX_HEADER_LEN, MAX_ROUNDING};
 use crate::cursor::{Reader, Writer, MAX_VARINT_LEN};
 use crate::error::{DecodeError, EncodeError};
 use crate::event::{kind, Event, GaugeValue, LaneId, SpanId};
-use crate::frame::{write_frame, FrameKind, OVERHEAD};
+use crate::frame::{write_frame_with_flags, FrameKind, OVERHEAD};
 
 const FIXED_HEADER: usize = 22;
 
@@ -134,19 +139,40 @@ const fn capacity(len: usize) -> (usize, usize) {
     }
 }
 
-/// Largest frame a Block built in `scratch_len` bytes with `drop_entries`
-/// drop entries can need: the buffer size to give [`write_block`].
-pub const fn max_block_frame_len(scratch_len: usize, drop_entries: usize) -> usize {
+/// Largest packed events ([`pack_events`]) of a Block built in
+/// `scratch_len` bytes.
+pub const fn max_events_len(scratch_len: usize) -> usize {
     let (records, groups) = capacity(scratch_len);
     // Each column packs at most one bit per value above its scratch width
     // (the width chooser never picks a layout larger than plain slots), so
     // a record's values take at most ROW bytes plus one byte.
+    MAX_VARINT_LEN + groups * MAX_GROUP_WIRE + records * (ROW + 1)
+}
+
+/// Largest frame a Block built in `scratch_len` bytes with `drop_entries`
+/// drop entries can need, packed: the buffer size to give [`write_block`].
+pub const fn max_block_frame_len(scratch_len: usize, drop_entries: usize) -> usize {
+    OVERHEAD + FIXED_HEADER + 6 * drop_entries + max_events_len(scratch_len)
+}
+
+/// Largest frame such a Block can need in either codec: with
+/// [`Compression::Lz4`], LZ4 may add a little to incompressible events.
+pub const fn max_compressed_block_frame_len(scratch_len: usize, drop_entries: usize) -> usize {
     OVERHEAD
         + FIXED_HEADER
         + 6 * drop_entries
-        + MAX_VARINT_LEN
-        + groups * MAX_GROUP_WIRE
-        + records * (ROW + 1)
+        + 4
+        + codec::max_compressed_len(max_events_len(scratch_len))
+}
+
+/// The work buffer [`encode_events`] needs for Blocks built in
+/// `scratch_len` bytes: the packed events, and room to compress them.
+pub const fn encoding_buffer_len(scratch_len: usize, compression: Compression) -> usize {
+    let packed = max_events_len(scratch_len);
+    match compression {
+        Compression::Off => packed,
+        Compression::Lz4 | Compression::Auto => packed + codec::max_compressed_len(packed),
+    }
 }
 
 /// Delta state of one lane group, shared by encoder and decoder.
@@ -531,9 +557,10 @@ struct ColumnEntry {
     hi: u64,
 }
 
-/// Writes a Block frame of `block`'s events with the per-lane drop counts
-/// `drops`. The builder is not changed: on `Err` it can be written again
-/// into a larger buffer, and more events can be pushed after a write.
+/// Writes a Block frame of `block`'s events, packed, with the per-lane
+/// drop counts `drops`. The builder is not changed: on `Err` it can be
+/// written again into a larger buffer, and more events can be pushed after
+/// a write.
 pub fn write_block(
     out: &mut [u8],
     seq: u32,
@@ -544,7 +571,7 @@ pub fn write_block(
     if out.len() < needed {
         return Err(EncodeError::BufferTooSmall { needed });
     }
-    write_block_with(out, seq, block, drops, |w| {
+    write_block_with(out, seq, block, drops, Codec::Packed, |w| {
         if block.records > 0 {
             block.write_groups(w);
         }
@@ -569,17 +596,83 @@ pub fn pack_events(out: &mut [u8], block: &BlockBuilder<'_>) -> Result<usize, En
     Ok(w.position())
 }
 
-/// Writes the frame [`write_block`] writes, around `packed`: what
-/// [`pack_events`] packed from the same builder, unchanged since. Costs a
-/// copy of the events instead of packing them again.
-pub fn write_block_packed(
+/// A Block's events encoded once, in a work buffer, for as many frames as
+/// it has readers ([`write_block_encoded`]): where they lie and in which
+/// codec.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Encoded {
+    /// The codec the frames will state.
+    pub codec: Codec,
+    /// Bytes of the packed events.
+    pub packed_len: usize,
+    /// Where the bytes to send start in the work buffer, and how many.
+    at: usize,
+    len: usize,
+}
+
+impl Encoded {
+    /// Bytes the events take in the frame (for LZ4, with the length field).
+    pub fn wire_len(&self) -> usize {
+        match self.codec {
+            Codec::Packed => self.len,
+            Codec::Lz4 => 4 + self.len,
+        }
+    }
+}
+
+/// Packs `block`'s events into `work` and, given a table, compresses them
+/// behind the packed bytes, keeping the form `compression` chooses. A
+/// `work` of [`encoding_buffer_len`] bytes always suffices; with less room
+/// to compress, or no table, the packed form is kept.
+pub fn encode_events(
+    work: &mut [u8],
+    block: &BlockBuilder<'_>,
+    compression: Compression,
+    table: Option<&mut Lz4Table>,
+) -> Result<Encoded, EncodeError> {
+    let packed_len = pack_events(work, block)?;
+    let (packed, rest) = work.split_at_mut(packed_len);
+    let compressed = table.and_then(|table| codec::compress(compression, packed, rest, table));
+    Ok(match compressed {
+        Some(len) => Encoded {
+            codec: Codec::Lz4,
+            packed_len,
+            at: packed_len,
+            len,
+        },
+        None => Encoded {
+            codec: Codec::Packed,
+            packed_len,
+            at: 0,
+            len: packed_len,
+        },
+    })
+}
+
+/// Writes the Block frame of `block` around events [`encode_events`]
+/// put in `work` for the same builder, unchanged since. Costs a copy of
+/// the events instead of encoding them again.
+pub fn write_block_encoded(
     out: &mut [u8],
     seq: u32,
     block: &BlockBuilder<'_>,
     drops: &[(LaneId, u32)],
-    packed: &[u8],
+    encoded: Encoded,
+    work: &[u8],
 ) -> Result<usize, EncodeError> {
-    write_block_with(out, seq, block, drops, |w| w.bytes(packed))
+    let bytes =
+        work.get(encoded.at..encoded.at + encoded.len)
+            .ok_or(EncodeError::BufferTooSmall {
+                needed: encoded.at + encoded.len,
+            })?;
+    write_block_with(out, seq, block, drops, encoded.codec, |w| {
+        if encoded.codec == Codec::Lz4 {
+            // encode_events packs at most MAX_EVENTS_LEN bytes before it
+            // compresses, so the length fits.
+            w.u32(encoded.packed_len as u32);
+        }
+        w.bytes(bytes);
+    })
 }
 
 /// A Block frame: the fixed header and `drops`, then what `events` writes.
@@ -588,13 +681,14 @@ fn write_block_with(
     seq: u32,
     block: &BlockBuilder<'_>,
     drops: &[(LaneId, u32)],
+    codec: Codec,
     events: impl FnOnce(&mut Writer<'_>),
 ) -> Result<usize, EncodeError> {
     let drop_count = u16::try_from(drops.len()).map_err(|_| EncodeError::TooManyItems {
         what: "block drop entries",
     })?;
     let (first, last) = block.time_range();
-    write_frame(out, FrameKind::Block, seq, |w| {
+    write_frame_with_flags(out, FrameKind::Block, codec.flags(), seq, |w| {
         w.u32(block.records);
         w.u64(first);
         w.u64(last);
@@ -609,7 +703,8 @@ fn write_block_with(
 }
 
 /// A Block frame's header over the caller's bytes; events come from
-/// [`BlockView::events`].
+/// [`BlockView::events`] (packed Blocks) or [`BlockView::events_in`]
+/// (either codec).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BlockView<'a> {
     /// Number of events.
@@ -618,31 +713,64 @@ pub struct BlockView<'a> {
     pub first_time: u64,
     /// Latest event end.
     pub last_time: u64,
+    /// How the events are stored.
+    pub codec: Codec,
     drops: &'a [u8],
+    /// Packed events, or their LZ4 form.
     events: &'a [u8],
+    /// Bytes of the packed events.
+    packed_len: usize,
 }
 
 impl<'a> BlockView<'a> {
-    /// Parses a Block payload's header.
-    pub fn parse(payload: &'a [u8]) -> Result<Self, DecodeError> {
+    /// Parses a Block payload's header; `flags` is its frame's flags byte,
+    /// which names the codec.
+    pub fn parse(payload: &'a [u8], flags: u8) -> Result<Self, DecodeError> {
+        let codec = Codec::from_flags(flags)?;
         let mut r = Reader::new(payload);
         let records = r.u32("block record count")?;
         let first_time = r.u64("block first timestamp")?;
         let last_time = r.u64("block last timestamp")?;
         let drop_count = r.u16("block drop count")?;
         let drops = r.take(usize::from(drop_count) * 6, "block drop entries")?;
+        let packed_len = match codec {
+            Codec::Packed => r.remaining(),
+            Codec::Lz4 => {
+                let len = r.u32("block packed events length")? as usize;
+                if len > MAX_EVENTS_LEN {
+                    return Err(DecodeError::Malformed {
+                        what: "block packed events length above 8 MiB",
+                    });
+                }
+                if len == 0 {
+                    return Err(DecodeError::Malformed {
+                        what: "compressed block without events",
+                    });
+                }
+                len
+            }
+        };
         Ok(BlockView {
             records,
             first_time,
             last_time,
+            codec,
             drops,
             events: r.rest(),
+            packed_len,
         })
     }
 
-    /// Bytes of the encoded events (group table and columns).
+    /// Bytes the events take on the wire (for LZ4, the compressed data).
     pub fn encoded_len(&self) -> usize {
         self.events.len()
+    }
+
+    /// Bytes of the packed events (group table and columns): the buffer
+    /// [`BlockView::events_in`] needs for a compressed Block, at most
+    /// [`MAX_EVENTS_LEN`].
+    pub fn packed_len(&self) -> usize {
+        self.packed_len
     }
 
     /// `(lane, events dropped since the previous Block)` pairs.
@@ -655,12 +783,46 @@ impl<'a> BlockView<'a> {
         })
     }
 
-    /// The events, as `(lane, event)` in record order. A group's columns
-    /// are checked when the iteration reaches it; a record or group that
-    /// does not decode ends the iteration with one error.
+    /// The events of a packed Block, as `(lane, event)` in record order. A
+    /// group's columns are checked when the iteration reaches it; a record
+    /// or group that does not decode ends the iteration with one error. A
+    /// compressed Block answers [`DecodeError::BufferTooSmall`]: read it
+    /// with [`BlockView::events_in`].
     pub fn events(&self) -> Result<BlockEvents<'a>, DecodeError> {
+        match self.codec {
+            Codec::Packed => self.packed_events(self.events),
+            Codec::Lz4 => Err(DecodeError::BufferTooSmall {
+                needed: self.packed_len,
+            }),
+        }
+    }
+
+    /// The events of a Block in either codec, as [`BlockView::events`]
+    /// gives them. A compressed Block is decompressed into the start of
+    /// `buffer` first, which must hold [`BlockView::packed_len`] bytes
+    /// (else [`DecodeError::BufferTooSmall`]); a packed one is read in
+    /// place and leaves `buffer` alone.
+    pub fn events_in<'b>(&self, buffer: &'b mut [u8]) -> Result<BlockEvents<'b>, DecodeError>
+    where
+        'a: 'b,
+    {
+        match self.codec {
+            Codec::Packed => self.packed_events(self.events),
+            Codec::Lz4 => {
+                let out = buffer
+                    .get_mut(..self.packed_len)
+                    .ok_or(DecodeError::BufferTooSmall {
+                        needed: self.packed_len,
+                    })?;
+                codec::decompress(self.events, out)?;
+                self.packed_events(out)
+            }
+        }
+    }
+
+    fn packed_events<'b>(&self, packed: &'b [u8]) -> Result<BlockEvents<'b>, DecodeError> {
         let mut events = BlockEvents {
-            bytes: Reader::new(self.events),
+            bytes: Reader::new(packed),
             groups_left: 0,
             columns: [ColumnReader::EMPTY; col::COUNT],
             expected: self.records,
@@ -672,7 +834,7 @@ impl<'a> BlockView<'a> {
             pending: None,
         };
         if self.records == 0 {
-            if !self.events.is_empty() {
+            if !packed.is_empty() {
                 return Err(DecodeError::Malformed {
                     what: "empty block carries event bytes",
                 });

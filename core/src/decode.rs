@@ -29,7 +29,7 @@ pub const DEFAULT_MAX_FRAME: usize = 8 << 20;
 pub struct Frame<'a> {
     /// Kind byte; see [`Frame::kind`].
     pub kind: u8,
-    /// Flags byte (reserved).
+    /// Flags byte: a Block's codec, reserved in other kinds.
     pub flags: u8,
     /// Sequence number (for Init: the number the next frame carries).
     pub seq: u32,
@@ -79,7 +79,7 @@ impl<'a> Frame<'a> {
     pub fn parse(&self) -> Result<Payload<'a>, DecodeError> {
         Ok(match self.kind()? {
             FrameKind::Init => Payload::Init(InitView::parse(self.payload, self.seq)?),
-            FrameKind::Block => Payload::Block(BlockView::parse(self.payload)?),
+            FrameKind::Block => Payload::Block(BlockView::parse(self.payload, self.flags)?),
             FrameKind::Definitions => Payload::Definitions(DefinitionsView::parse(self.payload)?),
             FrameKind::CatchUp => Payload::CatchUp(CatchUpView::parse(self.payload)?),
             FrameKind::Shutdown => Payload::Shutdown(Shutdown::parse(self.payload)?),

@@ -101,6 +101,25 @@ pub enum DecodeError {
         /// The version found.
         version: u16,
     },
+    /// A Block's frame flags name a codec this version does not know (a
+    /// newer writer's); the Block is skipped, its sequence number counts.
+    UnknownCodec {
+        /// The frame's flags byte.
+        flags: u8,
+    },
+    /// A compressed Block's events need a buffer of `needed` bytes to be
+    /// decompressed into, and the caller's is smaller (or absent: see
+    /// [`BlockView::events_in`](crate::BlockView::events_in)).
+    BufferTooSmall {
+        /// Bytes the Block's events take once decompressed.
+        needed: usize,
+    },
+    /// A compressed Block's LZ4 data does not decompress to what its
+    /// header states: `what` says how (cut, damaged, too long, too short).
+    Decompression {
+        /// How the LZ4 data failed.
+        what: &'static str,
+    },
 }
 
 impl fmt::Display for DecodeError {
@@ -126,6 +145,14 @@ impl fmt::Display for DecodeError {
             DecodeError::UnsupportedVersion { version } => {
                 write!(f, "unsupported format version {version}")
             }
+            DecodeError::UnknownCodec { flags } => {
+                write!(f, "block flags {flags:#04x} name an unknown codec")
+            }
+            DecodeError::BufferTooSmall { needed } => write!(
+                f,
+                "a compressed block needs a {needed}-byte buffer to decompress into"
+            ),
+            DecodeError::Decompression { what } => write!(f, "block LZ4 data: {what}"),
         }
     }
 }

@@ -20,10 +20,11 @@
 //! sequence numbers then stay true and nothing that must not be lost is.
 //!
 //! Each reader's Block differs from another's only in its sequence number
-//! and drop entries; given a packing buffer
-//! ([`Exporter::set_packing_buffer`]) the exporter packs a Block's events
-//! once and frames the same bytes for every reader, so a second reader
-//! costs a copy, not a second encode.
+//! and drop entries; given an encoding buffer
+//! ([`Exporter::set_encoding_buffer`]) the exporter packs a Block's events
+//! once, compresses them once if told to ([`Exporter::set_compression`]),
+//! and frames the same bytes for every reader, so a second reader costs a
+//! copy, not a second encode.
 //!
 //! Order guaranteed on each reader's stream: Init first; Definitions before
 //! the first Block that uses a name or lane they define; a Catch-up right
@@ -44,9 +45,11 @@
 use defmt_or_log::{debug, warn};
 
 use crate::block::{
-    max_block_frame_len, pack_events, write_block, write_block_packed, BlockBuilder,
+    encode_events, encoding_buffer_len, max_block_frame_len, max_compressed_block_frame_len,
+    write_block, write_block_encoded, BlockBuilder, Encoded,
 };
 use crate::catchup::write_catchup;
+use crate::codec::{Compression, Lz4Table};
 use crate::definitions::write_definitions;
 use crate::error::EncodeError;
 use crate::event::LaneId;
@@ -170,10 +173,12 @@ pub struct Exporter<'a, const L: usize, const R: usize = 1> {
     block_full: bool,
     /// Host time at which the open Block got its first event.
     block_opened: Option<u64>,
-    /// Where the ready Block's events are packed once for several readers
-    /// ([`Exporter::set_packing_buffer`]), and their length once packed.
-    packed: Option<&'a mut [u8]>,
-    packed_len: Option<usize>,
+    /// Where the ready Block's events are encoded once for every reader
+    /// ([`Exporter::set_encoding_buffer`]), and where they lie once encoded.
+    work: Option<&'a mut [u8]>,
+    encoded: Option<Encoded>,
+    compression: Compression,
+    lz4: Option<&'a mut Lz4Table>,
     /// How long a Block may stay open collecting drains; 0 closes it after
     /// every drain pass.
     block_max_age: u64,
@@ -204,8 +209,10 @@ impl<'a, const L: usize, const R: usize> Exporter<'a, L, R> {
             block_ready: false,
             block_full: false,
             block_opened: None,
-            packed: None,
-            packed_len: None,
+            work: None,
+            encoded: None,
+            compression: Compression::Off,
+            lz4: None,
             block_max_age: 0,
             budget: [0; L],
             draining: false,
@@ -235,21 +242,44 @@ impl<'a, const L: usize, const R: usize> Exporter<'a, L, R> {
         self.catchup_interval = ticks.max(1);
     }
 
-    /// With more than one reader attached, packs each Block's events once
-    /// into `buffer` and frames the same bytes for every reader (packing is
-    /// most of a Block's cost); without it, each reader's Block is packed
-    /// for it. A buffer of [`Exporter::min_block_buffer`] bytes always
-    /// suffices; with a smaller one a Block that does not fit is packed per
-    /// reader.
-    pub fn set_packing_buffer(&mut self, buffer: &'a mut [u8]) {
-        self.packed = Some(buffer);
-        self.packed_len = None;
+    /// Encodes each Block's events once into `buffer` (packed, then
+    /// compressed when [`Exporter::set_compression`] says so) and frames
+    /// the same bytes for every reader: packing is most of a Block's cost.
+    /// Without it, Blocks are packed straight into each reader's frame and
+    /// never compressed. [`Exporter::encoding_buffer_len`] bytes always
+    /// suffice; a Block that does not fit a smaller buffer goes out packed,
+    /// for each reader.
+    pub fn set_encoding_buffer(&mut self, buffer: &'a mut [u8]) {
+        self.work = Some(buffer);
+        self.encoded = None;
+    }
+
+    /// Compresses Blocks per `compression` with `table` (needs an encoding
+    /// buffer). `Off`, the default, needs neither.
+    pub fn set_compression(&mut self, compression: Compression, table: &'a mut Lz4Table) {
+        self.compression = compression;
+        self.lz4 = Some(table);
+    }
+
+    /// The compression setting.
+    pub fn compression(&self) -> Compression {
+        self.compression
+    }
+
+    /// The encoding buffer this exporter's Blocks need with its compression
+    /// setting.
+    pub fn encoding_buffer_len(&self) -> usize {
+        encoding_buffer_len(self.block.capacity(), self.compression)
     }
 
     /// The smallest output buffer that any Block this exporter writes fits.
     /// Init and Definitions grow with the name table: size for those too.
     pub fn min_block_buffer(&self) -> usize {
-        max_block_frame_len(self.block.capacity(), L)
+        match self.compression {
+            // LZ4 forced on incompressible events is a little larger.
+            Compression::Lz4 => max_compressed_block_frame_len(self.block.capacity(), L),
+            Compression::Off | Compression::Auto => max_block_frame_len(self.block.capacity(), L),
+        }
     }
 
     /// A reader attached: it gets a free slot, whose stream starts with an
@@ -520,31 +550,26 @@ impl<'a, const L: usize, const R: usize> Exporter<'a, L, R> {
         let drop_report =
             self.block.is_empty() && reader.may_report_drops && reader.has_pending_drops();
         if reader.owes_block || drop_report {
-            let mut drops = [(0 as LaneId, 0u32); L];
-            let mut count = 0;
-            for (id, &dropped) in reader.pending_drops.iter().enumerate() {
-                if dropped > 0 {
-                    drops[count] = (id as LaneId, dropped);
-                    count += 1;
+            // At most one entry per lane: never full.
+            let drops: heapless::Vec<(LaneId, u32), L> = (reader.pending_drops.iter().enumerate())
+                .filter(|&(_, &dropped)| dropped > 0)
+                .map(|(id, &dropped)| (id as LaneId, dropped))
+                .collect();
+            // One reader and no compression: packed straight into its
+            // frame, saving a copy.
+            let encode = reader.owes_block
+                && (self.compression != Compression::Off
+                    || self.readers.iter().filter(|r| r.attached).count() > 1);
+            if let (true, Some(work), None) = (encode, self.work.as_deref_mut(), self.encoded) {
+                let table = self.lz4.as_deref_mut();
+                self.encoded = encode_events(work, &self.block, self.compression, table).ok();
+            }
+            let encoded = self.work.as_deref().zip(self.encoded);
+            let len = match encoded {
+                Some((work, encoded)) if encode => {
+                    write_block_encoded(out, reader.seq, &self.block, &drops, encoded, work)?
                 }
-            }
-            let shared =
-                reader.owes_block && self.readers.iter().filter(|r| r.attached).count() > 1;
-            if let (true, Some(buffer), None) =
-                (shared, self.packed.as_deref_mut(), self.packed_len)
-            {
-                self.packed_len = pack_events(buffer, &self.block).ok();
-            }
-            let packed = self.packed.as_deref().zip(self.packed_len);
-            let len = match packed {
-                Some((buffer, packed)) if shared => write_block_packed(
-                    out,
-                    reader.seq,
-                    &self.block,
-                    &drops[..count],
-                    &buffer[..packed],
-                )?,
-                _ => write_block(out, reader.seq, &self.block, &drops[..count])?,
+                _ => write_block(out, reader.seq, &self.block, &drops)?,
             };
             let r = &mut self.readers[index];
             for ((carried, in_block), dropped) in r
@@ -596,7 +621,7 @@ impl<'a, const L: usize, const R: usize> Exporter<'a, L, R> {
 
     fn clear_block(&mut self) {
         self.block.clear();
-        self.packed_len = None;
+        self.encoded = None;
         self.block_lanes = [0; L];
         self.block_ready = false;
         self.block_full = false;

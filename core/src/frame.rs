@@ -3,7 +3,7 @@
 //! ```text
 //! 0   2  magic "TL"
 //! 2   1  kind
-//! 3   1  flags (reserved, written 0, ignored by readers)
+//! 3   1  flags: a Block's codec (`codec.rs`); reserved in other kinds
 //! 4   4  sequence number, u32 LE
 //! 8   4  payload length, u32 LE
 //! 12  4  header check: CRC-32 of bytes 0..12, u32 LE
@@ -146,18 +146,31 @@ pub(crate) fn write_frame(
     seq: u32,
     payload: impl FnOnce(&mut Writer<'_>) -> Result<(), EncodeError>,
 ) -> Result<usize, EncodeError> {
-    write_frame_with_kind(out, kind.to_byte(), seq, payload)
+    write_frame_with_kind(out, kind.to_byte(), 0, seq, payload)
 }
 
-/// Writes a frame with any kind byte around an already encoded payload:
-/// for tools that relay frames and for tests that forge them.
+/// [`write_frame`] with a flags byte (a Block's codec).
+pub(crate) fn write_frame_with_flags(
+    out: &mut [u8],
+    kind: FrameKind,
+    flags: u8,
+    seq: u32,
+    payload: impl FnOnce(&mut Writer<'_>) -> Result<(), EncodeError>,
+) -> Result<usize, EncodeError> {
+    write_frame_with_kind(out, kind.to_byte(), flags, seq, payload)
+}
+
+/// Writes a frame with any kind and flags bytes around an already encoded
+/// payload: for tools that relay or record frames (pass the flags on: a
+/// Block's say how its events are stored) and for tests that forge them.
 pub fn write_raw_frame(
     out: &mut [u8],
     kind: u8,
+    flags: u8,
     seq: u32,
     payload: &[u8],
 ) -> Result<usize, EncodeError> {
-    write_frame_with_kind(out, kind, seq, |w| {
+    write_frame_with_kind(out, kind, flags, seq, |w| {
         w.bytes(payload);
         Ok(())
     })
@@ -166,13 +179,14 @@ pub fn write_raw_frame(
 fn write_frame_with_kind(
     out: &mut [u8],
     kind: u8,
+    flags: u8,
     seq: u32,
     payload: impl FnOnce(&mut Writer<'_>) -> Result<(), EncodeError>,
 ) -> Result<usize, EncodeError> {
     let mut w = Writer::new(out);
     w.bytes(&MAGIC);
     w.u8(kind);
-    w.u8(0);
+    w.u8(flags);
     w.u32(seq);
     w.u32(0); // payload length, patched below
     w.u32(0); // header check, patched below

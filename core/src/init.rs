@@ -12,8 +12,12 @@ use crate::lane::LaneInfo;
 use crate::names::NameSource;
 use crate::section::{self, tag, Count, Entries, LaneTable, Names, Sections};
 
-/// The format version this crate writes and reads.
-pub const FORMAT_VERSION: u16 = 2;
+/// The format version this crate writes.
+pub const FORMAT_VERSION: u16 = 3;
+/// The oldest format version this crate reads: version 3 only added the
+/// Block's LZ4 flag, so a version 2 stream reads as one whose Blocks are
+/// all packed.
+pub const OLDEST_READ_VERSION: u16 = 2;
 
 /// A field of a component layout.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -330,7 +334,7 @@ impl<'a> InitView<'a> {
     pub fn parse(payload: &'a [u8], seq: u32) -> Result<Self, DecodeError> {
         let mut r = Reader::new(payload);
         let version = r.u16("format version")?;
-        if version != FORMAT_VERSION {
+        if !(OLDEST_READ_VERSION..=FORMAT_VERSION).contains(&version) {
             return Err(DecodeError::UnsupportedVersion { version });
         }
         let _flags = r.u16("init flags")?;

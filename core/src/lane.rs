@@ -192,6 +192,24 @@ impl<const L: usize, const N: usize> Lanes<L, N> {
         L
     }
 
+    /// Every lane's ring uses `events` of its `N` slots
+    /// ([`EventRing::set_capacity`](crate::EventRing::set_capacity)): a
+    /// power of two from 2 to `N`, set before recording starts. Returns how
+    /// many rings took it; a ring with events waiting keeps its capacity.
+    pub fn set_ring_capacity(&self, events: usize) -> usize {
+        self.lanes
+            .iter()
+            .filter(|lane| lane.ring.set_capacity(events))
+            .count()
+    }
+
+    /// The capacity lane `id`'s ring uses.
+    pub fn ring_capacity(&self, id: LaneId) -> usize {
+        self.lanes
+            .get(usize::from(id))
+            .map_or(0, |l| l.ring.capacity())
+    }
+
     /// Claims a free lane for the calling thread; `None` when all are taken.
     pub fn claim(&self, name: NameId, kind: LaneKind) -> Option<LaneHandle<'_, N>> {
         for (index, lane) in self.lanes.iter().enumerate() {
@@ -337,6 +355,14 @@ impl<const N: usize> LaneHandle<'_, N> {
     #[inline]
     pub fn record(&self, event: &Event) -> bool {
         self.lane.ring.push(event)
+    }
+
+    /// Whether the lane's ring just passed half full
+    /// ([`EventRing::passed_half`](crate::EventRing::passed_half)): call
+    /// after recording, to wake the exporter early.
+    #[inline]
+    pub fn passed_half(&self) -> bool {
+        self.lane.ring.passed_half()
     }
 
     /// Begins a span named `name` at tick `now`; it is reported open until

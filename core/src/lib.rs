@@ -82,6 +82,7 @@ mod section;
 
 pub mod block;
 pub mod catchup;
+pub mod codec;
 pub mod decode;
 pub mod definitions;
 pub mod error;
@@ -98,13 +99,14 @@ pub mod shutdown;
 
 pub use block::{BlockBuilder, BlockEvents, BlockView};
 pub use catchup::{CatchUpLane, CatchUpView};
+pub use codec::{Codec, Compression, Lz4Table};
 pub use decode::{Decoder, Frame, Payload, DEFAULT_MAX_FRAME};
 pub use definitions::DefinitionsView;
 pub use error::{DecodeError, EncodeError};
 pub use event::{Event, GaugeValue, LaneId, LaneKind, NameId, OpenSpan, SpanId};
 pub use exporter::{Emitted, Exporter, ReaderId, Totals};
 pub use frame::FrameKind;
-pub use init::{InitView, Metadata, FORMAT_VERSION};
+pub use init::{InitView, Metadata, FORMAT_VERSION, OLDEST_READ_VERSION};
 pub use lane::{LaneHandle, LaneInfo, Lanes, SpanToken, DEFAULT_RING_EVENTS, MAX_OPEN_SPANS};
 pub use names::{NameError, NameSource, NameTable};
 pub use ring::EventRing;

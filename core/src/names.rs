@@ -5,8 +5,16 @@
 //! arena of `BYTES` bytes, found again through an open-addressing index.
 //! Interning takes `&mut self`; a multi-threaded host wraps the table in its
 //! lock of choice (interning happens once per call site, not per event).
+//!
+//! The arena and the table of name ends are heapless's `String` and `Vec`.
+//! The index is ours: heapless's `IndexMap` would have to own each key,
+//! which stores every name a second time (as a fixed-size
+//! `heapless::String`, so sized for the longest name), while this index
+//! holds only ids and compares against the arena.
 
 use core::fmt;
+
+use heapless::{String, Vec};
 
 use crate::event::NameId;
 
@@ -54,11 +62,10 @@ impl core::error::Error for NameError {}
 
 /// A fixed-capacity string interner of up to `N` names in `BYTES` bytes.
 pub struct NameTable<const N: usize, const BYTES: usize> {
-    arena: [u8; BYTES],
-    used: usize,
+    /// The names, one after the other.
+    arena: String<BYTES>,
     /// End offset in `arena` of name `i`; it starts where name `i - 1` ends.
-    ends: [u32; N],
-    count: usize,
+    ends: Vec<u32, N>,
     /// Open-addressing index: `id + 1`, 0 for an empty slot.
     index: [u32; N],
 }
@@ -80,22 +87,20 @@ impl<const N: usize, const BYTES: usize> NameTable<N, BYTES> {
         #[allow(clippy::let_unit_value)]
         let () = Self::LIMITS_OK;
         NameTable {
-            arena: [0; BYTES],
-            used: 0,
-            ends: [0; N],
-            count: 0,
+            arena: String::new(),
+            ends: Vec::new(),
             index: [0; N],
         }
     }
 
     /// Number of names interned.
     pub fn len(&self) -> usize {
-        self.count
+        self.ends.len()
     }
 
     /// True when no name is interned.
     pub fn is_empty(&self) -> bool {
-        self.count == 0
+        self.ends.is_empty()
     }
 
     /// The id of `name`, interning it if it is new.
@@ -113,22 +118,20 @@ impl<const N: usize, const BYTES: usize> NameTable<N, BYTES> {
             }
             slot = (slot + 1) % N;
         }
-        if self.count == N {
+        if self.ends.is_full() {
             return Err(NameError::TableFull { capacity: N });
         }
-        let free = BYTES - self.used;
-        if name.len() > free {
+        let free = BYTES - self.arena.len();
+        if self.arena.push_str(name).is_err() {
             return Err(NameError::ArenaFull {
                 needed: name.len(),
                 free,
             });
         }
-        // `count < N` so the probe above stopped at an empty slot.
-        let id = self.count as u32;
-        self.arena[self.used..self.used + name.len()].copy_from_slice(name.as_bytes());
-        self.used += name.len();
-        self.ends[self.count] = self.used as u32;
-        self.count += 1;
+        // Not full, so the probe above stopped at an empty slot; the arena
+        // is under 2^32 bytes (LIMITS_OK).
+        let id = self.ends.len() as u32;
+        let _ = self.ends.push(self.arena.len() as u32);
         self.index[slot] = id + 1;
         Ok(id)
     }
@@ -136,18 +139,19 @@ impl<const N: usize, const BYTES: usize> NameTable<N, BYTES> {
     /// The name with id `id`.
     pub fn get(&self, id: NameId) -> Option<&str> {
         let i = id as usize;
-        if i >= self.count {
-            return None;
-        }
-        let start = if i == 0 { 0 } else { self.ends[i - 1] as usize };
-        let bytes = self.arena.get(start..self.ends[i] as usize)?;
-        core::str::from_utf8(bytes).ok()
+        let end = *self.ends.get(i)? as usize;
+        let start = match i.checked_sub(1) {
+            Some(before) => *self.ends.get(before)? as usize,
+            None => 0,
+        };
+        // Boundaries of whole pushed strings: always char boundaries.
+        self.arena.get(start..end)
     }
 }
 
 impl<const N: usize, const BYTES: usize> NameSource for NameTable<N, BYTES> {
     fn count(&self) -> u32 {
-        self.count as u32
+        self.ends.len() as u32
     }
 
     fn get(&self, id: NameId) -> Option<&str> {

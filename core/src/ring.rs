@@ -8,19 +8,25 @@
 //! single-producer contract can garble events but can never cause undefined
 //! behaviour. The ring is `Sync` and `const`-constructible, so it lives in a
 //! `static` and both ends work through `&self`, which lane reuse needs (a
-//! heapless queue hands out borrowed `Producer`/`Consumer` halves once, from
-//! `&mut`). It uses its full capacity `N`, where heapless holds `N - 1`.
+//! thread that ends hands its lane to the next one). heapless's queue
+//! (0.9.4, which has `const` constructors) was tried for that: its halves
+//! come from `split(&mut self)`, so a queue in a `static` is split through
+//! a `static mut` and an `unsafe` block (heapless's own example does so),
+//! which the core's `forbid(unsafe_code)` rules out, and a lane's
+//! `Producer` would then travel between threads through a lock. It also
+//! holds `N - 1` items where this ring uses all `N`.
 //!
-//! The price, measured by `cargo bench -p typhon-live-core --bench ring`
+//! Speed, measured by `cargo bench -p typhon-live-core --bench ring`
 //! (push then pop 1024 span events, single thread, both in the same run):
-//! over four runs on the shared 2-core CI machine the ring took 1.04 to 1.49
-//! times heapless's time (medians 8.3 to 11.0 µs against 7.4 to 8.3 µs, so
-//! 8 to 11 ns per event recorded and drained), from storing five words one
-//! by one instead of copying a 48-byte enum. A first version with ten
-//! 32-bit words everywhere took twice heapless's time. Variable-
-//! size byte records were not chosen: the compact encoding happens once per
-//! Block on the exporter side anyway, and a fixed record keeps the
-//! producer's path to a handful of stores.
+//! three runs on the shared 2-core CI machine gave medians of 3.61, 3.75
+//! and 3.62 µs for this ring against 4.07, 4.30 and 4.34 µs for heapless
+//! (0.84 to 0.89 times its time, 3.5 ns per event recorded and drained).
+//! It used to take 1.04 to 1.49 times heapless's: storing the five words
+//! through a loop over the slot's atomics, and the record conversions not
+//! being inlined into `push` and `pop`, cost more than copying heapless's
+//! 48-byte enum. Variable-size byte records were not chosen: the compact
+//! encoding happens once per Block on the exporter side anyway, and a
+//! fixed record keeps the producer's path to a handful of stores.
 
 use core::sync::atomic::{AtomicU32, Ordering};
 
@@ -52,18 +58,26 @@ impl Slot64 {
         Slot64([const { core::sync::atomic::AtomicU64::new(0) }; WORDS])
     }
 
+    #[inline(always)]
     fn store(&self, words: [u64; WORDS]) {
-        for (cell, word) in self.0.iter().zip(words) {
-            cell.store(word, Ordering::Relaxed);
-        }
+        let [a, b, c, d, e] = &self.0;
+        a.store(words[0], Ordering::Relaxed);
+        b.store(words[1], Ordering::Relaxed);
+        c.store(words[2], Ordering::Relaxed);
+        d.store(words[3], Ordering::Relaxed);
+        e.store(words[4], Ordering::Relaxed);
     }
 
+    #[inline(always)]
     fn load(&self) -> [u64; WORDS] {
-        let mut words = [0u64; WORDS];
-        for (word, cell) in words.iter_mut().zip(&self.0) {
-            *word = cell.load(Ordering::Relaxed);
-        }
-        words
+        let [a, b, c, d, e] = &self.0;
+        [
+            a.load(Ordering::Relaxed),
+            b.load(Ordering::Relaxed),
+            c.load(Ordering::Relaxed),
+            d.load(Ordering::Relaxed),
+            e.load(Ordering::Relaxed),
+        ]
     }
 }
 
@@ -98,9 +112,13 @@ impl Slot32 {
 
 /// A wait-free single-producer/single-consumer ring of [`Event`]s.
 ///
-/// `N` is the capacity in events and must be a power of two. One thread
-/// pushes, one thread pops; when the ring is full a push is refused and
-/// counted in [`EventRing::take_dropped`].
+/// `N` is the storage in events and must be a power of two; the capacity
+/// in use is `N` unless [`EventRing::set_capacity`] lowers it, so that a
+/// host can size its rings from configuration while they live in a
+/// `static` (slots past the capacity are never touched: in a zeroed
+/// `static` they cost no memory). One thread pushes, one thread pops; when
+/// the ring is full a push is refused and counted in
+/// [`EventRing::take_dropped`].
 pub struct EventRing<const N: usize> {
     /// Free-running count of records ever pushed (producer-owned).
     head: AtomicU32,
@@ -110,6 +128,8 @@ pub struct EventRing<const N: usize> {
     /// line again only when the ring looks full, not on every push.
     tail_seen: AtomicU32,
     dropped: AtomicU32,
+    /// Capacity in use: a power of two, at most `N`.
+    capacity: AtomicU32,
     slots: [Slot; N],
 }
 
@@ -134,13 +154,34 @@ impl<const N: usize> EventRing<N> {
             tail: AtomicU32::new(0),
             tail_seen: AtomicU32::new(0),
             dropped: AtomicU32::new(0),
+            capacity: AtomicU32::new(N as u32),
             slots: [const { Slot::new() }; N],
         }
     }
 
-    /// Capacity in events.
-    pub const fn capacity(&self) -> usize {
-        N
+    /// Capacity in events: `N`, or what [`EventRing::set_capacity`] set.
+    #[inline]
+    pub fn capacity(&self) -> usize {
+        self.capacity.load(Ordering::Relaxed) as usize
+    }
+
+    /// Uses `events` of the ring's `N` slots: a power of two from 2 to
+    /// `N`, else `false` and nothing changes. Only while the ring is empty
+    /// and nobody records or drains (before recording starts): events
+    /// in flight across a change are garbled, though never unsafely.
+    pub fn set_capacity(&self, events: usize) -> bool {
+        let valid = events.is_power_of_two() && (2..=N).contains(&events);
+        if !valid || !self.is_empty() {
+            return false;
+        }
+        self.capacity.store(events as u32, Ordering::Relaxed);
+        true
+    }
+
+    /// Slot of a free-running index; `capacity` is a power of two up to N.
+    #[inline(always)]
+    fn slot(&self, index: u32, capacity: usize) -> &Slot {
+        &self.slots[index as usize & (capacity - 1) & (N - 1)]
     }
 
     /// Events waiting to be popped (a snapshot: the producer may add more).
@@ -159,19 +200,40 @@ impl<const N: usize> EventRing<N> {
     /// `false` when the ring is full. Never blocks, never allocates.
     #[inline]
     pub fn push(&self, event: &Event) -> bool {
+        let capacity = self.capacity();
         let head = self.head.load(Ordering::Relaxed);
-        if head.wrapping_sub(self.tail_seen.load(Ordering::Relaxed)) as usize >= N {
+        if head.wrapping_sub(self.tail_seen.load(Ordering::Relaxed)) as usize >= capacity {
             let tail = self.tail.load(Ordering::Acquire);
             self.tail_seen.store(tail, Ordering::Relaxed);
-            if head.wrapping_sub(tail) as usize >= N {
+            if head.wrapping_sub(tail) as usize >= capacity {
                 self.dropped.fetch_add(1, Ordering::Relaxed);
                 return false;
             }
         }
-        self.slots[head as usize & (N - 1)].store(to_words(event));
+        self.slot(head, capacity).store(to_words(event));
         // Publishes the slot's words to the consumer's acquire of `head`.
         self.head.store(head.wrapping_add(1), Ordering::Release);
         true
+    }
+
+    /// Producer side, after a push: whether the ring just passed half
+    /// full, so that a host can wake its consumer early instead of letting
+    /// the ring fill while the consumer sleeps. Costs two loads of
+    /// producer-owned words per call; once every `N / 2` or so pushes it
+    /// reads the consumer's index, and answers `true` at most once per
+    /// crossing.
+    #[inline]
+    pub fn passed_half(&self) -> bool {
+        let half = self.capacity() / 2;
+        let head = self.head.load(Ordering::Relaxed);
+        // The estimate only grows between looks at the consumer's index,
+        // so it equals half the capacity once per look.
+        if head.wrapping_sub(self.tail_seen.load(Ordering::Relaxed)) as usize != half {
+            return false;
+        }
+        let tail = self.tail.load(Ordering::Acquire);
+        self.tail_seen.store(tail, Ordering::Relaxed);
+        head.wrapping_sub(tail) as usize >= half
     }
 
     /// Consumer side: takes the oldest event.
@@ -182,7 +244,7 @@ impl<const N: usize> EventRing<N> {
             if tail == head {
                 return None;
             }
-            let words = self.slots[tail as usize & (N - 1)].load();
+            let words = self.slot(tail, self.capacity()).load();
             // Hands the slot back; the producer's acquire of `tail` orders
             // our loads before its next stores into it.
             self.tail.store(tail.wrapping_add(1), Ordering::Release);
@@ -203,14 +265,15 @@ impl<const N: usize> EventRing<N> {
     /// once and publishes the consumer's once, however many events move.
     /// Returns how many were taken.
     pub fn drain(&self, max: usize, mut take: impl FnMut(Event) -> bool) -> usize {
+        let capacity = self.capacity();
         let tail = self.tail.load(Ordering::Relaxed);
         let head = self.head.load(Ordering::Acquire);
         let available = (head.wrapping_sub(tail) as usize).min(max);
         let mut consumed = 0;
         let mut taken = 0;
         while consumed < available {
-            let index = tail.wrapping_add(consumed as u32) as usize & (N - 1);
-            match from_words(self.slots[index].load()) {
+            let slot = self.slot(tail.wrapping_add(consumed as u32), capacity);
+            match from_words(slot.load()) {
                 Some(event) => {
                     if !take(event) {
                         break;
@@ -240,7 +303,7 @@ impl<const N: usize> EventRing<N> {
 /// Record layout: word 0 = kind | flags | name << 32; word 1 = time;
 /// word 2 = duration; word 3 = span id | parent << 32; word 4 = argument,
 /// payload, gauge value or tick number.
-#[inline]
+#[inline(always)]
 fn to_words(event: &Event) -> [u64; WORDS] {
     match *event {
         Event::Span {
@@ -298,7 +361,7 @@ fn to_words(event: &Event) -> [u64; WORDS] {
     }
 }
 
-#[inline]
+#[inline(always)]
 fn from_words(w: [u64; WORDS]) -> Option<Event> {
     let flag = w[0] & FLAG != 0;
     let name = (w[0] >> SHIFT_NAME) as u32;
@@ -350,6 +413,58 @@ mod tests {
             name: (i % 7) as u32,
             payload: i * 3,
         }
+    }
+
+    #[test]
+    fn passing_half_full_is_told_once_per_crossing() {
+        let ring = EventRing::<8>::new();
+        let mut told = 0;
+        for i in 0..8 {
+            assert!(ring.push(&instant(i)));
+            if ring.passed_half() {
+                told += 1;
+                assert_eq!(ring.len(), 4);
+            }
+        }
+        assert_eq!(told, 1);
+        // Drained below half and filled again: told again.
+        while ring.pop().is_some() {}
+        let mut told = 0;
+        for i in 0..6 {
+            assert!(ring.push(&instant(i)));
+            told += usize::from(ring.passed_half());
+        }
+        assert_eq!(told, 1);
+        // A consumer that keeps up: never told.
+        let ring = EventRing::<8>::new();
+        for i in 0..100 {
+            assert!(ring.push(&instant(i)));
+            assert!(!ring.passed_half());
+            assert!(ring.pop().is_some());
+        }
+    }
+
+    #[test]
+    fn a_smaller_capacity_is_used_whole_and_only_while_empty() {
+        let ring = EventRing::<16>::new();
+        assert_eq!(ring.capacity(), 16);
+        for bad in [0, 1, 3, 12, 32] {
+            assert!(!ring.set_capacity(bad), "{bad}");
+        }
+        assert!(ring.set_capacity(4));
+        for round in 0..3 {
+            for i in 0..4 {
+                assert!(ring.push(&instant(round * 10 + i)));
+            }
+            assert!(!ring.push(&instant(99)));
+            assert!(!ring.set_capacity(8), "not while events wait");
+            for i in 0..4 {
+                assert_eq!(ring.pop(), Some(instant(round * 10 + i)));
+            }
+        }
+        assert_eq!(ring.take_dropped(), 3);
+        assert!(ring.set_capacity(16));
+        assert_eq!(ring.capacity(), 16);
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! Arbitrary bytes, in arbitrary chunks, through the stream decoder; every
 //! frame parsed, every table walked, every Block's columns parsed and every
-//! event iterated. Checksums are skipped under `cfg(fuzzing)`, so the
-//! fuzzer reaches the payload parsers.
+//! event iterated, compressed Blocks decompressed first. Checksums are
+//! skipped under `cfg(fuzzing)`, so the fuzzer reaches the payload parsers.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -27,8 +27,12 @@ fn walk(payload: Payload<'_>) {
             block.drops().for_each(drop);
             // Both ways of reading a Block, which take different paths: the
             // iterator record by record, `read` whole runs of one kind.
+            // A compressed Block is decompressed into a buffer of the size
+            // it states (at most 8 MiB, checked by the parser); each way
+            // decompresses it for itself.
+            let mut unpacked = vec![0u8; block.packed_len()];
             let mut iterated = Vec::new();
-            if let Ok(events) = block.events() {
+            if let Ok(events) = block.events_in(&mut unpacked) {
                 for event in events {
                     match event {
                         Ok(event) => iterated.push(event),
@@ -37,7 +41,7 @@ fn walk(payload: Payload<'_>) {
                 }
             }
             let mut read = Vec::new();
-            if let Ok(mut events) = block.events() {
+            if let Ok(mut events) = block.events_in(&mut unpacked) {
                 let mut batch = [(0, Event::TickStart { time: 0, tick: 0 }); 7];
                 while let Ok(n @ 1..) = events.read(&mut batch) {
                     read.extend_from_slice(&batch[..n]);

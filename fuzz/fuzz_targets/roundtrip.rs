@@ -1,31 +1,98 @@
-//! Arbitrary event batches through Block encode, then the stream decoder
-//! (fed in arbitrary chunks), must come back equal, float bits included.
+//! Arbitrary event batches through Block encode (packed, LZ4, or LZ4 when
+//! it pays), then the stream decoder (fed in arbitrary chunks), must come
+//! back equal, float bits included.
 #![no_main]
 
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
-use typhon_live_core::block::{max_block_frame_len, write_block};
-use typhon_live_core::{BlockBuilder, Decoder, Event, GaugeValue, Payload};
+use typhon_live_core::block::{
+    encode_events, encoding_buffer_len, max_compressed_block_frame_len, write_block_encoded,
+};
+use typhon_live_core::{BlockBuilder, Compression, Decoder, Event, GaugeValue, Lz4Table, Payload};
 
 #[derive(Arbitrary, Debug)]
 enum Input {
-    Span { start: u64, duration: u64, name: u32, id: u32, parent: u32, arg: Option<u64> },
-    Instant { time: u64, name: u32, payload: u64 },
-    GaugeInt { time: u64, gauge: u32, value: i64 },
-    GaugeFloat { time: u64, gauge: u32, bits: u64 },
-    TickStart { time: u64, tick: u64 },
-    TickEnd { time: u64, tick: u64, overrun: bool },
+    Span {
+        start: u64,
+        duration: u64,
+        name: u32,
+        id: u32,
+        parent: u32,
+        arg: Option<u64>,
+    },
+    Instant {
+        time: u64,
+        name: u32,
+        payload: u64,
+    },
+    GaugeInt {
+        time: u64,
+        gauge: u32,
+        value: i64,
+    },
+    GaugeFloat {
+        time: u64,
+        gauge: u32,
+        bits: u64,
+    },
+    TickStart {
+        time: u64,
+        tick: u64,
+    },
+    TickEnd {
+        time: u64,
+        tick: u64,
+        overrun: bool,
+    },
 }
 
 impl Input {
     fn event(&self) -> Event {
         match *self {
-            Input::Span { start, duration, name, id, parent, arg } => Event::Span { start, duration, name, id, parent, arg },
-            Input::Instant { time, name, payload } => Event::Instant { time, name, payload },
-            Input::GaugeInt { time, gauge, value } => Event::Gauge { time, gauge, value: GaugeValue::Int(value) },
-            Input::GaugeFloat { time, gauge, bits } => Event::Gauge { time, gauge, value: GaugeValue::Float(f64::from_bits(bits)) },
+            Input::Span {
+                start,
+                duration,
+                name,
+                id,
+                parent,
+                arg,
+            } => Event::Span {
+                start,
+                duration,
+                name,
+                id,
+                parent,
+                arg,
+            },
+            Input::Instant {
+                time,
+                name,
+                payload,
+            } => Event::Instant {
+                time,
+                name,
+                payload,
+            },
+            Input::GaugeInt { time, gauge, value } => Event::Gauge {
+                time,
+                gauge,
+                value: GaugeValue::Int(value),
+            },
+            Input::GaugeFloat { time, gauge, bits } => Event::Gauge {
+                time,
+                gauge,
+                value: GaugeValue::Float(f64::from_bits(bits)),
+            },
             Input::TickStart { time, tick } => Event::TickStart { time, tick },
-            Input::TickEnd { time, tick, overrun } => Event::TickEnd { time, tick, overrun },
+            Input::TickEnd {
+                time,
+                tick,
+                overrun,
+            } => Event::TickEnd {
+                time,
+                tick,
+                overrun,
+            },
         }
     }
 }
@@ -33,8 +100,16 @@ impl Input {
 fn same(a: &Event, b: &Event) -> bool {
     match (a, b) {
         (
-            Event::Gauge { time: ta, gauge: ga, value: GaugeValue::Float(va) },
-            Event::Gauge { time: tb, gauge: gb, value: GaugeValue::Float(vb) },
+            Event::Gauge {
+                time: ta,
+                gauge: ga,
+                value: GaugeValue::Float(va),
+            },
+            Event::Gauge {
+                time: tb,
+                gauge: gb,
+                value: GaugeValue::Float(vb),
+            },
         ) => ta == tb && ga == gb && va.to_bits() == vb.to_bits(),
         _ => a == b,
     }
@@ -44,6 +119,7 @@ fn same(a: &Event, b: &Event) -> bool {
 struct Case {
     seq: u32,
     chunk: u8,
+    compression: u8,
     drops: Vec<(u16, u32)>,
     events: Vec<(u16, Input)>,
 }
@@ -58,8 +134,16 @@ fuzz_target!(|case: Case| {
         .take_while(|(lane, event)| builder.push(*lane, event))
         .collect();
     let drops = &case.drops[..case.drops.len().min(64)];
-    let mut frame = vec![0u8; max_block_frame_len(builder.capacity(), drops.len())];
-    let len = write_block(&mut frame, case.seq, &builder, drops).expect("fits its bound");
+    let compression =
+        [Compression::Off, Compression::Lz4, Compression::Auto][usize::from(case.compression % 3)];
+    let mut work = vec![0u8; encoding_buffer_len(builder.capacity(), compression)];
+    let mut table = Lz4Table::small();
+    let encoded =
+        encode_events(&mut work, &builder, compression, Some(&mut table)).expect("fits its bound");
+    let mut frame = vec![0u8; max_compressed_block_frame_len(builder.capacity(), drops.len())];
+    let len = write_block_encoded(&mut frame, case.seq, &builder, drops, encoded, &work)
+        .expect("fits its bound");
+    let mut unpacked = vec![0u8; encoded.packed_len];
 
     let mut buf = vec![0u8; frame.len()];
     let mut decoder = Decoder::new(&mut buf);
@@ -68,16 +152,24 @@ fuzz_target!(|case: Case| {
         assert_eq!(decoder.feed(piece), piece.len());
         while let Some(f) = decoder.next().expect("own output decodes") {
             assert_eq!(f.seq, case.seq);
-            let Payload::Block(block) = f.parse().expect("own output parses") else { panic!("not a Block") };
+            let Payload::Block(block) = f.parse().expect("own output parses") else {
+                panic!("not a Block")
+            };
             assert!(block.drops().eq(drops.iter().copied()));
-            let events: Vec<_> = block.events().expect("columns parse").collect::<Result<_, _>>().expect("events");
+            assert_eq!(block.codec, encoded.codec);
+            let events: Vec<_> = block
+                .events_in(&mut unpacked)
+                .expect("columns parse")
+                .collect::<Result<_, _>>()
+                .expect("events");
             assert_eq!(events.len(), taken.len());
             for ((la, ea), (lb, eb)) in events.iter().zip(&taken) {
                 assert!(la == lb && same(ea, eb), "{ea:?} != {eb:?}");
             }
             // In batches, the fast path for runs of one kind.
-            let mut reader = block.events().expect("columns parse");
-            let mut batch = vec![(0, Event::TickStart { time: 0, tick: 0 }); usize::from(case.chunk) + 1];
+            let mut reader = block.events_in(&mut unpacked).expect("columns parse");
+            let mut batch =
+                vec![(0, Event::TickStart { time: 0, tick: 0 }); usize::from(case.chunk) + 1];
             let mut read = Vec::new();
             while let n @ 1.. = reader.read(&mut batch).expect("own output decodes") {
                 read.extend_from_slice(&batch[..n]);

@@ -120,7 +120,7 @@ fn blocks(c: &mut Criterion) {
     let payload = &frame[16..frame_len - 4];
     group.bench_function("decode", |b| {
         b.iter(|| {
-            let view = BlockView::parse(black_box(payload)).expect("valid");
+            let view = BlockView::parse(black_box(payload), 0).expect("valid");
             let mut n = 0usize;
             for e in view.events().expect("valid") {
                 black_box(e.expect("valid"));
@@ -132,7 +132,7 @@ fn blocks(c: &mut Criterion) {
     let mut batch = vec![(0, Event::TickStart { time: 0, tick: 0 }); 1024];
     group.bench_function("decode, read in batches", |b| {
         b.iter(|| {
-            let view = BlockView::parse(black_box(payload)).expect("valid");
+            let view = BlockView::parse(black_box(payload), 0).expect("valid");
             let mut reader = view.events().expect("valid");
             let mut n = 0usize;
             while let Ok(got @ 1..) = reader.read(&mut batch) {

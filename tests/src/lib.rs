@@ -117,7 +117,9 @@ pub fn own(frame: &Frame<'_>) -> Result<Owned, DecodeError> {
             lanes: init.lanes().collect(),
         },
         Payload::Block(block) => {
-            let events = block.events()?.collect::<Result<Vec<_>, _>>()?;
+            let events = typhon_live_std::BlockBuffer::new()
+                .events(&block)?
+                .collect::<Result<Vec<_>, _>>()?;
             Owned::Block {
                 seq: frame.seq,
                 first: block.first_time,
@@ -342,6 +344,117 @@ pub fn realistic_events(ticks: u64) -> Vec<(LaneId, Event)> {
     out
 }
 
+/// The span tree one tick of [`steady_spans`] runs: (name, parent index
+/// in this list or `usize::MAX` for the root, mean duration in ns).
+pub const STEADY_TREE: [(&str, usize, u64); 16] = [
+    ("Tick", usize::MAX, 0),
+    ("Input", 0, 120_000),
+    ("Physics", 0, 0),
+    ("Broadphase", 2, 310_000),
+    ("Narrowphase", 2, 540_000),
+    ("Solver", 2, 1_200_000),
+    ("AI", 0, 0),
+    ("Pathfinding", 6, 800_000),
+    ("Animation", 0, 650_000),
+    ("Audio", 0, 90_000),
+    ("Render", 0, 0),
+    ("Cull", 10, 400_000),
+    ("Draw", 10, 2_100_000),
+    ("Present", 10, 150_000),
+    ("Network", 0, 210_000),
+    ("Telemetry", 0, 30_000),
+];
+
+/// A steady engine loop, what a real main thread looks like: every tick
+/// (60 Hz, nanosecond clock) runs the same systems in the same order
+/// ([`STEADY_TREE`], names 0 to 15), each leaf taking its mean duration
+/// ±2 %, a parent spanning its children, 2 to 3 µs between siblings.
+/// Returns each span as (start, end, name, depth) in the order spans
+/// begin, so that any profiler can replay it.
+pub fn steady_spans(ticks: u64) -> Vec<(u64, u64, u32, usize)> {
+    let mut rng = 0x9e37_79b9_7f4a_7c15u64;
+    let mut jitter = move |max: u64| {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        rng % max.max(1)
+    };
+    let mut out = Vec::new();
+    for tick in 0..ticks {
+        let base = 1_000_000_000 + tick * 16_666_667;
+        // Children lie after their parent in the tree: lay out leaves,
+        // then close parents over their children.
+        let mut spans: Vec<(u64, u64)> = vec![(0, 0); STEADY_TREE.len()];
+        let mut t = base + 1_000 + jitter(200);
+        for (i, &(_, parent, mean)) in STEADY_TREE.iter().enumerate().skip(1) {
+            t += 2_000 + jitter(1_000);
+            let is_parent = STEADY_TREE.iter().any(|&(_, p, _)| p == i);
+            if is_parent {
+                spans[i] = (t, t);
+                continue;
+            }
+            let duration = mean - mean / 50 + jitter(mean / 25);
+            spans[i] = (t, t + duration);
+            t += duration;
+            // Close every ancestor over this leaf.
+            let mut p = parent;
+            while p != usize::MAX && p != 0 {
+                spans[p].1 = t + 500;
+                p = STEADY_TREE[p].1;
+            }
+            if parent != 0 {
+                t += 500;
+            }
+        }
+        spans[0] = (base, t + 1_000);
+        for (i, &(start, end)) in spans.iter().enumerate() {
+            let mut depth = 0;
+            let mut p = STEADY_TREE[i].1;
+            while p != usize::MAX {
+                depth += 1;
+                p = STEADY_TREE[p].1;
+            }
+            out.push((start, end, i as u32, depth));
+        }
+    }
+    out
+}
+
+/// [`steady_spans`] as a lane's events, in the order a profiler records
+/// them (a span when it ends: children before their parent).
+pub fn steady_events(ticks: u64) -> Vec<(LaneId, Event)> {
+    let spans = steady_spans(ticks);
+    let per_tick = STEADY_TREE.len();
+    let mut out = Vec::with_capacity(spans.len());
+    let mut next_id = 0u32;
+    for tick in spans.chunks(per_tick) {
+        let first_id = next_id + 1;
+        next_id += per_tick as u32;
+        let mut events: Vec<Event> = tick
+            .iter()
+            .enumerate()
+            .map(|(i, &(start, end, name, _))| {
+                let parent = STEADY_TREE[i].1;
+                Event::Span {
+                    start,
+                    duration: end - start,
+                    name,
+                    id: first_id + i as u32,
+                    parent: if parent == usize::MAX {
+                        0
+                    } else {
+                        first_id + parent as u32
+                    },
+                    arg: None,
+                }
+            })
+            .collect();
+        events.sort_by_key(Event::end_time);
+        out.extend(events.into_iter().map(|e| (0, e)));
+    }
+    out
+}
+
 /// The names [`realistic_events`] refers to, by id.
 pub const REALISTIC_NAMES: [&str; 24] = [
     "Main",
@@ -373,8 +486,14 @@ pub const REALISTIC_NAMES: [&str; 24] = [
 /// A whole session as the real exporter writes it: Init, Catch-up, then
 /// `ticks` ticks of [`realistic_events`] drained once per tick, with a name
 /// interned mid-session (so a Definitions frame appears), then Shutdown.
-pub fn exporter_stream(ticks: u64, scratch_len: usize) -> Vec<u8> {
-    use typhon_live_core::{Exporter, LaneKind, Lanes, Metadata, NameTable};
+/// Blocks are compressed per `compression`.
+pub fn exporter_stream(
+    ticks: u64,
+    scratch_len: usize,
+    compression: typhon_live_core::Compression,
+) -> Vec<u8> {
+    use typhon_live_core::block::encoding_buffer_len;
+    use typhon_live_core::{Exporter, LaneKind, Lanes, Lz4Table, Metadata, NameTable};
 
     let lanes: Lanes<8, 1024> = Lanes::new();
     let mut names: NameTable<64, 2048> = NameTable::new();
@@ -402,7 +521,11 @@ pub fn exporter_stream(ticks: u64, scratch_len: usize) -> Vec<u8> {
         created_unix_ns: 1_764_633_600_000_000_000,
         ..Metadata::default()
     };
+    let mut work = vec![0u8; encoding_buffer_len(scratch_len, compression)];
+    let mut table = Lz4Table::large();
     let mut exporter: Exporter<'_, 8> = Exporter::new(meta, &mut scratch);
+    exporter.set_encoding_buffer(&mut work);
+    exporter.set_compression(compression, &mut table);
     let mut out = vec![0u8; 1 << 20];
     let mut stream = Vec::new();
     exporter.attach();
@@ -442,11 +565,16 @@ pub fn exporter_stream(ticks: u64, scratch_len: usize) -> Vec<u8> {
 }
 
 /// The small stream FORMAT.md's worked example shows: an Init naming one
-/// lane, a Block of a tick start and a span, and a Shutdown.
+/// lane, a Block of a tick start and a span, the same events again in an
+/// LZ4-compressed Block, and a Shutdown.
 pub fn format_example() -> Vec<u8> {
-    use typhon_live_core::block::{block_scratch_len, max_block_frame_len, write_block};
+    use typhon_live_core::block::{
+        block_scratch_len, encode_events, encoding_buffer_len, max_block_frame_len, write_block,
+        write_block_encoded,
+    };
     use typhon_live_core::init::write_init;
     use typhon_live_core::{BlockBuilder, LaneKind, Metadata, NameTable, Shutdown};
+    use typhon_live_core::{Compression, Lz4Table};
 
     let mut names: NameTable<4, 64> = NameTable::new();
     let main = names.intern("Main").expect("room");
@@ -488,13 +616,23 @@ pub fn format_example() -> Vec<u8> {
     let n = write_block(&mut out, 0, &block, &[(0, 3)]).expect("fits");
     stream.extend(&out[..n]);
 
+    // LZ4 forced: `Auto` would send this one packed, as LZ4 finds nothing
+    // to repeat in 25 bytes.
+    let mut work = vec![0u8; encoding_buffer_len(block_scratch_len(2), Compression::Lz4)];
+    let mut table = Lz4Table::small();
+    let encoded =
+        encode_events(&mut work, &block, Compression::Lz4, Some(&mut table)).expect("fits");
+    let mut out = vec![0u8; 4096];
+    let n = write_block_encoded(&mut out, 1, &block, &[], encoded, &work).expect("fits");
+    stream.extend(&out[..n]);
+
     let shutdown = Shutdown {
         time: 2000,
-        frames_sent: 1,
+        frames_sent: 2,
         frames_dropped: 0,
         events_dropped: 3,
     };
-    let n = shutdown.write(&mut out, 1).expect("fits");
+    let n = shutdown.write(&mut out, 2).expect("fits");
     stream.extend(&out[..n]);
     stream
 }

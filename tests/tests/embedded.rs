@@ -13,13 +13,16 @@ use std::time::Duration;
 
 use embedded_io_adapters::std::FromStd;
 use typhon_live_core::io::{FrameReader, ReadError};
+use typhon_live_core::{Codec, Decoder, Lz4Table};
 use typhon_live_core::{Event, GaugeValue, LaneId, LaneKind, Lanes, Payload};
 use typhon_live_embedded::{
     main_loop_pass, on_interrupt, FirmwareLanes, Ids, Names, Telemetry, OUT_LEN, SAMPLE_EVERY,
-    SCRATCH_LEN,
+    SCRATCH_LEN, WORK_LEN,
 };
 
 static LANES: FirmwareLanes = Lanes::new();
+/// The lanes of the run with LZ4 on (a lane is claimed once per static).
+static LZ4_LANES: FirmwareLanes = Lanes::new();
 
 const PASSES: u64 = 400;
 const INTERRUPTS_PER_PASS: u32 = 5;
@@ -68,19 +71,25 @@ impl embedded_io::Read for Trickle<'_> {
 /// and a lane released after its exporter is gone is never drained free.
 fn firmware_output() -> &'static (Vec<u8>, Vec<u64>) {
     static RUN: std::sync::OnceLock<(Vec<u8>, Vec<u64>)> = std::sync::OnceLock::new();
-    RUN.get_or_init(run_firmware)
+    RUN.get_or_init(|| run_firmware(&LANES, false))
 }
 
-/// Runs the firmware's loop on the host; returns the bytes it wrote and
-/// the samples the interrupt recorded, in order.
-fn run_firmware() -> (Vec<u8>, Vec<u64>) {
+/// Runs the firmware's loop on the host, with LZ4 (`Auto`) if `lz4`;
+/// returns the bytes it wrote and the samples the interrupt recorded, in
+/// order.
+fn run_firmware(lanes: &'static FirmwareLanes, lz4: bool) -> (Vec<u8>, Vec<u64>) {
     let mut names = Names::new();
     let ids = Ids::intern(&mut names).expect("names fit");
-    let main = LANES.claim(ids.main, LaneKind::Main).expect("lane");
-    let interrupt = LANES.claim(ids.interrupt, LaneKind::Other).expect("lane");
+    let main = lanes.claim(ids.main, LaneKind::Main).expect("lane");
+    let interrupt = lanes.claim(ids.interrupt, LaneKind::Other).expect("lane");
     let mut scratch = [0u8; SCRATCH_LEN];
     let mut out = [0u8; OUT_LEN];
-    let mut telemetry = Telemetry::new(&mut scratch, &mut out);
+    let (mut work, mut table) = ([0u8; WORK_LEN], Lz4Table::small());
+    let mut telemetry = if lz4 {
+        Telemetry::compressed(&mut scratch, &mut out, &mut work, &mut table)
+    } else {
+        Telemetry::new(&mut scratch, &mut out)
+    };
     let clock = std::cell::Cell::new(0u64);
     let now = || {
         clock.set(clock.get() + 3);
@@ -102,7 +111,7 @@ fn run_firmware() -> (Vec<u8>, Vec<u64>) {
         }
         // Pumped every pass, as the firmware does: the rings never fill.
         telemetry
-            .pump(now(), &LANES, &names, &mut uart)
+            .pump(now(), lanes, &names, &mut uart)
             .expect("pump");
     }
     (uart.0, samples)
@@ -128,6 +137,7 @@ where
     let mut frames = FrameReader::new(reader, &mut buf, &mut chunk);
     let (mut names, mut events, mut dropped) = (HashMap::new(), Vec::new(), 0u64);
     let mut frames_seen = 0;
+    let mut unpacked = typhon_live_std::BlockBuffer::new();
     loop {
         let frame = match frames.next() {
             Ok(Some(frame)) => frame,
@@ -143,7 +153,7 @@ where
             }
             Payload::Block(block) => {
                 dropped += block.drops().map(|(_, n)| u64::from(n)).sum::<u64>();
-                for item in block.events().expect("columns") {
+                for item in unpacked.events(&block).expect("columns") {
                     let (lane, event) = item.expect("event");
                     // Empty: a name id this reader was never told.
                     let name = match event {
@@ -240,6 +250,46 @@ fn the_firmware_loop_round_trips_through_embedded_io() {
 }
 
 #[test]
+fn with_lz4_the_firmware_sends_the_same_events() {
+    let (packed, samples) = firmware_output();
+    let (compressed, lz4_samples) = run_firmware(&LZ4_LANES, true);
+    assert_eq!(samples, &lz4_samples);
+    assert_eq!(
+        read_all(Trickle {
+            bytes: &compressed,
+            turn: 0
+        }),
+        read_all(Trickle {
+            bytes: packed,
+            turn: 0
+        })
+    );
+    // Auto chose per Block: what it compressed is smaller than packed.
+    let mut buf = vec![0u8; 1 << 16];
+    let mut decoder = Decoder::new(&mut buf);
+    let mut lz4_blocks = 0;
+    let mut rest = &compressed[..];
+    while !rest.is_empty() {
+        let n = decoder.feed(rest);
+        rest = &rest[n..];
+        while let Ok(Some(frame)) = decoder.next() {
+            if let Ok(Payload::Block(block)) = frame.parse() {
+                if block.codec == Codec::Lz4 {
+                    lz4_blocks += 1;
+                    assert!(block.encoded_len() + 4 < block.packed_len());
+                }
+            }
+        }
+    }
+    println!(
+        "firmware: {} bytes packed, {} with Auto ({lz4_blocks} Blocks compressed)",
+        packed.len(),
+        compressed.len()
+    );
+    assert!(compressed.len() <= packed.len());
+}
+
+#[test]
 fn a_reader_that_joins_late_gets_the_names_from_the_next_announcement() {
     let (bytes, _) = firmware_output();
     // Join in the middle of the stream, mid-frame.
@@ -325,7 +375,7 @@ fn a_stream_cut_mid_frame_is_reported_once_then_ends() {
             Err(e) => break e,
         }
     };
-    assert_eq!(whole, 2, "Init and Block before the cut Shutdown");
+    assert_eq!(whole, 3, "Init and two Blocks before the cut Shutdown");
     assert!(matches!(
         error,
         ReadError::Decode(typhon_live_core::DecodeError::Truncated { .. })

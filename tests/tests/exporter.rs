@@ -10,14 +10,29 @@
 use std::collections::{HashMap, HashSet};
 
 use proptest::prelude::*;
+use typhon_live_core::block::encoding_buffer_len;
 use typhon_live_core::{
-    Event, Exporter, FrameKind, GaugeValue, LaneHandle, LaneKind, Lanes, Metadata, NameTable,
-    ReaderId,
+    Compression, Event, Exporter, FrameKind, GaugeValue, LaneHandle, LaneKind, Lanes, Lz4Table,
+    Metadata, NameTable, ReaderId,
 };
-use typhon_live_tests::{read_stream, Owned, Seen};
+use typhon_live_tests::{frames, read_stream, Owned, Seen};
 
 const LANES: usize = 4;
 const RING: usize = 8;
+/// One Block's scratch: a few events, so that Blocks fill up.
+const SCRATCH: usize = 300;
+
+/// A stream's frames with each Block's encoded size left out: what two
+/// encodings of the same frames agree on.
+fn decoded(stream: &[u8]) -> Vec<Owned> {
+    let mut frames = frames(read_stream(stream, &[], 1 << 16));
+    for frame in &mut frames {
+        if let Owned::Block { encoded, .. } = frame {
+            *encoded = 0;
+        }
+    }
+    frames
+}
 
 #[derive(Clone, Debug)]
 enum Op {
@@ -348,19 +363,21 @@ fn check_attachment(a: &Attachment) -> (u64, u64, Option<typhon_live_core::Shutd
 }
 
 /// Runs `ops` and checks every stream; returns each attachment's bytes.
-/// With a `packing` buffer of that many bytes, Blocks for several readers
-/// are packed once (`Exporter::set_packing_buffer`); a buffer too small
-/// for a Block falls back to packing it per reader.
+/// With an `encoding` buffer of that many bytes, Blocks are encoded once
+/// for every reader (`Exporter::set_encoding_buffer`) and compressed as
+/// the setting says; a buffer too small for a Block falls back to packing
+/// it per reader.
 fn run(
     ops: &[Op],
     final_drops: &[bool],
     block_max_age: u64,
     with_file: bool,
-    packing: Option<usize>,
+    encoding: Option<(usize, Compression)>,
 ) -> Vec<Vec<u8>> {
     let lanes = Lanes::<LANES, RING>::new();
-    let mut scratch = vec![0u8; 300];
-    let mut packed = vec![0u8; packing.unwrap_or(0)];
+    let mut scratch = vec![0u8; SCRATCH];
+    let mut work = vec![0u8; encoding.map_or(0, |(len, _)| len)];
+    let mut table = Lz4Table::small();
     let meta = Metadata {
         ticks_per_second: 1000,
         session_id: 7,
@@ -374,8 +391,9 @@ fn run(
         exporter: {
             let mut exporter = Exporter::new(meta, &mut scratch);
             exporter.set_block_max_age(block_max_age);
-            if packing.is_some() {
-                exporter.set_packing_buffer(&mut packed);
+            if let Some((_, compression)) = encoding {
+                exporter.set_encoding_buffer(&mut work);
+                exporter.set_compression(compression, &mut table);
             }
             exporter
         },
@@ -476,11 +494,24 @@ proptest! {
         let streams = run(&ops, &final_drops, block_max_age, with_file, None);
         if with_file {
             // Packing a Block once for both readers changes no byte, nor
-            // does falling back when the packing buffer is too small.
-            let full = typhon_live_core::block::max_block_frame_len(300, 0);
+            // does falling back when the buffer is too small.
+            let full = encoding_buffer_len(SCRATCH, Compression::Off);
             for size in [full, 24] {
-                let packed_once = run(&ops, &final_drops, block_max_age, with_file, Some(size));
+                let packed_once =
+                    run(&ops, &final_drops, block_max_age, with_file, Some((size, Compression::Off)));
                 prop_assert_eq!(&streams, &packed_once);
+            }
+        }
+        // Compressed, every stream passes the same checks (run's) and
+        // carries the same frames and events; only the bytes differ.
+        for compression in [Compression::Lz4, Compression::Auto] {
+            for size in [encoding_buffer_len(SCRATCH, compression), 24] {
+                let compressed =
+                    run(&ops, &final_drops, block_max_age, with_file, Some((size, compression)));
+                prop_assert_eq!(streams.len(), compressed.len());
+                for (plain, compressed) in streams.iter().zip(&compressed) {
+                    prop_assert_eq!(decoded(plain), decoded(compressed));
+                }
             }
         }
     }

@@ -30,11 +30,19 @@ fn the_worked_example_is_what_the_encoder_writes() {
     );
 
     let got = frames(read_stream(&written, &[], 4096));
-    let [Owned::Init { lanes, names, .. }, Owned::Block { events, drops, .. }, Owned::Shutdown { totals, .. }] =
-        &got[..]
+    let [Owned::Init { lanes, names, .. }, Owned::Block { events, drops, .. }, Owned::Block {
+        events: compressed,
+        drops: no_drops,
+        ..
+    }, Owned::Shutdown { totals, .. }] = &got[..]
     else {
         panic!("unexpected frames {got:?}");
     };
+    assert_eq!(
+        compressed, events,
+        "the compressed Block holds the same events"
+    );
+    assert!(no_drops.is_empty());
     assert_eq!(names, &[(0, "Main".to_string()), (1, "Tick".to_string())]);
     assert_eq!(lanes[0].kind, LaneKind::Main);
     assert_eq!(drops, &[(0, 3)]);

@@ -579,6 +579,48 @@ fn without_a_reader_events_are_drained_and_discarded() {
 }
 
 #[test]
+fn a_ring_passing_half_full_wakes_the_exporter_before_it_overflows() {
+    let _turn = turn();
+    let bad = ProfilerConfig {
+        ring_events: 1000,
+        ..ProfilerConfig::default()
+    };
+    assert!(matches!(
+        Profiler::start(&bad, &Metadata::default()),
+        Err(StartError::RingEvents { events: 1000 })
+    ));
+    let path = std::env::temp_dir().join(format!("typhon-wake-{}.tlt", std::process::id()));
+    // 1024-event rings and a drain every 5 s: 600 events a burst would
+    // overflow by the third burst if only the timer drained them.
+    let config = ProfilerConfig {
+        ring_events: 1024,
+        drain_interval: Duration::from_secs(5),
+        trace: Some(path.clone()),
+        ..ProfilerConfig::default()
+    };
+    let profiler = start(&config);
+    let name = runtime::intern("burst").unwrap();
+    let (bursts, per_burst) = (8u64, 600u64);
+    for burst in 0..bursts {
+        for i in 0..per_burst {
+            runtime::instant(name, burst * per_burst + i);
+        }
+        std::thread::sleep(Duration::from_millis(150));
+    }
+    let wakes = profiler.stats().early_wakes;
+    profiler.stop().unwrap();
+    let bytes = std::fs::read(&path).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    let got = frames(read_stream(&bytes, &[], 1 << 20));
+    let burst_events = events_of(&got)
+        .iter()
+        .filter(|e| matches!(e, Event::Instant { name: n, .. } if *n == name))
+        .count() as u64;
+    assert!(wakes >= bursts - 1, "{wakes} early wakes");
+    assert_eq!(burst_events, bursts * per_burst, "the rings overflowed");
+}
+
+#[test]
 fn the_configured_bind_address_is_the_one_listened_on() {
     let _turn = turn();
     let file = typhon_live_std::config::ConfigLayer::from_json(&serde_json_value(

@@ -2,12 +2,22 @@
 //! valid frames after the damage are still decoded.
 
 use proptest::prelude::*;
-use typhon_live_core::block::{max_block_frame_len, write_block};
+use typhon_live_core::block::{
+    encode_events, encoding_buffer_len, max_block_frame_len, max_compressed_block_frame_len,
+    write_block, write_block_encoded,
+};
 use typhon_live_core::frame::{write_raw_frame, HEADER_LEN, MAGIC};
-use typhon_live_core::{BlockBuilder, DecodeError, Decoder, Event, FrameKind, Shutdown};
+use typhon_live_core::{
+    BlockBuilder, Codec, Compression, DecodeError, Decoder, Event, FrameKind, Lz4Table, Shutdown,
+};
 use typhon_live_tests::{read_stream, Owned, Seen};
 
 fn block(seq: u32, events: u32) -> Vec<u8> {
+    block_in(Codec::Packed, seq, events)
+}
+
+/// A Block of `events` instants on three lanes, in `codec`.
+fn block_in(codec: Codec, seq: u32, events: u32) -> Vec<u8> {
     let mut scratch = vec![0u8; 1 << 16];
     let mut builder = BlockBuilder::new(&mut scratch);
     for i in 0..events {
@@ -21,8 +31,23 @@ fn block(seq: u32, events: u32) -> Vec<u8> {
             }
         ));
     }
-    let mut out = vec![0u8; max_block_frame_len(1 << 16, 0)];
-    let n = write_block(&mut out, seq, &builder, &[]).unwrap();
+    if codec == Codec::Packed {
+        let mut out = vec![0u8; max_block_frame_len(1 << 16, 0)];
+        let n = write_block(&mut out, seq, &builder, &[]).unwrap();
+        out.truncate(n);
+        return out;
+    }
+    let mut work = vec![0u8; encoding_buffer_len(1 << 16, Compression::Lz4)];
+    let encoded = encode_events(
+        &mut work,
+        &builder,
+        Compression::Lz4,
+        Some(&mut Lz4Table::small()),
+    )
+    .unwrap();
+    assert_eq!(encoded.codec, Codec::Lz4);
+    let mut out = vec![0u8; max_compressed_block_frame_len(1 << 16, 0)];
+    let n = write_block_encoded(&mut out, seq, &builder, &[], encoded, &work).unwrap();
     out.truncate(n);
     out
 }
@@ -43,7 +68,17 @@ fn shutdown(seq: u32) -> Vec<u8> {
 
 /// Four frames and where each starts.
 fn stream() -> (Vec<u8>, Vec<usize>) {
-    let frames = [block(0, 40), block(1, 25), block(2, 60), shutdown(3)];
+    stream_in(Codec::Packed)
+}
+
+/// Four frames, the Blocks in `codec`, and where each starts.
+fn stream_in(codec: Codec) -> (Vec<u8>, Vec<usize>) {
+    let frames = [
+        block_in(codec, 0, 40),
+        block_in(codec, 1, 25),
+        block_in(codec, 2, 60),
+        shutdown(3),
+    ];
     let mut bytes = Vec::new();
     let mut starts = Vec::new();
     for f in frames {
@@ -73,7 +108,13 @@ fn errors(seen: &[Seen]) -> Vec<DecodeError> {
 
 #[test]
 fn truncation_reads_every_whole_frame_then_reports_the_cut() {
-    let (bytes, starts) = stream();
+    for codec in [Codec::Packed, Codec::Lz4] {
+        truncation_in(codec);
+    }
+}
+
+fn truncation_in(codec: Codec) {
+    let (bytes, starts) = stream_in(codec);
     for cut in 0..=bytes.len() {
         let seen = read_stream(&bytes[..cut], &[], 1 << 20);
         let whole = starts
@@ -102,7 +143,13 @@ fn truncation_reads_every_whole_frame_then_reports_the_cut() {
 
 #[test]
 fn a_flipped_bit_costs_one_frame_only() {
-    let (bytes, starts) = stream();
+    for codec in [Codec::Packed, Codec::Lz4] {
+        flipped_bit_in(codec);
+    }
+}
+
+fn flipped_bit_in(codec: Codec) {
+    let (bytes, starts) = stream_in(codec);
     // Every bit of the second frame.
     for bit in starts[1] * 8..starts[2] * 8 {
         let mut damaged = bytes.clone();
@@ -128,6 +175,102 @@ fn a_flipped_bit_costs_one_frame_only() {
         });
         assert_eq!(skipped, Some((starts[2] - starts[1]) as u64), "bit {bit}");
     }
+}
+
+/// A Block payload in a valid frame with `flags`, then a Shutdown: what
+/// a Block's own damage does, past the frame checks.
+fn sealed(flags: u8, payload: &[u8]) -> Vec<Seen> {
+    let mut out = vec![0u8; payload.len() + 64];
+    let n = write_raw_frame(&mut out, FrameKind::Block.to_byte(), flags, 0, payload).unwrap();
+    let mut stream = out[..n].to_vec();
+    stream.extend(shutdown(1));
+    read_stream(&stream, &[], 1 << 20)
+}
+
+/// Offset of the packed length in `block_in`'s payloads: no drop entries.
+const PACKED_LEN_AT: usize = 22;
+
+#[test]
+fn compressed_block_damage_is_named_and_the_stream_stays_in_step() {
+    let frame = block_in(Codec::Lz4, 0, 40);
+    let payload = &frame[HEADER_LEN..frame.len() - 4];
+    let lz4 = |payload: &[u8]| sealed(1, payload);
+    // Resealed with flag 1 it decodes; with flags 0 (the codec forgotten)
+    // the LZ4 bytes are read as columns and fail as such.
+    assert!(errors(&lz4(payload)).is_empty());
+    assert!(!errors(&sealed(0, payload)).is_empty());
+    let packed_len = u32::from_le_bytes(
+        payload[PACKED_LEN_AT..PACKED_LEN_AT + 4]
+            .try_into()
+            .unwrap(),
+    );
+    let in_step = |seen: &[Seen], what: &str| {
+        assert_eq!(seqs(seen).last(), Some(&1), "{what}: the Shutdown after it");
+    };
+    // Every cut point of the LZ4 data: an error, never a panic.
+    for cut in PACKED_LEN_AT + 4..payload.len() {
+        let seen = lz4(&payload[..cut]);
+        in_step(&seen, "cut");
+        assert!(
+            matches!(
+                errors(&seen)[..],
+                [DecodeError::Decompression { .. }] | [DecodeError::Malformed { .. }]
+            ),
+            "cut at {cut}: {:?}",
+            errors(&seen)
+        );
+    }
+    // Every flipped bit past the header: events or a typed error, the
+    // stream in step.
+    for bit in (PACKED_LEN_AT + 4) * 8..payload.len() * 8 {
+        let mut damaged = payload.to_vec();
+        damaged[bit / 8] ^= 1 << (bit % 8);
+        let seen = lz4(&damaged);
+        in_step(&seen, "flipped bit");
+        assert!(errors(&seen).len() <= 1, "bit {bit}: {:?}", errors(&seen));
+    }
+    // Lying packed lengths.
+    let lying = |len: u32| {
+        let mut damaged = payload.to_vec();
+        damaged[PACKED_LEN_AT..PACKED_LEN_AT + 4].copy_from_slice(&len.to_le_bytes());
+        let seen = lz4(&damaged);
+        in_step(&seen, "lying length");
+        errors(&seen)
+    };
+    let decompression = |what| vec![DecodeError::Decompression { what }];
+    assert_eq!(
+        lying(packed_len - 1),
+        decompression("decodes to more bytes than the block states")
+    );
+    assert_eq!(
+        lying(packed_len + 1),
+        decompression("decodes to fewer bytes than the block states")
+    );
+    for len in [0, (8 << 20) + 1, u32::MAX] {
+        assert!(
+            matches!(lying(len)[..], [DecodeError::Malformed { .. }]),
+            "length {len}"
+        );
+    }
+    // An unknown codec flag: skipped, named, in step.
+    let seen = sealed(0x04, payload);
+    assert_eq!(errors(&seen), [DecodeError::UnknownCodec { flags: 0x04 }]);
+    in_step(&seen, "unknown codec");
+    // A caller without a buffer, or with too small a one, is told the size.
+    let view = typhon_live_core::BlockView::parse(payload, 1).unwrap();
+    let needed = packed_len as usize;
+    assert_eq!(view.packed_len(), needed);
+    assert_eq!(
+        view.events().err(),
+        Some(DecodeError::BufferTooSmall { needed })
+    );
+    let mut small = vec![0u8; needed - 1];
+    assert_eq!(
+        view.events_in(&mut small).err(),
+        Some(DecodeError::BufferTooSmall { needed })
+    );
+    let mut enough = vec![0u8; needed];
+    assert_eq!(view.events_in(&mut enough).unwrap().count(), 40);
 }
 
 #[test]
@@ -183,7 +326,7 @@ fn an_oversized_frame_is_skipped_whole() {
 #[test]
 fn a_length_beyond_the_buffer_is_too_large_not_a_hang() {
     let mut forged = vec![0u8; 64];
-    let n = write_raw_frame(&mut forged, FrameKind::Block.to_byte(), 0, &[0u8; 40]).unwrap();
+    let n = write_raw_frame(&mut forged, FrameKind::Block.to_byte(), 0, 0, &[0u8; 40]).unwrap();
     forged.truncate(n);
     let seen = read_stream(&forged, &[], 32);
     assert_eq!(
@@ -233,7 +376,7 @@ fn garbage_between_frames_is_reported_once_and_counted() {
 fn unknown_kinds_keep_the_stream_in_step() {
     let (bytes, starts) = stream();
     let mut out = vec![0u8; 64];
-    let n = write_raw_frame(&mut out, 0x77, 9, b"future").unwrap();
+    let n = write_raw_frame(&mut out, 0x77, 0, 9, b"future").unwrap();
     let mut with_unknown = bytes[..starts[1]].to_vec();
     with_unknown.extend(&out[..n]);
     with_unknown.extend(&bytes[starts[1]..]);
@@ -253,7 +396,7 @@ fn bad_block_contents_are_named() {
         payload
     };
     let errors_of = |payload: &[u8], out: &mut [u8]| {
-        let n = write_raw_frame(out, FrameKind::Block.to_byte(), 0, payload).unwrap();
+        let n = write_raw_frame(out, FrameKind::Block.to_byte(), 0, 0, payload).unwrap();
         errors(&read_stream(&out[..n], &[], 1024))
     };
     let malformed = |what| [DecodeError::Malformed { what }];
@@ -299,7 +442,7 @@ fn bad_block_contents_are_named() {
     let good = block(0, 6);
     let mut damaged = good[HEADER_LEN..good.len() - 4].to_vec();
     damaged.truncate(damaged.len() - 1);
-    let view = typhon_live_core::BlockView::parse(&damaged).unwrap();
+    let view = typhon_live_core::BlockView::parse(&damaged, 0).unwrap();
     let mut reader = view.events().unwrap();
     let mut events = [(0, Event::TickStart { time: 0, tick: 0 }); 16];
     assert_eq!(reader.read(&mut events), Ok(5));
@@ -325,8 +468,14 @@ fn truncated_payload_fields_are_malformed_not_panics() {
     let payload = &full[HEADER_LEN..full.len() - 4];
     for len in 0..payload.len() {
         let mut out = vec![0u8; 64];
-        let n =
-            write_raw_frame(&mut out, FrameKind::Shutdown.to_byte(), 0, &payload[..len]).unwrap();
+        let n = write_raw_frame(
+            &mut out,
+            FrameKind::Shutdown.to_byte(),
+            0,
+            0,
+            &payload[..len],
+        )
+        .unwrap();
         let seen = read_stream(&out[..n], &[], 1024);
         assert!(
             matches!(errors(&seen)[..], [DecodeError::Malformed { .. }]),

@@ -3,13 +3,14 @@
 
 use proptest::prelude::*;
 use typhon_live_core::block::{
-    block_scratch_len, max_block_frame_len, write_block, RECORDS_PER_GROUP,
+    block_scratch_len, encode_events, encoding_buffer_len, max_block_frame_len,
+    max_compressed_block_frame_len, write_block, write_block_encoded, RECORDS_PER_GROUP,
 };
 use typhon_live_core::definitions::write_definitions;
 use typhon_live_core::init::write_init;
 use typhon_live_core::{
-    BlockBuilder, Decoder, EncodeError, Event, GaugeValue, LaneId, LaneInfo, LaneKind, Metadata,
-    NameSource, Shutdown,
+    BlockBuilder, Codec, Compression, Decoder, EncodeError, Event, GaugeValue, LaneId, LaneInfo,
+    LaneKind, Lz4Table, Metadata, NameSource, Shutdown,
 };
 use typhon_live_tests::{frames, own, read_stream, same_events, Component, Meta, Owned};
 
@@ -178,14 +179,39 @@ fn block_frame(
     drops: &[(LaneId, u32)],
     scratch_len: usize,
 ) -> (Vec<u8>, usize) {
+    block_frame_with(seq, events, drops, scratch_len, Compression::Off)
+}
+
+/// [`block_frame`] through the exporter's path: events encoded once with
+/// `compression`, then framed.
+fn block_frame_with(
+    seq: u32,
+    events: &[(LaneId, Event)],
+    drops: &[(LaneId, u32)],
+    scratch_len: usize,
+    compression: Compression,
+) -> (Vec<u8>, usize) {
     let mut scratch = vec![0u8; scratch_len];
     let mut builder = BlockBuilder::new(&mut scratch);
     let taken = events
         .iter()
         .take_while(|(lane, e)| builder.push(*lane, e))
         .count();
-    let mut out = vec![0u8; max_block_frame_len(scratch_len, drops.len())];
-    let n = write_block(&mut out, seq, &builder, drops).expect("block fits its bound");
+    let mut out = vec![0u8; max_compressed_block_frame_len(scratch_len, drops.len())];
+    let n = if compression == Compression::Off {
+        let packed = max_block_frame_len(scratch_len, drops.len());
+        write_block(&mut out[..packed], seq, &builder, drops).expect("block fits its bound")
+    } else {
+        let mut work = vec![0u8; encoding_buffer_len(scratch_len, compression)];
+        let mut table = Lz4Table::small();
+        let encoded = encode_events(&mut work, &builder, compression, Some(&mut table))
+            .expect("events fit the work buffer");
+        if compression == Compression::Lz4 && !builder.is_empty() {
+            assert_eq!(encoded.codec, Codec::Lz4);
+        }
+        write_block_encoded(&mut out, seq, &builder, drops, encoded, &work)
+            .expect("block fits its bound")
+    };
     out.truncate(n);
     (out, taken)
 }
@@ -223,9 +249,14 @@ proptest! {
     }
 
     #[test]
-    fn block_round_trips(events in batch(), drops in drops(), seq in any::<u32>()) {
+    fn block_round_trips(
+        events in batch(),
+        drops in drops(),
+        seq in any::<u32>(),
+        compression in prop_oneof![Just(Compression::Off), Just(Compression::Lz4), Just(Compression::Auto)],
+    ) {
         // Room for every event even if each is its own lane group.
-        let (bytes, taken) = block_frame(seq, &events, &drops, block_scratch_len(RECORDS_PER_GROUP * 200));
+        let (bytes, taken) = block_frame_with(seq, &events, &drops, block_scratch_len(RECORDS_PER_GROUP * 200), compression);
         prop_assert_eq!(taken, events.len());
         let got = frames(read_stream(&bytes, &[], 1 << 20));
         let Owned::Block { seq: got_seq, events: got_events, drops: got_drops, first, last, .. } = &got[0] else {
@@ -253,7 +284,7 @@ proptest! {
         }
         let (bytes, taken) = block_frame(1, &events, &[], block_scratch_len(RECORDS_PER_GROUP * 300));
         prop_assert_eq!(taken, events.len());
-        let view = typhon_live_core::BlockView::parse(&bytes[16..bytes.len() - 4]).expect("parses");
+        let view = typhon_live_core::BlockView::parse(&bytes[16..bytes.len() - 4], 0).expect("parses");
         let mut reader = view.events().expect("columns parse");
         let mut out = vec![(0, Event::TickStart { time: 0, tick: 0 }); batch];
         let mut got = Vec::new();

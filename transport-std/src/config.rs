@@ -9,6 +9,8 @@
 //! | `LiveWaitMs` | `TYPHON__PROFILER__LIVEWAITMS` | `--live-wait <ms>` | `0` | block `Profiler::start` until the first viewer connects, at most this long |
 //! | `BindAddress` | `TYPHON__PROFILER__BINDADDRESS` | `--bind-address <addr>` | `127.0.0.1` | address to listen on |
 //! | `Trace` | `TYPHON__PROFILER__TRACE` | `--trace <path>` | none | also write the stream to this file |
+//! | `Compression` | `TYPHON__PROFILER__COMPRESSION` | `--compression <off\|lz4\|auto>` | `auto` | LZ4 over each Block: never, always, or when it saves at least 1/16 |
+//! | `RingEvents` | `TYPHON__PROFILER__RINGEVENTS` | `--ring-events <n>` | `16384` | events each recording thread's ring holds between drains: a power of two from 1024 to 65536, 40 bytes each |
 
 use std::fmt;
 use std::net::IpAddr;
@@ -16,6 +18,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::Value;
+use typhon_live_core::Compression;
+
+use crate::runtime::{DEFAULT_RING_EVENTS, MAX_RING_EVENTS};
 
 /// Parsed JSON, as [`ConfigLayer::from_json`] takes it.
 pub type Json = Value;
@@ -43,6 +48,11 @@ pub struct ProfilerConfig {
     /// How long a Block may collect drains before it is sent: larger Blocks
     /// compress better, at this much extra latency.
     pub block_max_age: Duration,
+    /// When Blocks are LZ4-compressed.
+    pub compression: Compression,
+    /// Events each lane's ring holds: a power of two from 1024 to
+    /// [`MAX_RING_EVENTS`].
+    pub ring_events: usize,
 }
 
 impl Default for ProfilerConfig {
@@ -55,6 +65,8 @@ impl Default for ProfilerConfig {
             trace: None,
             drain_interval: Duration::from_millis(1),
             block_max_age: Duration::from_millis(1),
+            compression: Compression::Auto,
+            ring_events: DEFAULT_RING_EVENTS,
         }
     }
 }
@@ -132,6 +144,10 @@ pub struct ConfigLayer {
     pub bind_address: Option<IpAddr>,
     /// `Trace`.
     pub trace: Option<PathBuf>,
+    /// `Compression`.
+    pub compression: Option<Compression>,
+    /// `RingEvents`.
+    pub ring_events: Option<usize>,
     /// Keys the layer did not know, for a warning.
     pub unknown_keys: Vec<String>,
 }
@@ -199,6 +215,13 @@ impl ConfigLayer {
                                 self.bind_address = Some(address_value(&name, &json_text(value))?)
                             }
                             "Trace" => self.trace = trace_value(value),
+                            "Compression" => {
+                                self.compression =
+                                    Some(compression_value(&name, &json_text(value))?)
+                            }
+                            "RingEvents" => {
+                                self.ring_events = Some(ring_value(&name, &json_text(value))?)
+                            }
                             _ => self.unknown_keys.push(name),
                         }
                     }
@@ -229,6 +252,8 @@ impl ConfigLayer {
                 "LIVEWAITMS" => layer.live_wait_ms = Some(wait_value(key, value)?),
                 "BINDADDRESS" => layer.bind_address = Some(address_value(key, value)?),
                 "TRACE" => layer.trace = (!value.is_empty()).then(|| value.into()),
+                "COMPRESSION" => layer.compression = Some(compression_value(key, value)?),
+                "RINGEVENTS" => layer.ring_events = Some(ring_value(key, value)?),
                 _ => layer.unknown_keys.push(key.into()),
             }
         }
@@ -288,6 +313,16 @@ impl ConfigLayer {
                         next_value(&mut i).ok_or_else(|| missing("--trace", "a file path"))?;
                     layer.trace = Some(value.into());
                 }
+                "--compression" => {
+                    let value = next_value(&mut i)
+                        .ok_or_else(|| missing("--compression", "off, lz4 or auto"))?;
+                    layer.compression = Some(compression_value("--compression", &value)?);
+                }
+                "--ring-events" => {
+                    let value = next_value(&mut i)
+                        .ok_or_else(|| missing("--ring-events", "a number of events"))?;
+                    layer.ring_events = Some(ring_value("--ring-events", &value)?);
+                }
                 _ => {}
             }
             i += 1;
@@ -318,6 +353,12 @@ impl ProfilerConfig {
             }
             if let Some(trace) = &layer.trace {
                 config.trace = Some(trace.clone());
+            }
+            if let Some(compression) = layer.compression {
+                config.compression = compression;
+            }
+            if let Some(events) = layer.ring_events {
+                config.ring_events = events;
             }
         }
         config
@@ -431,6 +472,28 @@ fn address_value(key: &str, value: &str) -> Result<IpAddr, ConfigError> {
     })
 }
 
+fn compression_value(key: &str, value: &str) -> Result<Compression, ConfigError> {
+    let value = value.trim();
+    value.parse().map_err(|_| ConfigError::Invalid {
+        key: key.into(),
+        value: value.into(),
+        expected: "off, lz4 or auto",
+    })
+}
+
+fn ring_value(key: &str, value: &str) -> Result<usize, ConfigError> {
+    let value = value.trim();
+    value
+        .parse::<usize>()
+        .ok()
+        .filter(|n| n.is_power_of_two() && (1024..=MAX_RING_EVENTS).contains(n))
+        .ok_or_else(|| ConfigError::Invalid {
+            key: key.into(),
+            value: value.into(),
+            expected: "a power of two from 1024 to 65536",
+        })
+}
+
 fn trace_value(value: &Value) -> Option<PathBuf> {
     match value {
         Value::String(s) if !s.is_empty() => Some(s.into()),
@@ -499,6 +562,52 @@ mod tests {
         assert_eq!(config.bind_address, IpAddr::from([127, 0, 0, 2]));
         let config = ProfilerConfig::layered([&from_file, &env]);
         assert_eq!(config.bind_address, "::1".parse::<IpAddr>().unwrap());
+    }
+
+    #[test]
+    fn compression_layers_like_every_key() {
+        assert_eq!(ProfilerConfig::default().compression, Compression::Auto);
+        let from_file =
+            file(json!({ "Typhon": { "Telemetry": { "Profiler": { "Compression": "lz4" } } } }));
+        let env = ConfigLayer::from_env([("TYPHON__PROFILER__COMPRESSION", "OFF")]).unwrap();
+        let args = ConfigLayer::from_args(["--compression=auto"]).unwrap();
+        assert_eq!(
+            ProfilerConfig::layered([&from_file]).compression,
+            Compression::Lz4
+        );
+        assert_eq!(
+            ProfilerConfig::layered([&from_file, &env]).compression,
+            Compression::Off
+        );
+        assert_eq!(
+            ProfilerConfig::layered([&from_file, &env, &args]).compression,
+            Compression::Auto
+        );
+        let ring = ConfigLayer::from_env([("TYPHON__PROFILER__RINGEVENTS", "65536")]).unwrap();
+        assert_eq!(ProfilerConfig::layered([&ring]).ring_events, 65536);
+        for bad in ["1000", "512", "131072", "many"] {
+            let err = ConfigLayer::from_args(["--ring-events", bad]).unwrap_err();
+            assert!(
+                err.to_string()
+                    .contains("expected a power of two from 1024 to 65536"),
+                "{err}"
+            );
+        }
+        let err = ConfigLayer::from_args(["--compression", "zstd"]).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "--compression = \"zstd\" is invalid: expected off, lz4 or auto"
+        );
+        assert!(ConfigLayer::from_args(["--compression"]).is_err());
+        let err = ConfigLayer::from_json(
+            &json!({ "Typhon": { "Telemetry": { "Profiler": { "Compression": true } } } }),
+        )
+        .unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("Typhon.Telemetry.Profiler.Compression"),
+            "{err}"
+        );
     }
 
     #[test]

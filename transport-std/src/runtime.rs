@@ -9,25 +9,34 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
 use typhon_live_core::{
-    GaugeValue, LaneHandle, LaneKind, Lanes, NameId, NameTable, SpanToken, DEFAULT_RING_EVENTS,
+    GaugeValue, LaneHandle, LaneKind, Lanes, NameId, NameTable, SpanToken,
+    DEFAULT_RING_EVENTS as CORE_DEFAULT_RING_EVENTS,
 };
 
 /// Lane slots: threads that can record at once.
 pub const MAX_LANES: usize = 64;
-/// Events a lane's ring holds between drains: 16384 (640 KiB, paged in by
-/// threads that record). Four times the core's default because the exporter
-/// thread of a loaded machine misses its 1 ms deadline by several ms: in
-/// `typhon-live-bench`'s end-to-end run on the 2-core CI machine, 4096-event
-/// rings overflowed at 2 M events/s on one thread, 16384-event rings did
-/// not (they overflow at 4 M/s).
-pub const RING_EVENTS: usize = 4 * DEFAULT_RING_EVENTS;
+/// Events a lane's ring holds between drains unless configured
+/// (`RingEvents`): 16384 (640 KiB, paged in by threads that record). Four
+/// times the core's default because the exporter thread of a loaded
+/// machine misses its 1 ms deadline by several ms: in `typhon-live-bench`'s
+/// end-to-end run on the 2-core CI machine, 4096-event rings overflowed at
+/// 2 M events/s on one thread, 16384-event rings did not (they overflow
+/// from 4 M/s; 65536-event rings carried 8 M/s).
+pub const DEFAULT_RING_EVENTS: usize = 4 * CORE_DEFAULT_RING_EVENTS;
+/// The largest `RingEvents`: each lane's storage, 2.5 MiB of zeroed
+/// `static` of which a thread touches only the capacity it uses.
+pub const MAX_RING_EVENTS: usize = 65_536;
+/// The rings' storage, in events.
+const RING_EVENTS: usize = MAX_RING_EVENTS;
 /// Distinct names a process can intern.
 pub const MAX_NAMES: usize = 16_384;
 /// Bytes of name text a process can intern.
 pub const NAME_BYTES: usize = 1 << 20;
 
-/// The process's lanes. Zero-initialised, so its 40 MiB cost only the pages
-/// that recording threads actually touch.
+/// The process's lanes. Zero-initialised, so its 160 MiB of storage cost
+/// only the pages that recording threads actually touch: at most each
+/// ring's configured capacity (`RingEvents` × 40 bytes per recording
+/// thread).
 pub(crate) static LANES: Lanes<MAX_LANES, RING_EVENTS> = Lanes::new();
 
 /// The process's interned names.
@@ -169,6 +178,44 @@ fn recorded(ok: Option<bool>) {
     }
 }
 
+/// Records through this thread's lane with `f`, and wakes the exporter if
+/// that took the lane's ring past half full.
+#[inline]
+fn record(f: impl FnOnce(&LaneHandle<'static, RING_EVENTS>) -> bool) {
+    recorded(with_lane(|lane| {
+        let ok = f(lane);
+        if lane.passed_half() {
+            wake_exporter();
+        }
+        ok
+    }));
+}
+
+/// The running exporter thread, woken early when a ring passes half full.
+static EXPORTER: Mutex<Option<std::thread::Thread>> = Mutex::new(None);
+/// Early wakes asked for since the start.
+static WAKES: AtomicU64 = AtomicU64::new(0);
+
+/// Registers the exporter thread (or none, when it ends).
+pub(crate) fn set_exporter(thread: Option<std::thread::Thread>) {
+    *EXPORTER.lock().unwrap_or_else(|p| p.into_inner()) = thread;
+}
+
+/// Times a recording thread woke the exporter early.
+pub(crate) fn early_wakes() -> u64 {
+    WAKES.load(Ordering::Relaxed)
+}
+
+/// At most once per half ring of a lane's events: a lock and an unpark,
+/// off the common path.
+#[cold]
+fn wake_exporter() {
+    WAKES.fetch_add(1, Ordering::Relaxed);
+    if let Some(thread) = EXPORTER.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {
+        thread.unpark();
+    }
+}
+
 /// An open span; it is recorded whole when dropped. Not `Send`: a span
 /// begins and ends on the same thread.
 #[must_use = "a span ends when this guard is dropped"]
@@ -200,7 +247,7 @@ impl Drop for SpanGuard {
     fn drop(&mut self) {
         if let Some(token) = self.token.take() {
             let arg = self.arg;
-            recorded(with_lane(|lane| lane.end(token, now(), arg)));
+            record(|lane| lane.end(token, now(), arg));
         }
     }
 }
@@ -224,7 +271,7 @@ pub fn span(name: NameId) -> SpanGuard {
 #[inline]
 pub fn instant(name: NameId, payload: u64) {
     if is_enabled() {
-        recorded(with_lane(|lane| lane.instant(name, now(), payload)));
+        record(|lane| lane.instant(name, now(), payload));
     }
 }
 
@@ -232,9 +279,7 @@ pub fn instant(name: NameId, payload: u64) {
 #[inline]
 pub fn gauge(name: NameId, value: i64) {
     if is_enabled() {
-        recorded(with_lane(|lane| {
-            lane.gauge(name, now(), GaugeValue::Int(value))
-        }));
+        record(|lane| lane.gauge(name, now(), GaugeValue::Int(value)));
     }
 }
 
@@ -242,9 +287,7 @@ pub fn gauge(name: NameId, value: i64) {
 #[inline]
 pub fn gauge_f64(name: NameId, value: f64) {
     if is_enabled() {
-        recorded(with_lane(|lane| {
-            lane.gauge(name, now(), GaugeValue::Float(value))
-        }));
+        record(|lane| lane.gauge(name, now(), GaugeValue::Float(value)));
     }
 }
 
@@ -252,7 +295,7 @@ pub fn gauge_f64(name: NameId, value: f64) {
 #[inline]
 pub fn tick_start(tick: u64) {
     if is_enabled() {
-        recorded(with_lane(|lane| lane.tick_start(tick, now())));
+        record(|lane| lane.tick_start(tick, now()));
     }
 }
 
@@ -260,7 +303,7 @@ pub fn tick_start(tick: u64) {
 #[inline]
 pub fn tick_end(tick: u64, overrun: bool) {
     if is_enabled() {
-        recorded(with_lane(|lane| lane.tick_end(tick, now(), overrun)));
+        record(|lane| lane.tick_end(tick, now(), overrun));
     }
 }
 

@@ -14,8 +14,8 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use typhon_live_core::block::{block_scratch_len, max_block_frame_len};
-use typhon_live_core::{Emitted, EncodeError, Exporter, Metadata, ReaderId};
+use typhon_live_core::block::{block_scratch_len, encoding_buffer_len};
+use typhon_live_core::{Compression, Emitted, EncodeError, Exporter, Lz4Table, Metadata, ReaderId};
 
 use crate::config::ProfilerConfig;
 use crate::file::TraceFile;
@@ -55,6 +55,12 @@ pub enum StartError {
     },
     /// The exporter thread could not be started.
     Thread(io::Error),
+    /// `ring_events` is not a power of two from 1024 to
+    /// [`MAX_RING_EVENTS`](crate::runtime::MAX_RING_EVENTS).
+    RingEvents {
+        /// The capacity asked for.
+        events: usize,
+    },
 }
 
 impl fmt::Display for StartError {
@@ -71,6 +77,11 @@ impl fmt::Display for StartError {
                 write!(f, "cannot create trace file {}: {source}", path.display())
             }
             StartError::Thread(source) => write!(f, "cannot start the exporter thread: {source}"),
+            StartError::RingEvents { events } => write!(
+                f,
+                "ring capacity {events} is not a power of two from 1024 to {}",
+                runtime::MAX_RING_EVENTS
+            ),
         }
     }
 }
@@ -78,7 +89,7 @@ impl fmt::Display for StartError {
 impl std::error::Error for StartError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            StartError::AlreadyRunning => None,
+            StartError::AlreadyRunning | StartError::RingEvents { .. } => None,
             StartError::Listen { source, .. }
             | StartError::Trace { source, .. }
             | StartError::Thread(source) => Some(source),
@@ -108,6 +119,9 @@ pub struct Stats {
     /// Exporter cycles run (one per drain interval): frames per cycle is
     /// what a stalled viewer must not inflate.
     pub cycles: u64,
+    /// Times a recording thread woke the exporter before its interval was
+    /// up, because its ring passed half full.
+    pub early_wakes: u64,
 }
 
 #[derive(Default)]
@@ -123,6 +137,8 @@ struct Control {
     worst_send_us: AtomicU64,
     worst_cycle_us: AtomicU64,
     cycles: AtomicU64,
+    /// The process's early-wake count when this session started.
+    wakes_at_start: u64,
 }
 
 /// A running profiler. Dropping it stops it.
@@ -153,13 +169,20 @@ impl Profiler {
     /// `config.live_wait` > 0 and a live port, waits for the first viewer
     /// at most that long.
     pub fn start(config: &ProfilerConfig, metadata: &Metadata<'_>) -> Result<Profiler, StartError> {
-        let control = Arc::new(Control::default());
+        let control = Arc::new(Control {
+            wakes_at_start: runtime::early_wakes(),
+            ..Control::default()
+        });
         if !config.enabled {
             return Ok(Profiler {
                 control,
                 thread: None,
                 live_addr: None,
             });
+        }
+        let events = config.ring_events;
+        if !events.is_power_of_two() || !(1024..=runtime::MAX_RING_EVENTS).contains(&events) {
+            return Err(StartError::RingEvents { events });
         }
         let slot = RunningSlot::take().ok_or(StartError::AlreadyRunning)?;
         let live = match config.live {
@@ -191,8 +214,23 @@ impl Profiler {
             .map_or(0, |d| d.as_nanos() as u64);
         let meta =
             OwnedMetadata::for_session(metadata, 1_000_000_000, session_id(created), created);
-        let drain_interval = config.drain_interval.max(Duration::from_micros(100));
-        let block_max_age = config.block_max_age.as_nanos() as u64;
+        let pacing = Pacing {
+            interval: config.drain_interval.max(Duration::from_micros(100)),
+            // Timestamps are nanoseconds, so the age is too.
+            block_max_age: config.block_max_age.as_nanos() as u64,
+            compression: config.compression,
+        };
+        // Before the exporter thread runs: nothing drains while rings resize.
+        let sized = runtime::LANES.set_ring_capacity(config.ring_events);
+        if sized < runtime::LANES.slots() {
+            // Events a previous session left: those rings keep their size
+            // until they are drained and the next session starts.
+            log::warn!(
+                "typhon-live: {} of {} rings still hold events and keep their capacity",
+                runtime::LANES.slots() - sized,
+                runtime::LANES.slots()
+            );
+        }
         let thread = {
             let control = Arc::clone(&control);
             std::thread::Builder::new()
@@ -201,15 +239,7 @@ impl Profiler {
                     // The slot is free again once the thread has let go of
                     // the lanes, however the session ends.
                     let _slot = slot;
-                    export(
-                        &meta,
-                        live,
-                        trace,
-                        drain_interval,
-                        block_max_age,
-                        &control,
-                        clock,
-                    )
+                    export(&meta, live, trace, pacing, &control, clock)
                 })
                 .map_err(StartError::Thread)?
         };
@@ -266,6 +296,7 @@ impl Profiler {
             worst_send_us: c.worst_send_us.load(Ordering::Relaxed),
             worst_cycle_us: c.worst_cycle_us.load(Ordering::Relaxed),
             cycles: c.cycles.load(Ordering::Relaxed),
+            early_wakes: runtime::early_wakes().saturating_sub(c.wakes_at_start),
         }
     }
 
@@ -283,6 +314,8 @@ impl Profiler {
         };
         runtime::set_enabled(false);
         self.control.stop.store(true, Ordering::Release);
+        // It may be parked for the rest of its drain interval.
+        thread.thread().unpark();
         thread
             .join()
             .unwrap_or_else(|_| Err(io::Error::other("exporter thread panicked")))
@@ -339,24 +372,41 @@ fn poll(
 /// The session's exporter: two readers, the trace file and the live viewer.
 type SessionExporter<'a> = Exporter<'a, MAX_LANES, 2>;
 
+/// How the exporter thread paces and shapes its Blocks.
+#[derive(Clone, Copy)]
+struct Pacing {
+    /// Time between drains.
+    interval: Duration,
+    /// How long a Block may collect drains, in nanoseconds.
+    block_max_age: u64,
+    compression: Compression,
+}
+
 /// The exporter thread: each cycle it accepts or notices a viewer, drains
 /// the lanes, and hands every frame to the reader it is for.
 fn export(
     meta: &OwnedMetadata,
     mut live: Option<TcpSink>,
     mut trace: Option<TraceFile>,
-    interval: Duration,
-    block_max_age: u64,
+    pacing: Pacing,
     control: &Control,
     clock: &runtime::Clock,
 ) -> io::Result<()> {
-    meta.with(|meta| {
+    let Pacing {
+        interval,
+        block_max_age,
+        compression,
+    } = pacing;
+    runtime::set_exporter(Some(std::thread::current()));
+    let result = meta.with(|meta| {
         let mut scratch = vec![0u8; BLOCK_SCRATCH];
-        // The file and a viewer share each Block's packing.
-        let mut packing = vec![0u8; max_block_frame_len(BLOCK_SCRATCH, 0)];
+        // Each Block is packed and compressed once, for the file and a
+        // viewer alike.
+        let mut work = vec![0u8; encoding_buffer_len(BLOCK_SCRATCH, compression)];
+        let mut table = Box::new(Lz4Table::large());
         let mut exporter: SessionExporter<'_> = Exporter::new(meta, &mut scratch);
-        exporter.set_packing_buffer(&mut packing);
-        // Timestamps are nanoseconds, so the age is too.
+        exporter.set_encoding_buffer(&mut work);
+        exporter.set_compression(compression, &mut table);
         exporter.set_block_max_age(block_max_age);
         let mut out = vec![0u8; exporter.min_block_buffer().max(1 << 16)];
         // The file reads from the first event to the last; a viewer from
@@ -452,8 +502,10 @@ fn export(
                     break;
                 }
             }
+            // A recording thread whose ring passes half full unparks us
+            // before the interval is up.
             if let Some(rest) = interval.checked_sub(cycle.elapsed()) {
-                std::thread::sleep(rest);
+                std::thread::park_timeout(rest);
             }
         }
         if let Some(sink) = live.as_mut() {
@@ -461,5 +513,7 @@ fn export(
             sink.close();
         }
         trace.map_or(Ok(()), TraceFile::finish)
-    })
+    });
+    runtime::set_exporter(None);
+    result
 }

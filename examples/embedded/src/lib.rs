@@ -7,13 +7,23 @@
 //!
 //! Memory is fixed at compile time: two rings of [`RING_EVENTS`] events in
 //! a `static`, a name table, one Block's scratch and one frame buffer.
+//!
+//! Blocks go out packed, without LZ4: a pump drains a few dozen events, in
+//! which LZ4 finds little to repeat, and compressing would cost an 8 KiB
+//! table and a [`WORK_LEN`]-byte buffer of RAM. [`Telemetry::compressed`]
+//! (the firmware's `lz4` feature) turns `Auto` on; the README states the
+//! footprint both ways. [`WORK_LEN`] says why its buffer is not sized for
+//! the worst case, which `typhon_live_core::block::encoding_buffer_len`
+//! gives.
 #![no_std]
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
 use typhon_live_core::block::{block_scratch_len, max_block_frame_len};
 use typhon_live_core::io::{pump, PumpError};
-use typhon_live_core::{Exporter, LaneHandle, Lanes, Metadata, NameId, NameTable, ReaderId};
+use typhon_live_core::{
+    Compression, Exporter, LaneHandle, Lanes, Lz4Table, Metadata, NameId, NameTable, ReaderId,
+};
 
 /// Lanes: the main loop and the interrupt handler.
 pub const LANES: usize = 2;
@@ -26,7 +36,15 @@ pub type Lane<'a> = LaneHandle<'a, RING_EVENTS>;
 /// Scratch bytes of one Block: up to 64 events.
 pub const SCRATCH_LEN: usize = block_scratch_len(64);
 /// Output buffer: the largest Block, and room for the Init (names included).
+/// `Auto` never writes a Block larger than its packed form, so this holds
+/// compressed Blocks too.
 pub const OUT_LEN: usize = max(max_block_frame_len(SCRATCH_LEN, LANES), 1024);
+/// The encoding buffer of [`Telemetry::compressed`]: a Block's packed
+/// events and room to compress them. Sized for a typical pump's Block (a
+/// few dozen events, well under 900 packed bytes), not the worst case
+/// (`encoding_buffer_len` gives 11.6 KiB for [`SCRATCH_LEN`]): a larger
+/// Block goes out packed, as the exporter does when the buffer is short.
+pub const WORK_LEN: usize = 2048;
 /// Ticks of the firmware's clock per second: microseconds.
 pub const TICKS_PER_SECOND: u64 = 1_000_000;
 /// The interrupt records a sample every this many interrupts.
@@ -151,6 +169,21 @@ impl<'a> Telemetry<'a> {
             out,
             announced: 0,
         }
+    }
+
+    /// [`Telemetry::new`] with LZ4 over each Block when it saves at least
+    /// 1/16 (`Compression::Auto`), using `work` ([`WORK_LEN`] bytes) and
+    /// `table`.
+    pub fn compressed(
+        scratch: &'a mut [u8],
+        out: &'a mut [u8],
+        work: &'a mut [u8],
+        table: &'a mut Lz4Table,
+    ) -> Self {
+        let mut telemetry = Telemetry::new(scratch, out);
+        telemetry.exporter.set_encoding_buffer(work);
+        telemetry.exporter.set_compression(Compression::Auto, table);
+        telemetry
     }
 
     /// Drains the lanes into frames and writes them whole to `writer`.

@@ -17,6 +17,8 @@ use cortex_m::peripheral::syst::SystClkSource;
 use cortex_m::peripheral::{itm::Stim, SYST};
 use cortex_m_rt::{entry, exception};
 use critical_section::Mutex;
+#[cfg(feature = "lz4")]
+use typhon_live_core::Lz4Table;
 use typhon_live_core::{LaneKind, Lanes};
 use typhon_live_embedded::{
     main_loop_pass, on_interrupt, FirmwareLanes, Ids, Lane, Names, Telemetry, OUT_LEN, SCRATCH_LEN,
@@ -113,7 +115,12 @@ fn main() -> ! {
 
     let mut scratch = [0u8; SCRATCH_LEN];
     let mut out = [0u8; OUT_LEN];
+    #[cfg(not(feature = "lz4"))]
     let mut telemetry = Telemetry::new(&mut scratch, &mut out);
+    #[cfg(feature = "lz4")]
+    let (mut encoding, mut table) = ([0u8; typhon_live_embedded::WORK_LEN], Lz4Table::small());
+    #[cfg(feature = "lz4")]
+    let mut telemetry = Telemetry::compressed(&mut scratch, &mut out, &mut encoding, &mut table);
     let mut itm = Itm(&mut peripherals.ITM.stim[0]);
     let mut pass = 0u64;
     loop {
