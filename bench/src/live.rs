@@ -205,11 +205,8 @@ pub fn rss_growth_unwatched(duration: Duration) -> (u64, u64) {
     (after.saturating_sub(before), spans)
 }
 
-/// The same workload through puffin_http: scopes recorded at `rate` per
-/// second, one puffin frame a millisecond (puffin's unit of export), and a
-/// client reading every frame. Returns (scopes expected, scopes received):
-/// puffin counts one scope more per frame than were recorded in it.
-pub fn puffin_run_at(rate: f64, duration: Duration) -> (u64, u64) {
+/// A puffin_http server on a free loopback port, scopes on; and its address.
+fn puffin_server() -> (puffin_http::Server, String) {
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
@@ -217,6 +214,15 @@ pub fn puffin_run_at(rate: f64, duration: Duration) -> (u64, u64) {
     let addr = format!("127.0.0.1:{port}");
     let server = puffin_http::Server::new(&addr).expect("puffin_http server");
     puffin::set_scopes_on(true);
+    (server, addr)
+}
+
+/// The same workload through puffin_http: scopes recorded at `rate` per
+/// second, one puffin frame a millisecond (puffin's unit of export), and a
+/// client reading every frame. Returns (scopes expected, scopes received):
+/// puffin counts one scope more per frame than were recorded in it.
+pub fn puffin_run_at(rate: f64, duration: Duration) -> (u64, u64) {
+    let (server, addr) = puffin_server();
     let done = Arc::new(AtomicBool::new(false));
     let client = {
         let (addr, done) = (addr.clone(), Arc::clone(&done));
@@ -313,13 +319,7 @@ impl<R: Read> Read for Counted<R> {
 /// scopes it receives. Returns (bytes, scopes).
 pub fn puffin_wire_bytes(spans: &[(u64, u64, u32, usize)], per_frame: usize) -> (u64, u64) {
     let names = typhon_live_tests::STEADY_TREE;
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port");
-    let addr = format!("127.0.0.1:{port}");
-    let server = puffin_http::Server::new(&addr).expect("puffin_http server");
-    puffin::set_scopes_on(true);
+    let (server, addr) = puffin_server();
     let expected_frames = spans.len().div_ceil(per_frame) as u64;
     let client = {
         let addr = addr.clone();

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 mod common;
 
-use common::{spawn_demo, temp, BIN};
+use common::{spawn_demo, spawn_demo_with, temp, BIN};
 
 /// `inspect` on a file that must read cleanly; its report.
 fn inspect_ok(trace: &std::path::Path) -> String {
@@ -52,7 +52,9 @@ fn to_chrome(trace: &std::path::Path, name: &str) -> (Vec<serde_json::Value>, Pa
 
 #[test]
 fn demo_record_inspect_convert() {
-    let (mut demo, addr) = spawn_demo("4", "2");
+    // LZ4 on every Block: `record` must keep each frame's flags (its codec).
+    let (mut demo, addr) =
+        spawn_demo_with(&["--duration", "4", "--threads", "2", "--compression", "lz4"]);
 
     let trace = temp("demo.tlt");
     let record = Command::new(BIN)
@@ -77,6 +79,7 @@ fn demo_record_inspect_convert() {
         "Sim ",
         "worker-0",
         "0 missing by sequence number",
+        "blocks lz4",
     ] {
         assert!(
             report.contains(expected),
@@ -340,4 +343,13 @@ fn the_demos_compression_setting_shows_in_inspect_per_codec() {
             let _ = std::fs::remove_file(path);
         }
     }
+}
+
+#[test]
+fn the_binary_does_not_carry_the_rings() {
+    // The process's lanes are a 160 MiB `static` of zeroes: in `.bss`, paged
+    // in as threads record. A non-zero initial value anywhere in a ring
+    // would move all of it into the binary's `.data`.
+    let len = std::fs::metadata(BIN).unwrap().len();
+    assert!(len < 128 << 20, "typhon-live is {len} bytes");
 }

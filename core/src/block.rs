@@ -578,11 +578,10 @@ pub fn write_block(
     })
 }
 
-/// Packs `block`'s events, the part of a Block payload after its drop
-/// entries, into `out` and returns their length: a writer with several
-/// readers packs a Block once and frames it for each reader with
-/// [`write_block_packed`]. A buffer of [`max_block_frame_len`] bytes for
-/// the builder's scratch is always enough.
+/// Packs `block`'s events (the packed form of what follows a Block's drop
+/// entries) into `out` and returns their length; [`encode_events`] does
+/// this and compresses. A buffer of [`max_events_len`] bytes for the
+/// builder's scratch is always enough.
 pub fn pack_events(out: &mut [u8], block: &BlockBuilder<'_>) -> Result<usize, EncodeError> {
     let mut w = Writer::new(out);
     if block.records > 0 {
@@ -608,16 +607,6 @@ pub struct Encoded {
     /// Where the bytes to send start in the work buffer, and how many.
     at: usize,
     len: usize,
-}
-
-impl Encoded {
-    /// Bytes the events take in the frame (for LZ4, with the length field).
-    pub fn wire_len(&self) -> usize {
-        match self.codec {
-            Codec::Packed => self.len,
-            Codec::Lz4 => 4 + self.len,
-        }
-    }
 }
 
 /// Packs `block`'s events into `work` and, given a table, compresses them

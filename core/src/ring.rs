@@ -1,4 +1,5 @@
-//! The per-lane event ring: single producer, single consumer, fixed capacity.
+//! The per-lane event ring: single producer, single consumer, fixed
+//! storage.
 //!
 //! # Why our own ring and not `heapless::spsc::Queue`
 //! Each slot is a fixed 40-byte record of five 64-bit words held in atomics
@@ -17,14 +18,22 @@
 //! holds `N - 1` items where this ring uses all `N`.
 //!
 //! Speed, measured by `cargo bench -p typhon-live-core --bench ring`
-//! (push then pop 1024 span events, single thread, both in the same run):
-//! three runs on the shared 2-core CI machine gave medians of 3.61, 3.75
-//! and 3.62 µs for this ring against 4.07, 4.30 and 4.34 µs for heapless
-//! (0.84 to 0.89 times its time, 3.5 ns per event recorded and drained).
-//! It used to take 1.04 to 1.49 times heapless's: storing the five words
-//! through a loop over the slot's atomics, and the record conversions not
-//! being inlined into `push` and `pop`, cost more than copying heapless's
-//! 48-byte enum. Variable-size byte records were not chosen: the compact
+//! (push then pop 1024 span events, single thread, both in the same run,
+//! on the shared 2-core CI machine; ratios of this ring's median to
+//! heapless's in the same run, as the machine's speed drifts between
+//! runs). It used to take 1.04 to 1.49 times heapless's time: storing the
+//! five words through a loop over the slot's atomics, and the record
+//! conversions not being inlined into `push` and `pop`, cost more than
+//! copying heapless's 48-byte enum. Unrolled and inlined, it took 0.84,
+//! 0.87 and 0.89 times heapless's time (3.6 µs against 4.1 to 4.3 µs per
+//! 1024 events). The run-time capacity ([`EventRing::set_capacity`], the
+//! std transport's `RingEvents`) costs a load and a shift per push and
+//! pop: in three alternating pairs of runs, 0.94, 0.79, 0.83 without it
+//! against 0.88, 0.99, 1.11 with it, so about heapless's speed (a median
+//! of 0.99). In the exporter, which drains in batches
+//! ([`EventRing::drain`]), the consumer pays it once per batch; the
+//! recording thread pays it on every push, about 0.3 ns. Variable-size
+//! byte records were not chosen: the compact
 //! encoding happens once per Block on the exporter side anyway, and a
 //! fixed record keeps the producer's path to a handful of stores.
 
@@ -128,8 +137,9 @@ pub struct EventRing<const N: usize> {
     /// line again only when the ring looks full, not on every push.
     tail_seen: AtomicU32,
     dropped: AtomicU32,
-    /// Capacity in use: a power of two, at most `N`.
-    capacity: AtomicU32,
+    /// Capacity in use is `N >> shrink`. Zero by default, so that a ring
+    /// in a `static` stays all zeroes: in `.bss`, not in the binary.
+    shrink: AtomicU32,
     slots: [Slot; N],
 }
 
@@ -154,7 +164,7 @@ impl<const N: usize> EventRing<N> {
             tail: AtomicU32::new(0),
             tail_seen: AtomicU32::new(0),
             dropped: AtomicU32::new(0),
-            capacity: AtomicU32::new(N as u32),
+            shrink: AtomicU32::new(0),
             slots: [const { Slot::new() }; N],
         }
     }
@@ -162,7 +172,7 @@ impl<const N: usize> EventRing<N> {
     /// Capacity in events: `N`, or what [`EventRing::set_capacity`] set.
     #[inline]
     pub fn capacity(&self) -> usize {
-        self.capacity.load(Ordering::Relaxed) as usize
+        N >> self.shrink.load(Ordering::Relaxed)
     }
 
     /// Uses `events` of the ring's `N` slots: a power of two from 2 to
@@ -174,7 +184,8 @@ impl<const N: usize> EventRing<N> {
         if !valid || !self.is_empty() {
             return false;
         }
-        self.capacity.store(events as u32, Ordering::Relaxed);
+        let shrink = N.trailing_zeros() - events.trailing_zeros();
+        self.shrink.store(shrink, Ordering::Relaxed);
         true
     }
 
@@ -442,6 +453,21 @@ mod tests {
             assert!(!ring.passed_half());
             assert!(ring.pop().is_some());
         }
+    }
+
+    #[test]
+    fn a_ring_starts_as_all_zero_bytes() {
+        // What keeps a `static` of rings in `.bss` (zero pages, not bytes
+        // in the binary): every field's initial value is zero. Checked
+        // through the atomics' values, as the bytes are not reachable
+        // without `unsafe`.
+        let ring = EventRing::<4>::new();
+        assert_eq!(ring.head.load(Ordering::Relaxed), 0);
+        assert_eq!(ring.tail.load(Ordering::Relaxed), 0);
+        assert_eq!(ring.tail_seen.load(Ordering::Relaxed), 0);
+        assert_eq!(ring.dropped.load(Ordering::Relaxed), 0);
+        assert_eq!(ring.shrink.load(Ordering::Relaxed), 0);
+        assert_eq!(ring.capacity(), 4);
     }
 
     #[test]

@@ -1,16 +1,19 @@
 //! Block encoding on a realistic batch: how many bytes an event costs in a
-//! Block, against raw fixed-size records with and without LZ4 and against
-//! the Block's own bytes put through LZ4 (what LZ4 would still find), and
-//! how fast encode and decode run, side by side in one run.
+//! Block, packed and with the LZ4 codec, against raw fixed-size records
+//! with and without LZ4, and how fast encode and decode run in each codec,
+//! side by side in one run.
 //!
 //! `cargo bench -p typhon-live-tests --bench block`
 
 use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use typhon_live_core::block::{max_block_frame_len, write_block};
+use typhon_live_core::block::{
+    encode_events, encoding_buffer_len, max_block_frame_len, max_compressed_block_frame_len,
+    write_block, write_block_encoded,
+};
 use typhon_live_core::ring::RECORD_BYTES;
-use typhon_live_core::{BlockBuilder, BlockView, Event, LaneId};
+use typhon_live_core::{BlockBuilder, BlockView, Compression, Event, LaneId, Lz4Table};
 use typhon_live_tests::realistic_events;
 
 const SCRATCH: usize = typhon_live_core::block::block_scratch_len(4096);
@@ -78,6 +81,25 @@ fn encode(events: &[(LaneId, Event)], scratch: &mut [u8], frame: &mut [u8]) -> (
     (len, taken)
 }
 
+/// [`encode`] with the LZ4 codec, as the exporter does it: pack into a
+/// work buffer, compress, frame.
+fn encode_lz4(
+    events: &[(LaneId, Event)],
+    scratch: &mut [u8],
+    work: &mut [u8],
+    table: &mut Lz4Table,
+    frame: &mut [u8],
+) -> usize {
+    let mut builder = BlockBuilder::new(scratch);
+    for (lane, e) in events {
+        if !builder.push(*lane, e) {
+            break;
+        }
+    }
+    let encoded = encode_events(work, &builder, Compression::Lz4, Some(table)).expect("work fits");
+    write_block_encoded(frame, 0, &builder, &[], encoded, work).expect("frame fits")
+}
+
 fn lz4_len(bytes: &[u8]) -> usize {
     let mut out = vec![0u8; lz4_flex::block::get_maximum_output_size(bytes.len())];
     lz4_flex::block::compress_into(bytes, &mut out).expect("fits its bound")
@@ -110,6 +132,14 @@ fn blocks(c: &mut Criterion) {
     row("raw records + LZ4", raw_lz4);
     row("typhon Block frame (bit-packed columns)", frame_len);
     row("typhon Block frame, payload through LZ4", block_lz4);
+    let mut work = vec![0u8; encoding_buffer_len(SCRATCH, Compression::Lz4)];
+    let mut table = Lz4Table::large();
+    let mut lz4_frame = vec![0u8; max_compressed_block_frame_len(SCRATCH, 0)];
+    let lz4_frame_len = encode_lz4(&events, &mut scratch, &mut work, &mut table, &mut lz4_frame);
+    row(
+        "typhon Block frame, LZ4 codec (format version 3)",
+        lz4_frame_len,
+    );
 
     let mut group = c.benchmark_group("block");
     group.throughput(Throughput::Elements(taken as u64));
@@ -134,6 +164,32 @@ fn blocks(c: &mut Criterion) {
         b.iter(|| {
             let view = BlockView::parse(black_box(payload), 0).expect("valid");
             let mut reader = view.events().expect("valid");
+            let mut n = 0usize;
+            while let Ok(got @ 1..) = reader.read(&mut batch) {
+                black_box(&batch[..got]);
+                n += got;
+            }
+            n
+        })
+    });
+    group.bench_function("encode, LZ4 codec", |b| {
+        b.iter(|| {
+            black_box(encode_lz4(
+                black_box(&events),
+                &mut scratch,
+                &mut work,
+                &mut table,
+                &mut lz4_frame,
+            ))
+        })
+    });
+    let lz4_frame_len = encode_lz4(&events, &mut scratch, &mut work, &mut table, &mut lz4_frame);
+    let lz4_payload = &lz4_frame[16..lz4_frame_len - 4];
+    let mut unpacked = vec![0u8; 1 << 20];
+    group.bench_function("decode LZ4 codec, read in batches", |b| {
+        b.iter(|| {
+            let view = BlockView::parse(black_box(lz4_payload), 1).expect("valid");
+            let mut reader = view.events_in(&mut unpacked).expect("valid");
             let mut n = 0usize;
             while let Ok(got @ 1..) = reader.read(&mut batch) {
                 black_box(&batch[..got]);

@@ -247,19 +247,25 @@ pub fn same_events(a: &[(LaneId, Event)], b: &[(LaneId, Event)]) -> bool {
             .all(|((la, ea), (lb, eb))| la == lb && same_event(ea, eb))
 }
 
+/// A deterministic source of jitter (xorshift64 from `seed`): each call
+/// gives a value below `max`.
+fn jitter(seed: u64) -> impl FnMut(u64) -> u64 {
+    let mut rng = seed;
+    move |max: u64| {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        rng % max.max(1)
+    }
+}
+
 /// A deterministic stand-in for a game/simulation runtime's telemetry, for
 /// measurements and seed corpora: a 60 Hz tick on lane 0 running nested
 /// system spans, three workers running query spans with entity counts, a
 /// memory gauge that climbs like a soak test, and the odd instant.
 /// Timestamps are nanoseconds; events come out in drain order per lane.
 pub fn realistic_events(ticks: u64) -> Vec<(LaneId, Event)> {
-    let mut rng = 0x2545_f491_4f6c_dd1du64;
-    let mut jitter = move |max: u64| {
-        rng ^= rng << 13;
-        rng ^= rng >> 7;
-        rng ^= rng << 17;
-        rng % max.max(1)
-    };
+    let mut jitter = jitter(0x2545_f491_4f6c_dd1d);
     let mut out = Vec::new();
     let mut span_ids = [0u32; 4];
     let mut memory: i64 = 512 << 20;
@@ -372,13 +378,7 @@ pub const STEADY_TREE: [(&str, usize, u64); 16] = [
 /// Returns each span as (start, end, name, depth) in the order spans
 /// begin, so that any profiler can replay it.
 pub fn steady_spans(ticks: u64) -> Vec<(u64, u64, u32, usize)> {
-    let mut rng = 0x9e37_79b9_7f4a_7c15u64;
-    let mut jitter = move |max: u64| {
-        rng ^= rng << 13;
-        rng ^= rng >> 7;
-        rng ^= rng << 17;
-        rng % max.max(1)
-    };
+    let mut jitter = jitter(0x9e37_79b9_7f4a_7c15);
     let mut out = Vec::new();
     for tick in 0..ticks {
         let base = 1_000_000_000 + tick * 16_666_667;
