@@ -311,6 +311,19 @@ fn ns(v: f64) -> String {
     format!("{v:.1} ns")
 }
 
+/// `a` and `b` run alternately, three rounds, and the median round of
+/// each: the machine's noise hits both alike.
+fn alternated(mut a: impl FnMut() -> f64, mut b: impl FnMut() -> f64) -> (f64, f64) {
+    let (mut of_a, mut of_b) = (Vec::new(), Vec::new());
+    for _ in 0..3 {
+        of_a.push(a());
+        of_b.push(b());
+    }
+    of_a.sort_by(f64::total_cmp);
+    of_b.sort_by(f64::total_cmp);
+    (of_a[1], of_b[1])
+}
+
 /// Wire bytes per codec on the demo mix and a steady engine loop, puffin_http
 /// beside them on the same loop, and exporter and decoder throughput with
 /// compression on: one run, side by side.
@@ -320,20 +333,19 @@ fn codec_rows(quick: bool) -> Vec<Row> {
     let samples = if quick { 5 } else { 25 };
     let all = usize::MAX;
     let events = typhon_live_tests::realistic_events(if quick { 400 } else { 2000 });
-    // Off and Auto alternately, three rounds, the median round of each:
-    // the machine's noise hits both alike.
-    let (mut rates_off, mut rates) = (Vec::new(), Vec::new());
     let (mut stream_off, mut stream) = (Vec::new(), Vec::new());
-    for _ in 0..3 {
-        let off = exporter::<1>(&events, samples, Off, all);
-        let auto = exporter::<1>(&events, samples, Auto, all);
-        rates_off.push(off.0);
-        rates.push(auto.0);
-        (stream_off, stream) = (off.2, auto.2);
-    }
-    rates_off.sort_by(f64::total_cmp);
-    rates.sort_by(f64::total_cmp);
-    let (rate_off, rate) = (rates_off[1], rates[1]);
+    let (rate_off, rate) = alternated(
+        || {
+            let (rate, _, bytes) = exporter::<1>(&events, samples, Off, all);
+            stream_off = bytes;
+            rate
+        },
+        || {
+            let (rate, _, bytes) = exporter::<1>(&events, samples, Auto, all);
+            stream = bytes;
+            rate
+        },
+    );
     rows.push(Row {
         what: "exporter, 1 core (demo mix, Auto)",
         typhon: format!(
@@ -423,15 +435,10 @@ fn codec_rows(quick: bool) -> Vec<Row> {
         met: Some(tick_blocks[2] <= 0.5 * puffin_per_scope),
     });
     let decode_samples = if quick { 5 } else { 21 };
-    // Alternately too.
-    let (mut decodes_off, mut decodes) = (Vec::new(), Vec::new());
-    for _ in 0..3 {
-        decodes_off.push(decoder(&stream_off, decode_samples));
-        decodes.push(decoder(&stream, decode_samples));
-    }
-    decodes_off.sort_by(f64::total_cmp);
-    decodes.sort_by(f64::total_cmp);
-    let (decode_off, decode) = (decodes_off[1], decodes[1]);
+    let (decode_off, decode) = alternated(
+        || decoder(&stream_off, decode_samples),
+        || decoder(&stream, decode_samples),
+    );
     let small = typhon_live_tests::exporter_stream(if quick { 200 } else { 1000 }, 256 << 10, Auto);
     let decode_small = decoder(&small, decode_samples);
     rows.push(Row {

@@ -4,7 +4,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 use std::path::Path;
 
-use typhon_live_core::{Codec, Event, FrameKind, LaneKind, Payload};
+use typhon_live_core::{Event, FrameKind, LaneKind, Payload};
 use typhon_live_std::BlockBuffer;
 
 use crate::error::CliError;
@@ -131,8 +131,7 @@ pub fn report(path: &Path) -> Result<(String, bool), CliError> {
                     codec.blocks += 1;
                     codec.events += u64::from(block.records);
                     codec.packed += block.packed_len() as u64;
-                    codec.wire +=
-                        block.encoded_len() as u64 + if block.codec == Codec::Lz4 { 4 } else { 0 };
+                    codec.wire += block.encoded_len() as u64;
                 }
                 for item in unpacked.events(&block)? {
                     let (lane, event) = item?;

@@ -750,9 +750,13 @@ impl<'a> BlockView<'a> {
         })
     }
 
-    /// Bytes the events take on the wire (for LZ4, the compressed data).
+    /// Bytes the events take in the payload, after the drop entries (for
+    /// LZ4: the packed length field and the compressed data).
     pub fn encoded_len(&self) -> usize {
-        self.events.len()
+        match self.codec {
+            Codec::Packed => self.events.len(),
+            Codec::Lz4 => 4 + self.events.len(),
+        }
     }
 
     /// Bytes of the packed events (group table and columns): the buffer

@@ -203,13 +203,6 @@ impl<const L: usize, const N: usize> Lanes<L, N> {
             .count()
     }
 
-    /// The capacity lane `id`'s ring uses.
-    pub fn ring_capacity(&self, id: LaneId) -> usize {
-        self.lanes
-            .get(usize::from(id))
-            .map_or(0, |l| l.ring.capacity())
-    }
-
     /// Claims a free lane for the calling thread; `None` when all are taken.
     pub fn claim(&self, name: NameId, kind: LaneKind) -> Option<LaneHandle<'_, N>> {
         for (index, lane) in self.lanes.iter().enumerate() {

@@ -12,87 +12,23 @@ use typhon_live_core::{BlockBuilder, Compression, Decoder, Event, GaugeValue, Lz
 
 #[derive(Arbitrary, Debug)]
 enum Input {
-    Span {
-        start: u64,
-        duration: u64,
-        name: u32,
-        id: u32,
-        parent: u32,
-        arg: Option<u64>,
-    },
-    Instant {
-        time: u64,
-        name: u32,
-        payload: u64,
-    },
-    GaugeInt {
-        time: u64,
-        gauge: u32,
-        value: i64,
-    },
-    GaugeFloat {
-        time: u64,
-        gauge: u32,
-        bits: u64,
-    },
-    TickStart {
-        time: u64,
-        tick: u64,
-    },
-    TickEnd {
-        time: u64,
-        tick: u64,
-        overrun: bool,
-    },
+    Span { start: u64, duration: u64, name: u32, id: u32, parent: u32, arg: Option<u64> },
+    Instant { time: u64, name: u32, payload: u64 },
+    GaugeInt { time: u64, gauge: u32, value: i64 },
+    GaugeFloat { time: u64, gauge: u32, bits: u64 },
+    TickStart { time: u64, tick: u64 },
+    TickEnd { time: u64, tick: u64, overrun: bool },
 }
 
 impl Input {
     fn event(&self) -> Event {
         match *self {
-            Input::Span {
-                start,
-                duration,
-                name,
-                id,
-                parent,
-                arg,
-            } => Event::Span {
-                start,
-                duration,
-                name,
-                id,
-                parent,
-                arg,
-            },
-            Input::Instant {
-                time,
-                name,
-                payload,
-            } => Event::Instant {
-                time,
-                name,
-                payload,
-            },
-            Input::GaugeInt { time, gauge, value } => Event::Gauge {
-                time,
-                gauge,
-                value: GaugeValue::Int(value),
-            },
-            Input::GaugeFloat { time, gauge, bits } => Event::Gauge {
-                time,
-                gauge,
-                value: GaugeValue::Float(f64::from_bits(bits)),
-            },
+            Input::Span { start, duration, name, id, parent, arg } => Event::Span { start, duration, name, id, parent, arg },
+            Input::Instant { time, name, payload } => Event::Instant { time, name, payload },
+            Input::GaugeInt { time, gauge, value } => Event::Gauge { time, gauge, value: GaugeValue::Int(value) },
+            Input::GaugeFloat { time, gauge, bits } => Event::Gauge { time, gauge, value: GaugeValue::Float(f64::from_bits(bits)) },
             Input::TickStart { time, tick } => Event::TickStart { time, tick },
-            Input::TickEnd {
-                time,
-                tick,
-                overrun,
-            } => Event::TickEnd {
-                time,
-                tick,
-                overrun,
-            },
+            Input::TickEnd { time, tick, overrun } => Event::TickEnd { time, tick, overrun },
         }
     }
 }
@@ -100,16 +36,8 @@ impl Input {
 fn same(a: &Event, b: &Event) -> bool {
     match (a, b) {
         (
-            Event::Gauge {
-                time: ta,
-                gauge: ga,
-                value: GaugeValue::Float(va),
-            },
-            Event::Gauge {
-                time: tb,
-                gauge: gb,
-                value: GaugeValue::Float(vb),
-            },
+            Event::Gauge { time: ta, gauge: ga, value: GaugeValue::Float(va) },
+            Event::Gauge { time: tb, gauge: gb, value: GaugeValue::Float(vb) },
         ) => ta == tb && ga == gb && va.to_bits() == vb.to_bits(),
         _ => a == b,
     }
@@ -134,12 +62,12 @@ fuzz_target!(|case: Case| {
         .take_while(|(lane, event)| builder.push(*lane, event))
         .collect();
     let drops = &case.drops[..case.drops.len().min(64)];
-    let compression =
-        [Compression::Off, Compression::Lz4, Compression::Auto][usize::from(case.compression % 3)];
+    let compression = [Compression::Off, Compression::Lz4, Compression::Auto]
+        [usize::from(case.compression % 3)];
     let mut work = vec![0u8; encoding_buffer_len(builder.capacity(), compression)];
     let mut table = Lz4Table::small();
-    let encoded =
-        encode_events(&mut work, &builder, compression, Some(&mut table)).expect("fits its bound");
+    let encoded = encode_events(&mut work, &builder, compression, Some(&mut table))
+        .expect("fits its bound");
     let mut frame = vec![0u8; max_compressed_block_frame_len(builder.capacity(), drops.len())];
     let len = write_block_encoded(&mut frame, case.seq, &builder, drops, encoded, &work)
         .expect("fits its bound");
@@ -152,24 +80,17 @@ fuzz_target!(|case: Case| {
         assert_eq!(decoder.feed(piece), piece.len());
         while let Some(f) = decoder.next().expect("own output decodes") {
             assert_eq!(f.seq, case.seq);
-            let Payload::Block(block) = f.parse().expect("own output parses") else {
-                panic!("not a Block")
-            };
+            let Payload::Block(block) = f.parse().expect("own output parses") else { panic!("not a Block") };
             assert!(block.drops().eq(drops.iter().copied()));
             assert_eq!(block.codec, encoded.codec);
-            let events: Vec<_> = block
-                .events_in(&mut unpacked)
-                .expect("columns parse")
-                .collect::<Result<_, _>>()
-                .expect("events");
+            let events: Vec<_> = block.events_in(&mut unpacked).expect("columns parse").collect::<Result<_, _>>().expect("events");
             assert_eq!(events.len(), taken.len());
             for ((la, ea), (lb, eb)) in events.iter().zip(&taken) {
                 assert!(la == lb && same(ea, eb), "{ea:?} != {eb:?}");
             }
             // In batches, the fast path for runs of one kind.
             let mut reader = block.events_in(&mut unpacked).expect("columns parse");
-            let mut batch =
-                vec![(0, Event::TickStart { time: 0, tick: 0 }); usize::from(case.chunk) + 1];
+            let mut batch = vec![(0, Event::TickStart { time: 0, tick: 0 }); usize::from(case.chunk) + 1];
             let mut read = Vec::new();
             while let n @ 1.. = reader.read(&mut batch).expect("own output decodes") {
                 read.extend_from_slice(&batch[..n]);

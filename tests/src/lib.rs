@@ -564,17 +564,48 @@ pub fn exporter_stream(
     stream
 }
 
+/// `block` as a Block frame, the way the exporter writes it with
+/// `compression`: packed straight into the frame when `Off`, else packed
+/// into a work buffer and compressed there first. With `Lz4` and events,
+/// the frame is always compressed.
+pub fn block_frame(
+    block: &typhon_live_core::BlockBuilder<'_>,
+    seq: u32,
+    drops: &[(LaneId, u32)],
+    compression: typhon_live_core::Compression,
+) -> Vec<u8> {
+    use typhon_live_core::block::{
+        encode_events, encoding_buffer_len, max_compressed_block_frame_len, write_block,
+        write_block_encoded,
+    };
+    use typhon_live_core::{Codec, Compression, Lz4Table};
+
+    let scratch_len = block.capacity();
+    let mut out = vec![0u8; max_compressed_block_frame_len(scratch_len, drops.len())];
+    let n = if compression == Compression::Off {
+        write_block(&mut out, seq, block, drops).expect("block fits its bound")
+    } else {
+        let mut work = vec![0u8; encoding_buffer_len(scratch_len, compression)];
+        let mut table = Lz4Table::small();
+        let encoded = encode_events(&mut work, block, compression, Some(&mut table))
+            .expect("events fit the work buffer");
+        if compression == Compression::Lz4 && !block.is_empty() {
+            assert_eq!(encoded.codec, Codec::Lz4);
+        }
+        write_block_encoded(&mut out, seq, block, drops, encoded, &work)
+            .expect("block fits its bound")
+    };
+    out.truncate(n);
+    out
+}
+
 /// The small stream FORMAT.md's worked example shows: an Init naming one
 /// lane, a Block of a tick start and a span, the same events again in an
 /// LZ4-compressed Block, and a Shutdown.
 pub fn format_example() -> Vec<u8> {
-    use typhon_live_core::block::{
-        block_scratch_len, encode_events, encoding_buffer_len, max_block_frame_len, write_block,
-        write_block_encoded,
-    };
+    use typhon_live_core::block::block_scratch_len;
     use typhon_live_core::init::write_init;
-    use typhon_live_core::{BlockBuilder, LaneKind, Metadata, NameTable, Shutdown};
-    use typhon_live_core::{Compression, Lz4Table};
+    use typhon_live_core::{BlockBuilder, Compression, LaneKind, Metadata, NameTable, Shutdown};
 
     let mut names: NameTable<4, 64> = NameTable::new();
     let main = names.intern("Main").expect("room");
@@ -612,19 +643,10 @@ pub fn format_example() -> Vec<u8> {
         arg: None,
     };
     assert!(block.push(0, &tick_start) && block.push(0, &span));
-    let mut out = vec![0u8; max_block_frame_len(block_scratch_len(2), 1)];
-    let n = write_block(&mut out, 0, &block, &[(0, 3)]).expect("fits");
-    stream.extend(&out[..n]);
-
+    stream.extend(block_frame(&block, 0, &[(0, 3)], Compression::Off));
     // LZ4 forced: `Auto` would send this one packed, as LZ4 finds nothing
     // to repeat in 25 bytes.
-    let mut work = vec![0u8; encoding_buffer_len(block_scratch_len(2), Compression::Lz4)];
-    let mut table = Lz4Table::small();
-    let encoded =
-        encode_events(&mut work, &block, Compression::Lz4, Some(&mut table)).expect("fits");
-    let mut out = vec![0u8; 4096];
-    let n = write_block_encoded(&mut out, 1, &block, &[], encoded, &work).expect("fits");
-    stream.extend(&out[..n]);
+    stream.extend(block_frame(&block, 1, &[], Compression::Lz4));
 
     let shutdown = Shutdown {
         time: 2000,

@@ -2,15 +2,11 @@
 //! valid frames after the damage are still decoded.
 
 use proptest::prelude::*;
-use typhon_live_core::block::{
-    encode_events, encoding_buffer_len, max_block_frame_len, max_compressed_block_frame_len,
-    write_block, write_block_encoded,
-};
 use typhon_live_core::frame::{write_raw_frame, HEADER_LEN, MAGIC};
 use typhon_live_core::{
-    BlockBuilder, Codec, Compression, DecodeError, Decoder, Event, FrameKind, Lz4Table, Shutdown,
+    BlockBuilder, Codec, Compression, DecodeError, Decoder, Event, FrameKind, Shutdown,
 };
-use typhon_live_tests::{read_stream, Owned, Seen};
+use typhon_live_tests::{block_frame, read_stream, Owned, Seen};
 
 fn block(seq: u32, events: u32) -> Vec<u8> {
     block_in(Codec::Packed, seq, events)
@@ -31,25 +27,11 @@ fn block_in(codec: Codec, seq: u32, events: u32) -> Vec<u8> {
             }
         ));
     }
-    if codec == Codec::Packed {
-        let mut out = vec![0u8; max_block_frame_len(1 << 16, 0)];
-        let n = write_block(&mut out, seq, &builder, &[]).unwrap();
-        out.truncate(n);
-        return out;
-    }
-    let mut work = vec![0u8; encoding_buffer_len(1 << 16, Compression::Lz4)];
-    let encoded = encode_events(
-        &mut work,
-        &builder,
-        Compression::Lz4,
-        Some(&mut Lz4Table::small()),
-    )
-    .unwrap();
-    assert_eq!(encoded.codec, Codec::Lz4);
-    let mut out = vec![0u8; max_compressed_block_frame_len(1 << 16, 0)];
-    let n = write_block_encoded(&mut out, seq, &builder, &[], encoded, &work).unwrap();
-    out.truncate(n);
-    out
+    let compression = match codec {
+        Codec::Packed => Compression::Off,
+        Codec::Lz4 => Compression::Lz4,
+    };
+    block_frame(&builder, seq, &[], compression)
 }
 
 fn shutdown(seq: u32) -> Vec<u8> {

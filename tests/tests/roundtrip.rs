@@ -2,15 +2,12 @@
 //! any split of the stream into chunks.
 
 use proptest::prelude::*;
-use typhon_live_core::block::{
-    block_scratch_len, encode_events, encoding_buffer_len, max_block_frame_len,
-    max_compressed_block_frame_len, write_block, write_block_encoded, RECORDS_PER_GROUP,
-};
+use typhon_live_core::block::{block_scratch_len, RECORDS_PER_GROUP};
 use typhon_live_core::definitions::write_definitions;
 use typhon_live_core::init::write_init;
 use typhon_live_core::{
-    BlockBuilder, Codec, Compression, Decoder, EncodeError, Event, GaugeValue, LaneId, LaneInfo,
-    LaneKind, Lz4Table, Metadata, NameSource, Shutdown,
+    BlockBuilder, Compression, Decoder, EncodeError, Event, GaugeValue, LaneId, LaneInfo, LaneKind,
+    Metadata, NameSource, Shutdown,
 };
 use typhon_live_tests::{frames, own, read_stream, same_events, Component, Meta, Owned};
 
@@ -197,23 +194,10 @@ fn block_frame_with(
         .iter()
         .take_while(|(lane, e)| builder.push(*lane, e))
         .count();
-    let mut out = vec![0u8; max_compressed_block_frame_len(scratch_len, drops.len())];
-    let n = if compression == Compression::Off {
-        let packed = max_block_frame_len(scratch_len, drops.len());
-        write_block(&mut out[..packed], seq, &builder, drops).expect("block fits its bound")
-    } else {
-        let mut work = vec![0u8; encoding_buffer_len(scratch_len, compression)];
-        let mut table = Lz4Table::small();
-        let encoded = encode_events(&mut work, &builder, compression, Some(&mut table))
-            .expect("events fit the work buffer");
-        if compression == Compression::Lz4 && !builder.is_empty() {
-            assert_eq!(encoded.codec, Codec::Lz4);
-        }
-        write_block_encoded(&mut out, seq, &builder, drops, encoded, &work)
-            .expect("block fits its bound")
-    };
-    out.truncate(n);
-    (out, taken)
+    (
+        typhon_live_tests::block_frame(&builder, seq, drops, compression),
+        taken,
+    )
 }
 
 fn init_frame(m: &Meta, names: &VecNames, lanes: &[LaneInfo], seq: u32) -> Vec<u8> {

@@ -28,9 +28,4 @@ impl BlockBuffer {
         }
         block.events_in(&mut self.bytes)
     }
-
-    /// Bytes held.
-    pub fn capacity(&self) -> usize {
-        self.bytes.len()
-    }
 }

@@ -20,7 +20,7 @@ use std::time::Duration;
 use serde_json::Value;
 use typhon_live_core::Compression;
 
-use crate::runtime::{DEFAULT_RING_EVENTS, MAX_RING_EVENTS};
+use crate::runtime::{valid_ring_events, DEFAULT_RING_EVENTS};
 
 /// Parsed JSON, as [`ConfigLayer::from_json`] takes it.
 pub type Json = Value;
@@ -51,7 +51,7 @@ pub struct ProfilerConfig {
     /// When Blocks are LZ4-compressed.
     pub compression: Compression,
     /// Events each lane's ring holds: a power of two from 1024 to
-    /// [`MAX_RING_EVENTS`].
+    /// [`MAX_RING_EVENTS`](crate::runtime::MAX_RING_EVENTS).
     pub ring_events: usize,
 }
 
@@ -486,7 +486,7 @@ fn ring_value(key: &str, value: &str) -> Result<usize, ConfigError> {
     value
         .parse::<usize>()
         .ok()
-        .filter(|n| n.is_power_of_two() && (1024..=MAX_RING_EVENTS).contains(n))
+        .filter(|&n| valid_ring_events(n))
         .ok_or_else(|| ConfigError::Invalid {
             key: key.into(),
             value: value.into(),

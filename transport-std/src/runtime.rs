@@ -26,6 +26,12 @@ pub const DEFAULT_RING_EVENTS: usize = 4 * CORE_DEFAULT_RING_EVENTS;
 /// The largest `RingEvents`: each lane's storage, 2.5 MiB of zeroed
 /// `static` of which a thread touches only the capacity it uses.
 pub const MAX_RING_EVENTS: usize = 65_536;
+/// Whether `events` is a ring capacity `RingEvents` may name: a power of
+/// two from 1024 to [`MAX_RING_EVENTS`].
+pub fn valid_ring_events(events: usize) -> bool {
+    events.is_power_of_two() && (1024..=MAX_RING_EVENTS).contains(&events)
+}
+
 /// The rings' storage, in events.
 const RING_EVENTS: usize = MAX_RING_EVENTS;
 /// Distinct names a process can intern.

@@ -180,9 +180,10 @@ impl Profiler {
                 live_addr: None,
             });
         }
-        let events = config.ring_events;
-        if !events.is_power_of_two() || !(1024..=runtime::MAX_RING_EVENTS).contains(&events) {
-            return Err(StartError::RingEvents { events });
+        if !runtime::valid_ring_events(config.ring_events) {
+            return Err(StartError::RingEvents {
+                events: config.ring_events,
+            });
         }
         let slot = RunningSlot::take().ok_or(StartError::AlreadyRunning)?;
         let live = match config.live {
