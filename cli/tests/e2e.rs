@@ -12,37 +12,33 @@ mod common;
 
 use common::{spawn_demo, spawn_demo_with, temp, BIN};
 
+/// Runs `command`, which must succeed; its standard output.
+fn run_ok(command: &mut Command) -> String {
+    let output = command.output().unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(
+        output.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    stdout
+}
+
 /// `inspect` on a file that must read cleanly; its report.
 fn inspect_ok(trace: &std::path::Path) -> String {
-    let inspect = Command::new(BIN)
-        .arg("inspect")
-        .arg(trace)
-        .output()
-        .unwrap();
-    let report = String::from_utf8_lossy(&inspect.stdout).into_owned();
-    assert!(
-        inspect.status.success(),
-        "{report}\n{}",
-        String::from_utf8_lossy(&inspect.stderr)
-    );
-    report
+    run_ok(Command::new(BIN).arg("inspect").arg(trace))
 }
 
 /// `convert --to chrome` of a trace into `temp(name)`: its events, and the
 /// JSON file's path.
 fn to_chrome(trace: &std::path::Path, name: &str) -> (Vec<serde_json::Value>, PathBuf) {
     let json_path = temp(name);
-    let convert = Command::new(BIN)
-        .arg("convert")
-        .arg(trace)
-        .args(["--to", "chrome", "-o"])
-        .arg(&json_path)
-        .output()
-        .unwrap();
-    assert!(
-        convert.status.success(),
-        "{}",
-        String::from_utf8_lossy(&convert.stderr)
+    run_ok(
+        Command::new(BIN)
+            .arg("convert")
+            .arg(trace)
+            .args(["--to", "chrome", "-o"])
+            .arg(&json_path),
     );
     let json: serde_json::Value =
         serde_json::from_slice(&std::fs::read(&json_path).unwrap()).unwrap();
@@ -313,16 +309,11 @@ fn the_demos_compression_setting_shows_in_inspect_per_codec() {
         ("off", "blocks packed", "blocks lz4"),
     ] {
         let trace = temp(&format!("codec-{setting}.tlt"));
-        let demo = Command::new(BIN)
-            .args(["demo", "--no-view", "--live", "0", "--duration", "2"])
-            .args(["--threads", "2", "--compression", setting, "--trace"])
-            .arg(&trace)
-            .output()
-            .unwrap();
-        assert!(
-            demo.status.success(),
-            "{}",
-            String::from_utf8_lossy(&demo.stderr)
+        run_ok(
+            Command::new(BIN)
+                .args(["demo", "--no-view", "--live", "0", "--duration", "2"])
+                .args(["--threads", "2", "--compression", setting, "--trace"])
+                .arg(&trace),
         );
         let report = inspect_ok(&trace);
         let line = report
