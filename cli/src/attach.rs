@@ -107,6 +107,10 @@ impl Consumer for Viewer {
         self.model.notice = Some(format!("stream damage: {error}"));
     }
 
+    fn joined_mid_stream(&mut self, skipped: u64) {
+        self.model.joined_mid_stream(skipped);
+    }
+
     fn tick(&mut self) -> Flow {
         if self.output.quit_requested() || self.deadline.is_some_and(|d| Instant::now() >= d) {
             self.quit = true;

@@ -110,6 +110,8 @@ pub struct Model {
     /// An Init arrived in this session (frames before it, after a damaged
     /// or missed Init, are read with names shown as ids).
     init_seen: bool,
+    /// Frames read while no Init had been.
+    frames_before_init: u64,
     pub refused: Refused,
     /// Connections made again after one was lost.
     pub reconnects: u32,
@@ -177,12 +179,22 @@ impl Default for Model {
             rates: VecDeque::new(),
             restarts: 0,
             notice: None,
+            frames_before_init: 0,
             ended_cleanly: false,
         }
     }
 }
 
 impl Model {
+    /// The stream began inside a frame: a serial link joined mid-stream.
+    /// Its next Init (a device repeats it) brings the names.
+    pub fn joined_mid_stream(&mut self, skipped: u64) {
+        self.notice = Some(format!(
+            "joined mid-stream ({skipped} bytes skipped to the first whole frame): \
+             names show as #id until the next Init"
+        ));
+    }
+
     /// The name of id `id`, or a placeholder until its definition arrives.
     pub fn name(&self, id: u32) -> String {
         self.names
@@ -220,10 +232,13 @@ impl Model {
             self.expected_seq = Some(frame.seq.wrapping_add(1));
         }
         let payload = frame.parse()?;
-        if !matches!(payload, Payload::Init(_)) && !self.init_seen && self.notice.is_none() {
-            self.notice = Some(
-                "no Init yet (damaged or missed): names show as #id until the next one".into(),
-            );
+        if !matches!(payload, Payload::Init(_)) && !self.init_seen {
+            self.frames_before_init += 1;
+            if self.notice.is_none() {
+                self.notice = Some(
+                    "no Init yet (damaged or missed): names show as #id until the next one".into(),
+                );
+            }
         }
         match payload {
             Payload::Init(init) => {
@@ -236,6 +251,12 @@ impl Model {
                         ));
                         self.reset_session();
                     }
+                }
+                if !self.init_seen && self.frames_before_init > 0 {
+                    self.notice = Some(format!(
+                        "Init received after {} frames without one: names resolved",
+                        self.frames_before_init
+                    ));
                 }
                 self.session_id = Some(init.session_id);
                 self.process = init.process_name.into();
@@ -474,6 +495,10 @@ impl Model {
         };
 
         let mut durations: Vec<u64> = self.ticks.iter().map(|t| t.2).collect();
+        if !self.init_seen {
+            // The clock's rate comes with the Init: no times before it.
+            durations.clear();
+        }
         durations.sort_unstable();
         let pick = |q: f64| {
             durations
@@ -481,7 +506,7 @@ impl Model {
                 .map(|&d| self.seconds(d) * 1e3)
         };
         let tick_rate = match (self.ticks.front(), self.ticks.back()) {
-            (Some(first), Some(last)) if last.1 > first.1 => {
+            (Some(first), Some(last)) if last.1 > first.1 && self.init_seen => {
                 (self.ticks.len() - 1) as f64 / self.seconds(last.1 - first.1)
             }
             _ => 0.0,

@@ -22,6 +22,12 @@ struct Recorder<'p> {
     expected: Option<u32>,
     damage: u64,
     error: Option<CliError>,
+    /// Frames before the first Init, not written: a file starts with one,
+    /// so that every name in it resolves (a serial link joined
+    /// mid-stream sends Blocks before its next Init).
+    before_init: u64,
+    /// Bytes skipped before the first whole frame.
+    joined_after: Option<u64>,
     deadline: Option<Instant>,
     last_progress: Instant,
     shutdown: bool,
@@ -29,6 +35,13 @@ struct Recorder<'p> {
 
 impl Recorder<'_> {
     fn progress(&self, end: &str) {
+        if self.frames == 0 && self.before_init > 0 {
+            eprint!(
+                "\rwaiting for an Init: {} frames before it skipped{end}",
+                self.before_init
+            );
+            return;
+        }
         eprint!(
             "\rrecorded {} bytes, {} frames, {} gaps{end}",
             self.bytes, self.frames, self.gaps
@@ -38,6 +51,10 @@ impl Recorder<'_> {
 
 impl Consumer for Recorder<'_> {
     fn frame(&mut self, frame: &Frame<'_>) -> Flow {
+        if self.frames == 0 && frame.kind != FrameKind::Init.to_byte() {
+            self.before_init += 1;
+            return Flow::Continue;
+        }
         // Re-sealed exactly as received (kind, sequence number, payload).
         let needed = frame.wire_len();
         if self.out.len() < needed {
@@ -84,6 +101,10 @@ impl Consumer for Recorder<'_> {
         self.damage += 1;
     }
 
+    fn joined_mid_stream(&mut self, skipped: u64) {
+        self.joined_after = Some(skipped);
+    }
+
     fn tick(&mut self) -> Flow {
         if self.last_progress.elapsed() >= Duration::from_secs(1) {
             self.last_progress = Instant::now();
@@ -117,6 +138,8 @@ pub fn run(addr: &str, path: &Path, duration: Option<Duration>) -> Result<(), Cl
         expected: None,
         damage: 0,
         error: None,
+        before_init: 0,
+        joined_after: None,
         deadline,
         last_progress: Instant::now(),
         shutdown: false,
@@ -128,6 +151,13 @@ pub fn run(addr: &str, path: &Path, duration: Option<Duration>) -> Result<(), Cl
         ""
     };
     recorder.progress(&format!("{why}\n"));
+    if let Some(skipped) = recorder.joined_after {
+        eprintln!(
+            "joined mid-stream: {skipped} bytes skipped to the first whole frame, \
+             then {} frames until the first Init",
+            recorder.before_init
+        );
+    }
     if let Some(error) = recorder.error {
         return Err(error);
     }

@@ -25,6 +25,12 @@ pub const HEALTHY_FOR: Duration = Duration::from_secs(2);
 /// A typhon-live peer sends its Init at once; silence this long means the
 /// peer is something else.
 pub const FIRST_FRAME_WAIT: Duration = Duration::from_secs(5);
+/// Bytes a stream may start with before its first whole frame. A serial
+/// link (a UART behind QEMU's or a terminal server's TCP port) has no
+/// connection of its own: a viewer joins it inside a frame and skips to
+/// the next. Firmware frames are a few KiB at most; a peer that sends more
+/// than this without one frame does not speak typhon-live.
+pub const MAX_LEADING_GARBAGE: u64 = 64 << 10;
 
 /// Waits for `pause`, but not past `deadline`, asking `go_on` every
 /// 100 ms (a user may quit meanwhile); `false` if the deadline came first
@@ -144,6 +150,9 @@ pub trait Consumer {
     fn damage(&mut self, error: DecodeError);
     /// Called at least every 100 ms, frames or not.
     fn tick(&mut self) -> Flow;
+    /// The stream started inside a frame (a serial link joined mid-stream):
+    /// `skipped` bytes came before the first whole frame, which follows.
+    fn joined_mid_stream(&mut self, skipped: u64);
 }
 
 /// Reads `stream` into `consumer` until it says stop or the connection ends.
@@ -154,13 +163,22 @@ pub fn read_frames(stream: &mut TcpStream, consumer: &mut impl Consumer) -> End 
     // A frame, or a frame header whose check holds: the peer speaks
     // typhon-live, whatever damage follows.
     let mut any_frame = false;
+    // What was wrong with the bytes before the first frame, if anything.
+    let mut leading: Option<String> = None;
     let connected = Instant::now();
     let mut last_tick = Instant::now();
     loop {
         if !any_frame && connected.elapsed() > FIRST_FRAME_WAIT {
-            return End::NotTyphon(format!("no frame within {} s", FIRST_FRAME_WAIT.as_secs()));
+            let why = leading.unwrap_or_else(|| "nothing".into());
+            return End::NotTyphon(format!(
+                "no frame within {} s ({why})",
+                FIRST_FRAME_WAIT.as_secs()
+            ));
         }
         let n = match stream.read(&mut chunk) {
+            Ok(0) if !any_frame && leading.is_some() => {
+                return End::NotTyphon(leading.unwrap_or_default());
+            }
             Ok(0) => {
                 let reason = match decoder.finish() {
                     Err(e) => format!("the peer closed the connection mid-frame ({e})"),
@@ -184,8 +202,12 @@ pub fn read_frames(stream: &mut TcpStream, consumer: &mut impl Consumer) -> End 
             let taken = decoder.feed(rest);
             rest = &rest[taken..];
             loop {
+                let skipped = decoder.skipped_total();
                 match decoder.next() {
                     Ok(Some(frame)) => {
+                        if !any_frame && leading.is_some() {
+                            consumer.joined_mid_stream(skipped);
+                        }
                         any_frame = true;
                         if let Flow::Stop = consumer.frame(&frame) {
                             return End::Done;
@@ -198,7 +220,17 @@ pub fn read_frames(stream: &mut TcpStream, consumer: &mut impl Consumer) -> End 
                             DecodeError::BadMagic { .. } | DecodeError::HeaderChecksum { .. }
                         );
                         if !any_frame && garbage {
-                            return End::NotTyphon(e.to_string());
+                            // Not typhon-live, or joined inside a frame:
+                            // what follows tells.
+                            if decoder.position() > MAX_LEADING_GARBAGE {
+                                return End::NotTyphon(format!(
+                                    "{} bytes without a frame ({})",
+                                    decoder.position(),
+                                    leading.unwrap_or_else(|| e.to_string())
+                                ));
+                            }
+                            leading.get_or_insert_with(|| e.to_string());
+                            continue;
                         }
                         // A damaged Init is still typhon-live: the frames
                         // after it are read (names unknown until the next).

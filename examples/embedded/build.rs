@@ -1,15 +1,24 @@
-//! Puts `memory.x` where cortex-m-rt's `link.x` finds it, for the firmware.
+//! Puts the board's memory map where cortex-m-rt's `link.x` finds it, as
+//! `memory.x`, for the firmware: `memory-mps2-an386.x` with the
+//! `mps2-an386` feature, `memory-stm32f4.x` without. (No `memory.x` in this
+//! folder: the linker would take it from the working directory first.)
 
 use std::env;
 use std::fs;
 use std::path::PathBuf;
 
 fn main() {
+    println!("cargo:rerun-if-changed=memory-stm32f4.x");
+    println!("cargo:rerun-if-changed=memory-mps2-an386.x");
     if env::var("CARGO_CFG_TARGET_OS").as_deref() != Ok("none") {
         return;
     }
+    let map: &[u8] = if env::var_os("CARGO_FEATURE_MPS2_AN386").is_some() {
+        include_bytes!("memory-mps2-an386.x")
+    } else {
+        include_bytes!("memory-stm32f4.x")
+    };
     let out = PathBuf::from(env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
-    fs::write(out.join("memory.x"), include_bytes!("memory.x")).expect("write memory.x");
+    fs::write(out.join("memory.x"), map).expect("write memory.x");
     println!("cargo:rustc-link-search={}", out.display());
-    println!("cargo:rerun-if-changed=memory.x");
 }

@@ -15,6 +15,7 @@ use embedded_io_adapters::std::FromStd;
 use typhon_live_core::io::{FrameReader, ReadError};
 use typhon_live_core::{Codec, Decoder, Lz4Table};
 use typhon_live_core::{Event, GaugeValue, LaneId, LaneKind, Lanes, Payload};
+use typhon_live_embedded::link::{drain, FrameQueue, LinkError, LinkQueue};
 use typhon_live_embedded::{
     main_loop_pass, on_interrupt, FirmwareLanes, Ids, Names, Telemetry, OUT_LEN, SAMPLE_EVERY,
     SCRATCH_LEN, WORK_LEN,
@@ -23,6 +24,9 @@ use typhon_live_embedded::{
 static LANES: FirmwareLanes = Lanes::new();
 /// The lanes of the run with LZ4 on (a lane is claimed once per static).
 static LZ4_LANES: FirmwareLanes = Lanes::new();
+/// The lanes of the runs over a UART's link queue.
+static FAST_LINK_LANES: FirmwareLanes = Lanes::new();
+static SLOW_LINK_LANES: FirmwareLanes = Lanes::new();
 
 const PASSES: u64 = 400;
 const INTERRUPTS_PER_PASS: u32 = 5;
@@ -381,4 +385,161 @@ fn a_stream_cut_mid_frame_is_reported_once_then_ends() {
         ReadError::Decode(typhon_live_core::DecodeError::Truncated { .. })
     ));
     assert!(matches!(frames.next(), Ok(None)));
+}
+
+#[test]
+fn the_link_queue_takes_a_frame_whole_or_refuses_it_whole() {
+    let mut queue: heapless::spsc::Queue<u8, 8> = heapless::spsc::Queue::new();
+    let (producer, mut consumer) = queue.split();
+    let mut link = FrameQueue::new(producer);
+    assert_eq!(
+        embedded_io::Write::write(&mut link, &[1, 2, 3, 4, 5]),
+        Ok(5)
+    );
+    assert_eq!(
+        embedded_io::Write::write(&mut link, &[6, 7, 8]),
+        Err(LinkError::Full { frame: 3, free: 2 })
+    );
+    assert_eq!((link.refused(), link.backlog()), (1, 5));
+    // A transmit buffer with room for three bytes, then full.
+    let (mut room, mut sent) = (3, Vec::new());
+    let ready = || {
+        room -= 1;
+        room >= 0
+    };
+    assert_eq!(drain(&mut consumer, 8, ready, |b| sent.push(b)), 3);
+    assert_eq!(sent, [1, 2, 3]);
+    assert_eq!(embedded_io::Write::write(&mut link, &[6, 7, 8]), Ok(3));
+    // At most `max` per call: what an interrupt moves per entry.
+    assert_eq!(drain(&mut consumer, 4, || true, |b| sent.push(b)), 4);
+    assert_eq!(drain(&mut consumer, 4, || true, |b| sent.push(b)), 1);
+    assert_eq!(sent, [1, 2, 3, 4, 5, 6, 7, 8]);
+}
+
+/// What a run over a UART behind the link queue gave.
+struct LinkRun {
+    /// Bytes that went over the line.
+    line: Vec<u8>,
+    /// Events the firmware recorded.
+    recorded: u64,
+    /// Frames the queue refused.
+    refused: u32,
+}
+
+/// The firmware's loop at 50 Hz for `passes` passes, its frames queued
+/// for a line of `baud` (10 bits a byte) that the "transmit interrupt"
+/// feeds after each pass with what the line carried in those 20 ms; then
+/// the line is given time to empty the queue.
+fn run_over_link(lanes: &'static FirmwareLanes, baud: u64, passes: u64) -> LinkRun {
+    let mut names = Names::new();
+    let ids = Ids::intern(&mut names).expect("names fit");
+    let main = lanes.claim(ids.main, LaneKind::Main).expect("lane");
+    let interrupt = lanes.claim(ids.interrupt, LaneKind::Other).expect("lane");
+    let (mut scratch, mut out) = ([0u8; SCRATCH_LEN], [0u8; OUT_LEN]);
+    let mut telemetry = Telemetry::new(&mut scratch, &mut out);
+    let mut queue = LinkQueue::new();
+    let (producer, mut consumer) = queue.split();
+    let mut link = FrameQueue::new(producer);
+    let per_pass = (baud / 10 / 50) as usize;
+    let clock = std::cell::Cell::new(0u64);
+    let now = || {
+        clock.set(clock.get() + 3);
+        clock.get()
+    };
+    let (mut line, mut count, mut recorded) = (Vec::new(), 0u32, 0u64);
+    // After the recording passes, quiet ones (at least 200) until the queue
+    // is empty: the losses reach the reader in a last Block.
+    for pass in 0..passes + 2_000 {
+        if pass >= passes + 200 && link.backlog() == 0 {
+            break;
+        }
+        clock.set(pass * 20_000);
+        if pass < passes {
+            main_loop_pass(&main, &ids, pass, &now, &mut |_| {});
+            recorded += 6;
+            for _ in 0..INTERRUPTS_PER_PASS {
+                count += 1;
+                recorded += u64::from(count % SAMPLE_EVERY == 0);
+                on_interrupt(&interrupt, &ids, count, now(), u64::from(count));
+            }
+        }
+        match telemetry.pump(now(), lanes, &names, &mut link) {
+            Ok(_) | Err(typhon_live_core::io::PumpError::Write(LinkError::Full { .. })) => {}
+            Err(e) => panic!("pump: {e}"),
+        }
+        drain(&mut consumer, per_pass, || true, |b| line.push(b));
+    }
+    assert_eq!(link.backlog(), 0, "the line emptied the queue");
+    LinkRun {
+        line,
+        recorded,
+        refused: link.refused(),
+    }
+}
+
+/// Sequence numbers missing between consecutive frames of `bytes`
+/// (counted from each Init), and whether any frame was damaged.
+fn sequence_gaps(bytes: &[u8]) -> (u64, bool) {
+    let mut buf = vec![0u8; 1 << 16];
+    let mut decoder = Decoder::new(&mut buf);
+    let (mut expected, mut gaps, mut damaged) = (None::<u32>, 0u64, false);
+    let mut rest = bytes;
+    while !rest.is_empty() {
+        let n = decoder.feed(rest);
+        rest = &rest[n..];
+        loop {
+            match decoder.next() {
+                Ok(Some(frame)) => match frame.parse() {
+                    Ok(Payload::Init(init)) => expected = Some(init.next_seq),
+                    _ => {
+                        if let Some(e) = expected {
+                            gaps += u64::from(frame.seq.wrapping_sub(e));
+                        }
+                        expected = Some(frame.seq.wrapping_add(1));
+                    }
+                },
+                Ok(None) => break,
+                Err(_) => damaged = true,
+            }
+        }
+    }
+    (gaps, damaged)
+}
+
+#[test]
+fn a_line_fast_enough_for_the_events_carries_every_one() {
+    let run = run_over_link(&FAST_LINK_LANES, 115_200, 300);
+    assert_eq!(run.refused, 0);
+    let (events, dropped) = read_all(Trickle {
+        bytes: &run.line,
+        turn: 0,
+    });
+    assert_eq!((events.len() as u64, dropped), (run.recorded, 0));
+    assert_eq!(sequence_gaps(&run.line), (0, false));
+    println!(
+        "link at 115200 baud: {} bytes for {} events in {} s of firmware time",
+        run.line.len(),
+        run.recorded,
+        300 / 50
+    );
+}
+
+#[test]
+fn a_line_slower_than_the_events_drops_whole_frames_and_says_how_many_events() {
+    // 9600 baud: 960 B/s, under the ~1.7 kB/s this loop records.
+    let run = run_over_link(&SLOW_LINK_LANES, 9_600, 300);
+    assert!(run.refused > 0, "the queue never filled");
+    // Every frame that went out is whole: the reader never resyncs.
+    let (gaps, damaged) = sequence_gaps(&run.line);
+    assert!(!damaged, "a frame was cut");
+    // A refused Block or Catch-up is a gap; a refused Init is written again
+    // (no number to miss), and a gap just before an Init is renumbered away.
+    assert!(gaps > 0 && gaps <= u64::from(run.refused), "{gaps} gaps");
+    // Every event either arrived or is counted as lost in a later Block.
+    let (events, dropped) = read_all(Trickle {
+        bytes: &run.line,
+        turn: 0,
+    });
+    assert!(dropped > 0);
+    assert_eq!(events.len() as u64 + dropped, run.recorded);
 }

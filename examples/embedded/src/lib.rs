@@ -1,12 +1,20 @@
 //! The firmware's telemetry, target-independent: what the main loop and the
 //! interrupt record, and the exporter pumped into an [`embedded_io::Write`].
 //! `src/main.rs` runs it on a Cortex-M4 (thumbv7em-none-eabihf) with the
-//! SysTick interrupt and the ITM port as the UART-like sink; the host test
-//! `tests/tests/embedded.rs` runs the same code over an in-memory writer
-//! and decodes what it wrote.
+//! SysTick interrupt, writing either into a UART through [`link`]'s queue
+//! (the `mps2-an386` board, which QEMU runs) or into the ITM's stimulus
+//! port; the host test `tests/tests/embedded.rs` runs the same code over
+//! an in-memory writer and decodes what it wrote.
 //!
 //! Memory is fixed at compile time: two rings of [`RING_EVENTS`] events in
 //! a `static`, a name table, one Block's scratch and one frame buffer.
+//!
+//! The rates: [`PASSES_PER_SECOND`] passes of the main loop (one tick
+//! each, 9 events, and the link's gauges every tenth), and one sample per
+//! [`SAMPLE_EVERY`] interrupts of a 1 kHz SysTick: about 1 100 events/s.
+//! The lanes are drained every [`DRAIN_INTERVAL`], one Block each time:
+//! a Block's lane groups and header are paid 20 times a second, not at
+//! every pass.
 //!
 //! Blocks go out packed, without LZ4: a pump drains a few dozen events, in
 //! which LZ4 finds little to repeat, and compressing would cost an 8 KiB
@@ -18,6 +26,8 @@
 #![no_std]
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
+
+pub mod link;
 
 use typhon_live_core::block::{block_scratch_len, max_block_frame_len};
 use typhon_live_core::io::{pump, PumpError};
@@ -49,10 +59,17 @@ pub const WORK_LEN: usize = 2048;
 pub const TICKS_PER_SECOND: u64 = 1_000_000;
 /// The interrupt records a sample every this many interrupts.
 pub const SAMPLE_EVERY: u32 = 10;
+/// Passes of the main loop (ticks) per second.
+pub const PASSES_PER_SECOND: u32 = 100;
+/// The link's gauges are recorded every this many passes.
+pub const LINK_GAUGE_EVERY: u64 = 10;
+/// The lanes are drained into a Block this often: 50 ms of the clock, five
+/// passes (about 40 events, well within [`SCRATCH_LEN`] and the rings).
+pub const DRAIN_INTERVAL: u64 = TICKS_PER_SECOND / 20;
 /// A serial link has no "reader connected" event, and a reader that starts
 /// late would never see the Init with the names: the telemetry announces
 /// itself again (a fresh Init, names and lanes) every this many ticks.
-pub const ANNOUNCE_EVERY: u64 = 5 * TICKS_PER_SECOND;
+pub const ANNOUNCE_EVERY: u64 = 2 * TICKS_PER_SECOND;
 
 const fn max(a: usize, b: usize) -> usize {
     if a > b {
@@ -82,6 +99,12 @@ pub struct Ids {
     pub sample: NameId,
     /// Queue depth, a gauge.
     pub queue: NameId,
+    /// Bytes waiting for the link, a gauge.
+    pub link_backlog: NameId,
+    /// Frames the link refused (it was behind), a gauge.
+    pub link_refused: NameId,
+    /// The link's write errors (a UART's transmit overruns), a gauge.
+    pub link_errors: NameId,
 }
 
 impl Ids {
@@ -96,6 +119,9 @@ impl Ids {
             control: id("control")?,
             sample: id("adc.sample")?,
             queue: id("queue.depth")?,
+            link_backlog: id("link.backlog")?,
+            link_refused: id("link.refused")?,
+            link_errors: id("link.errors")?,
         })
     }
 }
@@ -136,6 +162,30 @@ pub fn main_loop_pass(
     lane.tick_end(pass, now(), false);
 }
 
+/// What the link reports about itself, recorded as gauges by
+/// [`record_link`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LinkStats {
+    /// Bytes queued and not yet sent.
+    pub backlog: u32,
+    /// Frames refused because the link was behind, since start.
+    pub refused: u32,
+    /// Write errors of the device, since start.
+    pub errors: u32,
+}
+
+/// Records the link's state on `lane` every [`LINK_GAUGE_EVERY`]th pass:
+/// a write error or a refusal is then in the next Block that gets through.
+pub fn record_link(lane: &Lane<'_>, ids: &Ids, pass: u64, now: u64, stats: LinkStats) {
+    if pass % LINK_GAUGE_EVERY != 0 {
+        return;
+    }
+    let int = |v: u32| typhon_live_core::GaugeValue::Int(i64::from(v));
+    lane.gauge(ids.link_backlog, now, int(stats.backlog));
+    lane.gauge(ids.link_refused, now, int(stats.refused));
+    lane.gauge(ids.link_errors, now, int(stats.errors));
+}
+
 /// The interrupt handler's part: every [`SAMPLE_EVERY`]th interrupt
 /// records `sample` as an instant.
 pub fn on_interrupt(lane: &Lane<'_>, ids: &Ids, count: u32, now: u64, sample: u64) {
@@ -152,6 +202,8 @@ pub struct Telemetry<'a> {
     out: &'a mut [u8],
     /// Tick of the last Init.
     announced: u64,
+    /// Tick of the last drain request.
+    drained: Option<u64>,
 }
 
 impl<'a> Telemetry<'a> {
@@ -168,6 +220,7 @@ impl<'a> Telemetry<'a> {
             link,
             out,
             announced: 0,
+            drained: None,
         }
     }
 
@@ -186,7 +239,9 @@ impl<'a> Telemetry<'a> {
         telemetry
     }
 
-    /// Drains the lanes into frames and writes them whole to `writer`.
+    /// Writes whatever frames are due whole to `writer`: the repeated
+    /// Init, a Catch-up, and every [`DRAIN_INTERVAL`] a Block of what the
+    /// lanes recorded since the last.
     pub fn pump<W: embedded_io::Write>(
         &mut self,
         now: u64,
@@ -199,7 +254,13 @@ impl<'a> Telemetry<'a> {
             self.exporter.restart(self.link);
             self.announced = now;
         }
-        self.exporter.request_drain();
+        if self
+            .drained
+            .is_none_or(|at| now.saturating_sub(at) >= DRAIN_INTERVAL)
+        {
+            self.exporter.request_drain();
+            self.drained = Some(now);
+        }
         pump(&mut self.exporter, now, lanes, names, self.out, writer)
     }
 }

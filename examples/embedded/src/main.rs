@@ -1,33 +1,51 @@
 //! The firmware: a Cortex-M4 main loop and its SysTick interrupt record
-//! into static rings; the main loop pumps the exporter into the ITM's
-//! stimulus port 0 (a UART-like byte sink: SWO, read by a debug probe).
+//! into static rings, and the main loop pumps the exporter into the link:
 //!
-//! `cd examples/embedded && cargo build --release` (the target and the
-//! linker script come from `.cargo/config.toml`). Memory is all static or
-//! on `main`'s stack; nothing allocates.
+//! - feature `mps2-an386`: UART0 of ARM's MPS2 AN386 image, the board QEMU
+//!   runs (`qemu-system-arm -M mps2-an386`; see `run-qemu.sh`), through
+//!   the transmit queue of `link` (`cmsdk_uart.rs`);
+//! - otherwise: an STM32F4-class part, writing the ITM's stimulus port 0,
+//!   read by a debug probe over SWO (`itm.rs`).
+//!
+//! `cd examples/embedded && cargo build --release [--features mps2-an386]`
+//! (the target and the linker script come from `.cargo/config.toml` and
+//! `build.rs`). Memory is all static or on `main`'s stack; nothing
+//! allocates. Only the UART driver has `unsafe`.
 #![no_std]
 #![no_main]
-#![forbid(unsafe_code)]
+#![deny(unsafe_code)]
+
+#[cfg(feature = "mps2-an386")]
+#[allow(unsafe_code)]
+mod cmsdk_uart;
+#[cfg(not(feature = "mps2-an386"))]
+mod itm;
 
 use core::cell::RefCell;
-use core::convert::Infallible;
 use core::sync::atomic::{AtomicU32, Ordering};
 
 use cortex_m::peripheral::syst::SystClkSource;
-use cortex_m::peripheral::{itm::Stim, SYST};
+use cortex_m::peripheral::SYST;
 use cortex_m_rt::{entry, exception};
 use critical_section::Mutex;
 #[cfg(feature = "lz4")]
 use typhon_live_core::Lz4Table;
 use typhon_live_core::{LaneKind, Lanes};
 use typhon_live_embedded::{
-    main_loop_pass, on_interrupt, FirmwareLanes, Ids, Lane, Names, Telemetry, OUT_LEN, SCRATCH_LEN,
+    main_loop_pass, on_interrupt, record_link, FirmwareLanes, Ids, Lane, LinkStats, Names,
+    Telemetry, OUT_LEN, PASSES_PER_SECOND, SCRATCH_LEN,
 };
 
-/// Core clock after reset (the internal oscillator).
+/// Core clock after reset: the AN386 image's 25 MHz, or the STM32's
+/// internal 16 MHz oscillator.
+#[cfg(feature = "mps2-an386")]
+const CPU_HZ: u32 = 25_000_000;
+#[cfg(not(feature = "mps2-an386"))]
 const CPU_HZ: u32 = 16_000_000;
 /// SysTick reload for a 1 kHz interrupt.
 const RELOAD: u32 = CPU_HZ / 1_000 - 1;
+/// Milliseconds between two passes of the main loop.
+const PASS_MS: u32 = 1_000 / PASSES_PER_SECOND;
 
 static LANES: FirmwareLanes = Lanes::new();
 /// Milliseconds since boot, counted by the interrupt.
@@ -64,24 +82,6 @@ fn SysTick() {
     });
 }
 
-/// The ITM stimulus port as an `embedded_io::Write`: blocking, like a UART.
-struct Itm<'a>(&'a mut Stim);
-
-impl embedded_io::ErrorType for Itm<'_> {
-    type Error = Infallible;
-}
-
-impl embedded_io::Write for Itm<'_> {
-    fn write(&mut self, buf: &[u8]) -> Result<usize, Infallible> {
-        cortex_m::itm::write_all(self.0, buf);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> Result<(), Infallible> {
-        Ok(())
-    }
-}
-
 /// Stands in for the application's work: about `n` cycles of computation.
 fn work(n: u32) {
     for _ in 0..n {
@@ -113,6 +113,13 @@ fn main() -> ! {
     syst.enable_counter();
     syst.enable_interrupt();
 
+    #[cfg(feature = "mps2-an386")]
+    let Some(mut link) = cmsdk_uart::start() else {
+        halt();
+    };
+    #[cfg(not(feature = "mps2-an386"))]
+    let mut link = itm::ItmPort::new(peripherals.ITM);
+
     let mut scratch = [0u8; SCRATCH_LEN];
     let mut out = [0u8; OUT_LEN];
     #[cfg(not(feature = "lz4"))]
@@ -121,16 +128,41 @@ fn main() -> ! {
     let (mut encoding, mut table) = ([0u8; typhon_live_embedded::WORK_LEN], Lz4Table::small());
     #[cfg(feature = "lz4")]
     let mut telemetry = Telemetry::compressed(&mut scratch, &mut out, &mut encoding, &mut table);
-    let mut itm = Itm(&mut peripherals.ITM.stim[0]);
     let mut pass = 0u64;
+    let mut next_pass = 0u32;
     loop {
-        main_loop_pass(&main_lane, &ids, pass, &now_us, &mut work);
-        // The ITM writer cannot fail; a frame too large for `out` cannot
-        // happen with these sizes, and would only delay the telemetry.
-        let _ = telemetry.pump(now_us(), &LANES, &names, &mut itm);
-        pass += 1;
+        if MILLIS.load(Ordering::Acquire).wrapping_sub(next_pass) < u32::MAX / 2 {
+            next_pass = next_pass.wrapping_add(PASS_MS);
+            main_loop_pass(&main_lane, &ids, pass, &now_us, &mut work);
+            record_link(&main_lane, &ids, pass, now_us(), stats(&link));
+            // A refused frame is counted by the link and reported to the
+            // exporter by `pump`; a frame too large for `out` cannot happen
+            // with these sizes, and would only delay the telemetry.
+            let _ = telemetry.pump(now_us(), &LANES, &names, &mut link);
+            #[cfg(feature = "mps2-an386")]
+            cmsdk_uart::kick();
+            pass += 1;
+        }
         // Sleep until the next interrupt.
         cortex_m::asm::wfi();
+    }
+}
+
+#[cfg(feature = "mps2-an386")]
+fn stats(link: &typhon_live_embedded::link::FrameQueue<'_>) -> LinkStats {
+    LinkStats {
+        backlog: link.backlog() as u32,
+        refused: link.refused(),
+        errors: cmsdk_uart::errors(),
+    }
+}
+
+#[cfg(not(feature = "mps2-an386"))]
+fn stats(link: &itm::ItmPort) -> LinkStats {
+    LinkStats {
+        backlog: 0,
+        refused: link.errors(),
+        errors: 0,
     }
 }
 
