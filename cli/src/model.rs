@@ -236,7 +236,7 @@ impl Model {
             self.frames_before_init += 1;
             if self.notice.is_none() {
                 self.notice = Some(
-                    "no Init yet (damaged or missed): names show as #id until the next one".into(),
+                    "no Init yet (joined mid-stream, or it was damaged): names show as #id until the next".into(),
                 );
             }
         }

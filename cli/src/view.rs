@@ -284,6 +284,9 @@ fn draw_gauges(frame: &mut Frame<'_>, area: Rect, s: &Summary) {
         frame.render_widget(
             Sparkline::default()
                 .data(&data)
+                // The scale's top, so that a constant gauge draws a flat
+                // low line, not a wall of full bars.
+                .max(101)
                 .style(Style::default().fg(Color::Cyan)),
             cols[1],
         );

@@ -132,18 +132,20 @@ impl FromStr for Compression {
 }
 
 /// LZ4's hash table, owned by the caller so that the core allocates
-/// nothing: 8 KiB ([`Lz4Table::small`]) or 16 KiB ([`Lz4Table::large`]).
+/// nothing. It occupies 16 KiB whichever form it holds (lz4_flex's table
+/// is an enum of the two): [`Lz4Table::small`] fills and clears only half
+/// of it.
 pub struct Lz4Table(CompressTable);
 
 impl Lz4Table {
-    /// 8 KiB, for Blocks whose packed events stay under 64 KiB (a
-    /// microcontroller's). A larger Block still compresses, with a
-    /// 16 KiB table built on the stack for it.
+    /// 16-bit entries (8 KiB in use), for Blocks whose packed events stay
+    /// under 64 KiB (a microcontroller's). A larger Block still
+    /// compresses, with a 16 KiB table built on the stack for it.
     pub fn small() -> Self {
         Lz4Table(CompressTable::small())
     }
 
-    /// 16 KiB, for Blocks of any size.
+    /// 32-bit entries (all 16 KiB), for Blocks of any size.
     pub fn large() -> Self {
         Lz4Table(CompressTable::large())
     }
