@@ -388,3 +388,105 @@ fn the_demo_reads_the_zero_code_configuration() {
     assert!(dir.join("from-flag.tlt").exists(), "the flag's Trace");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A stream as a device on a serial link writes it: no Shutdown, and its
+/// Init repeated every 10 ticks (the embedded example's announcement).
+fn serial_stream() -> Vec<u8> {
+    let lanes = Lanes::<2, 256>::new();
+    let mut names: NameTable<16, 512> = NameTable::new();
+    let lane = lanes
+        .claim(names.intern("Main").unwrap(), LaneKind::Main)
+        .unwrap();
+    let tick = names.intern("Tick").unwrap();
+    let mut scratch = vec![0u8; 4096];
+    let meta = Metadata {
+        ticks_per_second: 1_000_000,
+        session_id: 0x0bad_0005,
+        process_name: "serial",
+        ..Metadata::default()
+    };
+    let mut exporter: Exporter<'_, 2> = Exporter::new(meta, &mut scratch);
+    let reader = exporter.attach().unwrap();
+    let mut out = vec![0u8; exporter.min_block_buffer()];
+    let mut stream = Vec::new();
+    for t in 0..40u64 {
+        if t > 0 && t % 10 == 0 {
+            exporter.restart(reader);
+        }
+        let now = 1_000 + t * 1_000;
+        lane.tick_start(t, now);
+        let span = lane.begin(tick, now + 10);
+        lane.end(span, now + 500, None);
+        lane.tick_end(t, now + 900, false);
+        exporter.request_drain();
+        while let Some(frame) = exporter.poll(now + 999, &lanes, &names, &mut out).unwrap() {
+            stream.extend_from_slice(&out[..frame.len]);
+        }
+    }
+    stream
+}
+
+/// Where the first frame of `stream` ends.
+fn first_frame_len(stream: &[u8]) -> usize {
+    let mut buf = vec![0u8; 1 << 16];
+    let mut decoder = typhon_live_core::Decoder::new(&mut buf);
+    decoder.feed(stream);
+    decoder.next().unwrap().unwrap().wire_len()
+}
+
+/// Issue 12: a viewer joins a serial link inside a frame. It used to
+/// call the peer "not a typhon-live stream"; now it skips to the first
+/// whole frame, shows ids until the repeated Init, then names.
+#[test]
+fn attach_joins_a_serial_stream_mid_frame_and_waits_for_the_next_init() {
+    let stream = serial_stream();
+    // Inside the first Block, after the Init.
+    let joined = stream[first_frame_len(&stream) + 5..].to_vec();
+    let last = attach_to_stream(joined);
+    let notice = last["notice"].as_str().unwrap_or("");
+    assert!(notice.starts_with("Init received after"), "{last}");
+    assert_eq!(last["lanes"][0]["name"], "Main", "{last}");
+    let top = last["top_spans"].as_array().unwrap();
+    assert!(top.iter().any(|s| s["name"] == "Tick"), "{last}");
+    // Ticks 1 to 39: the first Block's events were in the frame cut.
+    assert_eq!(last["events"], 3 * 39, "{last}");
+    assert_eq!(last["frames_dropped"], 0, "{last}");
+}
+
+/// Issue 12: `record` on a serial link joined mid-frame starts its file at
+/// the first Init, so every name in the file resolves, and says what it
+/// skipped.
+#[test]
+fn record_starts_a_serial_stream_at_its_next_init() {
+    let stream = serial_stream();
+    let joined = stream[first_frame_len(&stream) + 5..].to_vec();
+    let peer = Peer::start(move |_, mut conn| {
+        let _ = conn.write_all(&joined);
+        std::thread::sleep(Duration::from_secs(3));
+    });
+    let path = temp("serial.tlt");
+    let mut record = Command::new(BIN)
+        .args(["record", &peer.addr, "--duration", "1.5", "-o"])
+        .arg(&path)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let status = wait_bounded(&mut record, Duration::from_secs(15), "record");
+    let mut stderr = String::new();
+    let _ = record.stderr.take().unwrap().read_to_string(&mut stderr);
+    peer.finish();
+    assert!(status.success(), "{stderr}");
+    assert!(stderr.contains("joined mid-stream"), "{stderr}");
+    let (code, report, path) = inspect(&std::fs::read(&path).unwrap(), "serial-inspected.tlt");
+    assert_eq!(code, Some(0), "{report}");
+    assert!(!report.contains("before Init"), "{report}");
+    // Ticks 10 to 39, from the first repeated Init on.
+    assert!(
+        report.contains("events      90 (30 spans, 60 tick markers)"),
+        "{report}"
+    );
+    assert!(report.contains("0 missing by sequence number"), "{report}");
+    let _ = std::fs::remove_file(&path);
+    let _ = std::fs::remove_file(temp("serial.tlt"));
+}

@@ -2,7 +2,8 @@
 //! mps2-an386`, through `examples/embedded/run-qemu.sh`), streaming over
 //! its UART, which QEMU serves on a loopback TCP port: decoded with the
 //! core's decoder, then watched, recorded, inspected and converted with
-//! `typhon-live`, with QEMU killed mid-recording.
+//! `typhon-live`, with QEMU killed mid-recording; and the ITM build on the
+//! same board, which must run on with nobody reading the ITM.
 //!
 //! Skipped, saying why, where `qemu-system-arm` or the
 //! `thumbv7em-none-eabihf` target is missing; `.ci/run` installs both.
@@ -10,11 +11,11 @@
 mod common;
 
 use std::collections::HashMap;
-use std::io::Read;
+use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::OnceLock;
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use common::{temp, BIN};
@@ -61,54 +62,69 @@ fn missing() -> Option<String> {
     None
 }
 
-/// Builds the firmware once per test binary; `false` (reason printed)
-/// where it cannot run here.
-fn firmware_ready() -> bool {
-    static READY: OnceLock<Result<(), String>> = OnceLock::new();
-    let ready = READY.get_or_init(|| {
-        if let Some(why) = missing() {
-            return Err(why);
-        }
-        let out = Command::new("bash")
-            .arg(example_dir().join("run-qemu.sh"))
-            .arg("--build-only")
-            .output()
-            .expect("bash runs");
-        assert!(
-            out.status.success(),
-            "the firmware does not build:\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        Ok(())
-    });
-    match ready {
-        Ok(()) => true,
-        Err(why) => {
-            println!("skipped: {why}");
-            false
-        }
+/// The firmware built with `run-qemu.sh`'s `flags`, copied where no other
+/// build overwrites it; `None` (reason printed) where it cannot run here.
+fn firmware(flags: &[&str]) -> Option<PathBuf> {
+    static BUILT: Mutex<Vec<(String, PathBuf)>> = Mutex::new(Vec::new());
+    if let Some(why) = missing() {
+        println!("skipped: {why}");
+        return None;
     }
+    let key = flags.join(" ");
+    // One build at a time: every variant is linked to the same path.
+    let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, elf)) = built.iter().find(|(k, _)| *k == key) {
+        return Some(elf.clone());
+    }
+    let out = Command::new("bash")
+        .arg(example_dir().join("run-qemu.sh"))
+        .args(flags)
+        .arg("--build-only")
+        .output()
+        .expect("bash runs");
+    assert!(
+        out.status.success(),
+        "the firmware does not build:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let linked = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+    // Beside the build, overwritten by the next run rather than left in
+    // the temporary directory.
+    let linked = PathBuf::from(linked);
+    let elf = linked.with_file_name(format!("firmware-qemu-test{}", key.replace(' ', "")));
+    std::fs::copy(&linked, &elf).expect("copy the firmware");
+    built.push((key, elf.clone()));
+    Some(elf)
 }
 
 /// QEMU running the firmware; killed when dropped.
 struct Qemu {
     child: Child,
     addr: String,
+    monitor: String,
     log: PathBuf,
 }
 
+/// A free loopback port (free when asked; QEMU takes it a moment later).
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port()
+}
+
 impl Qemu {
-    /// Boots the firmware with its UART on a free loopback port and waits
-    /// until QEMU accepts connections there.
-    fn boot(name: &str) -> Qemu {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .expect("a free port")
-            .port();
+    /// Boots `elf` with its UART and QEMU's monitor on free loopback ports
+    /// and waits until QEMU accepts connections on the UART's.
+    fn boot(name: &str, elf: &Path) -> Qemu {
+        let (port, monitor) = (free_port(), free_port());
         let log = temp(&format!("qemu-{name}.log"));
         let child = Command::new("bash")
             .arg(example_dir().join("run-qemu.sh"))
             .args(["--port", &port.to_string()])
+            .args(["--monitor", &monitor.to_string()])
+            .arg("--elf")
+            .arg(elf)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(&log).expect("log file"))
@@ -117,9 +133,10 @@ impl Qemu {
         let mut qemu = Qemu {
             child,
             addr: format!("127.0.0.1:{port}"),
+            monitor: format!("127.0.0.1:{monitor}"),
             log,
         };
-        let deadline = Instant::now() + Duration::from_secs(60);
+        let deadline = Instant::now() + Duration::from_secs(30);
         loop {
             if let Ok(probe) = TcpStream::connect(&qemu.addr) {
                 drop(probe);
@@ -142,6 +159,35 @@ impl Qemu {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
+    /// The 32-bit word at `address` of the guest's memory, read through
+    /// QEMU's monitor (`xp`).
+    fn read_word(&self, address: u64) -> u32 {
+        let mut monitor = TcpStream::connect(&self.monitor).expect("QEMU's monitor");
+        monitor
+            .set_read_timeout(Some(Duration::from_millis(100)))
+            .expect("timeout");
+        monitor
+            .write_all(format!("xp /1wx {address:#x}\n").as_bytes())
+            .expect("ask the monitor");
+        // It answers "00000000200029f0: 0x0000002a".
+        let (mut text, mut chunk) = (String::new(), [0u8; 1024]);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if let Ok(n) = monitor.read(&mut chunk) {
+                text.push_str(&String::from_utf8_lossy(&chunk[..n]));
+            }
+            let word = text
+                .split(": 0x")
+                .nth(1)
+                .and_then(|rest| rest.get(..8))
+                .and_then(|hex| u32::from_str_radix(hex, 16).ok());
+            if let Some(word) = word {
+                return word;
+            }
+        }
+        panic!("the monitor did not answer xp: {text:?}");
+    }
+
     /// Kills QEMU at once, as a crash or a pulled cable would.
     fn kill(&mut self) {
         let _ = self.child.kill();
@@ -154,6 +200,21 @@ impl Drop for Qemu {
         self.kill();
         let _ = std::fs::remove_file(&self.log);
     }
+}
+
+/// The address of the firmware's static `name` (`nm`, from binutils).
+fn symbol(elf: &Path, name: &str) -> u64 {
+    let out = Command::new("nm")
+        .arg("-C")
+        .arg(elf)
+        .output()
+        .expect("nm runs (binutils)");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .find(|line| line.ends_with(name))
+        .and_then(|line| line.split(' ').next())
+        .and_then(|hex| u64::from_str_radix(hex, 16).ok())
+        .unwrap_or_else(|| panic!("no symbol {name} in {}", elf.display()))
 }
 
 /// Everything read from `addr` for `how_long`.
@@ -248,10 +309,10 @@ fn decode(bytes: &[u8]) -> Stream {
 
 #[test]
 fn the_firmware_streams_over_its_uart_under_qemu() {
-    if !firmware_ready() {
+    let Some(elf) = firmware(&[]) else {
         return;
-    }
-    let qemu = Qemu::boot("stream");
+    };
+    let qemu = Qemu::boot("stream", &elf);
     let seconds = 5.0;
     let bytes = read_uart(&qemu.addr, Duration::from_secs_f64(seconds));
     let stream = decode(&bytes);
@@ -389,10 +450,10 @@ fn typhon(args: &[&str]) -> (i32, String, String) {
 
 #[test]
 fn viewers_come_and_go_then_attach_record_inspect_and_convert_work_on_it() {
-    if !firmware_ready() {
+    let Some(elf) = firmware(&[]) else {
         return;
-    }
-    let mut qemu = Qemu::boot("tools");
+    };
+    let mut qemu = Qemu::boot("tools", &elf);
 
     // Viewers that connect and leave at once, twenty times: the firmware
     // does not notice (QEMU drops what nobody reads).
@@ -483,4 +544,26 @@ fn viewers_come_and_go_then_attach_record_inspect_and_convert_work_on_it() {
     for path in [&trace, &chrome] {
         let _ = std::fs::remove_file(path);
     }
+}
+
+/// The ITM build on the same board: no debugger enables the ITM under
+/// QEMU, and `cortex_m::itm::write_all` waited for its FIFO forever, so
+/// the main loop stopped at its first frame (PASSES stayed 0). Now a write
+/// to a disabled port is refused and counted, and the loop runs on.
+#[test]
+fn the_itm_build_runs_on_with_nobody_reading_the_itm() {
+    let Some(elf) = firmware(&["--itm"]) else {
+        return;
+    };
+    let passes = symbol(&elf, "firmware::PASSES");
+    let qemu = Qemu::boot("itm", &elf);
+    std::thread::sleep(Duration::from_millis(500));
+    let before = qemu.read_word(passes);
+    std::thread::sleep(Duration::from_secs(1));
+    let after = qemu.read_word(passes);
+    // 100 passes a second; at least half of that on a loaded machine.
+    assert!(
+        after.wrapping_sub(before) >= 50,
+        "the main loop ran {before} -> {after} passes in a second"
+    );
 }

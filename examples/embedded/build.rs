@@ -8,6 +8,14 @@ use std::fs;
 use std::path::PathBuf;
 
 fn main() {
+    // The link: the mps2-an386 board's UART0, unless told to use the ITM
+    // (the STM32F4 build has no UART driver).
+    println!("cargo::rustc-check-cfg=cfg(uart_link)");
+    if env::var_os("CARGO_FEATURE_MPS2_AN386").is_some()
+        && env::var_os("CARGO_FEATURE_ITM").is_none()
+    {
+        println!("cargo:rustc-cfg=uart_link");
+    }
     println!("cargo:rerun-if-changed=memory-stm32f4.x");
     println!("cargo:rerun-if-changed=memory-mps2-an386.x");
     if env::var("CARGO_CFG_TARGET_OS").as_deref() != Ok("none") {

@@ -17,8 +17,8 @@ use typhon_live_core::{Codec, Decoder, Lz4Table};
 use typhon_live_core::{Event, GaugeValue, LaneId, LaneKind, Lanes, Payload};
 use typhon_live_embedded::link::{drain, FrameQueue, LinkError, LinkQueue};
 use typhon_live_embedded::{
-    main_loop_pass, on_interrupt, FirmwareLanes, Ids, Names, Telemetry, OUT_LEN, SAMPLE_EVERY,
-    SCRATCH_LEN, WORK_LEN,
+    main_loop_pass, on_interrupt, FirmwareLanes, Ids, LinkGauges, LinkStats, Names, Telemetry,
+    OUT_LEN, SAMPLE_EVERY, SCRATCH_LEN, WORK_LEN,
 };
 
 static LANES: FirmwareLanes = Lanes::new();
@@ -447,6 +447,7 @@ fn run_over_link(lanes: &'static FirmwareLanes, baud: u64, passes: u64) -> LinkR
         clock.get()
     };
     let (mut line, mut count, mut recorded) = (Vec::new(), 0u32, 0u64);
+    let mut gauges = LinkGauges::new();
     // After the recording passes, quiet ones (at least 200) until the queue
     // is empty: the losses reach the reader in a last Block.
     for pass in 0..passes + 2_000 {
@@ -454,6 +455,14 @@ fn run_over_link(lanes: &'static FirmwareLanes, baud: u64, passes: u64) -> LinkR
             break;
         }
         clock.set(pass * 20_000);
+        let stats = LinkStats {
+            backlog: link.backlog() as u32,
+            refused: link.refused(),
+            errors: 0,
+        };
+        if gauges.record(&main, &ids, pass, now(), stats) {
+            recorded += 3;
+        }
         if pass < passes {
             main_loop_pass(&main, &ids, pass, &now, &mut |_| {});
             recorded += 6;
@@ -516,6 +525,7 @@ fn a_line_fast_enough_for_the_events_carries_every_one() {
     });
     assert_eq!((events.len() as u64, dropped), (run.recorded, 0));
     assert_eq!(sequence_gaps(&run.line), (0, false));
+    assert_eq!(last_gauge(&events, "link.refused"), Some(0));
     println!(
         "link at 115200 baud: {} bytes for {} events in {} s of firmware time",
         run.line.len(),
@@ -542,4 +552,17 @@ fn a_line_slower_than_the_events_drops_whole_frames_and_says_how_many_events() {
     });
     assert!(dropped > 0);
     assert_eq!(events.len() as u64 + dropped, run.recorded);
+    // The link's own count reached the reader too.
+    assert_eq!(last_gauge(&events, "link.refused"), Some(i64::from(run.refused)));
+}
+
+/// The last value of the gauge `name` among `events`.
+fn last_gauge(events: &[(LaneId, String, Event)], name: &str) -> Option<i64> {
+    events.iter().rev().find_map(|(_, n, e)| match e {
+        Event::Gauge {
+            value: GaugeValue::Int(v),
+            ..
+        } if n == name => Some(*v),
+        _ => None,
+    })
 }

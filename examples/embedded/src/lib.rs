@@ -163,7 +163,7 @@ pub fn main_loop_pass(
 }
 
 /// What the link reports about itself, recorded as gauges by
-/// [`record_link`].
+/// [`LinkGauges`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct LinkStats {
     /// Bytes queued and not yet sent.
@@ -174,16 +174,48 @@ pub struct LinkStats {
     pub errors: u32,
 }
 
-/// Records the link's state on `lane` every [`LINK_GAUGE_EVERY`]th pass:
-/// a write error or a refusal is then in the next Block that gets through.
-pub fn record_link(lane: &Lane<'_>, ids: &Ids, pass: u64, now: u64, stats: LinkStats) {
-    if pass % LINK_GAUGE_EVERY != 0 {
-        return;
+/// Records the link's state as gauges: at once when a frame was refused or
+/// a write failed (the count is then in the next Block that gets
+/// through), and every [`LINK_GAUGE_EVERY`]th pass otherwise, so that a
+/// reading lost with a refused Block is sent again.
+#[derive(Debug, Default)]
+pub struct LinkGauges {
+    last: LinkStats,
+}
+
+impl LinkGauges {
+    /// Gauges that have recorded nothing yet.
+    pub const fn new() -> Self {
+        LinkGauges {
+            last: LinkStats {
+                backlog: 0,
+                refused: 0,
+                errors: 0,
+            },
+        }
     }
-    let int = |v: u32| typhon_live_core::GaugeValue::Int(i64::from(v));
-    lane.gauge(ids.link_backlog, now, int(stats.backlog));
-    lane.gauge(ids.link_refused, now, int(stats.refused));
-    lane.gauge(ids.link_errors, now, int(stats.errors));
+
+    /// Records `stats` on `lane` at pass `pass` if it is due (three
+    /// gauges); whether it was.
+    pub fn record(
+        &mut self,
+        lane: &Lane<'_>,
+        ids: &Ids,
+        pass: u64,
+        now: u64,
+        stats: LinkStats,
+    ) -> bool {
+        let news = stats.refused != self.last.refused || stats.errors != self.last.errors;
+        if !news && pass % LINK_GAUGE_EVERY != 0 {
+            return false;
+        }
+        self.last = stats;
+        let int = |v: u32| typhon_live_core::GaugeValue::Int(i64::from(v));
+        lane.gauge(ids.link_backlog, now, int(stats.backlog));
+        lane.gauge(ids.link_refused, now, int(stats.refused));
+        lane.gauge(ids.link_errors, now, int(stats.errors));
+        true
+    }
 }
 
 /// The interrupt handler's part: every [`SAMPLE_EVERY`]th interrupt

@@ -4,8 +4,9 @@
 //! - feature `mps2-an386`: UART0 of ARM's MPS2 AN386 image, the board QEMU
 //!   runs (`qemu-system-arm -M mps2-an386`; see `run-qemu.sh`), through
 //!   the transmit queue of `link` (`cmsdk_uart.rs`);
-//! - otherwise: an STM32F4-class part, writing the ITM's stimulus port 0,
-//!   read by a debug probe over SWO (`itm.rs`).
+//! - otherwise, or with feature `itm` too: the ITM's stimulus port 0, read
+//!   by a debug probe over SWO (`itm.rs`); without `mps2-an386` the board
+//!   is an STM32F4-class part.
 //!
 //! `cd examples/embedded && cargo build --release [--features mps2-an386]`
 //! (the target and the linker script come from `.cargo/config.toml` and
@@ -15,10 +16,10 @@
 #![no_main]
 #![deny(unsafe_code)]
 
-#[cfg(feature = "mps2-an386")]
+#[cfg(uart_link)]
 #[allow(unsafe_code)]
 mod cmsdk_uart;
-#[cfg(not(feature = "mps2-an386"))]
+#[cfg(not(uart_link))]
 mod itm;
 
 use core::cell::RefCell;
@@ -32,7 +33,7 @@ use critical_section::Mutex;
 use typhon_live_core::Lz4Table;
 use typhon_live_core::{LaneKind, Lanes};
 use typhon_live_embedded::{
-    main_loop_pass, on_interrupt, record_link, FirmwareLanes, Ids, Lane, LinkStats, Names,
+    main_loop_pass, on_interrupt, FirmwareLanes, Ids, Lane, LinkGauges, LinkStats, Names,
     Telemetry, OUT_LEN, PASSES_PER_SECOND, SCRATCH_LEN,
 };
 
@@ -50,6 +51,11 @@ const PASS_MS: u32 = 1_000 / PASSES_PER_SECOND;
 static LANES: FirmwareLanes = Lanes::new();
 /// Milliseconds since boot, counted by the interrupt.
 static MILLIS: AtomicU32 = AtomicU32::new(0);
+/// Passes of the main loop: a debugger (or QEMU's monitor, in the test of
+/// the ITM build) sees the loop run, or not. Kept (`#[used]`) although
+/// the firmware never reads it.
+#[used]
+static PASSES: AtomicU32 = AtomicU32::new(0);
 /// The interrupt's lane and the ids it records with, set up by `main`.
 static INTERRUPT: Mutex<RefCell<Option<(Lane<'static>, Ids)>>> = Mutex::new(RefCell::new(None));
 
@@ -113,11 +119,11 @@ fn main() -> ! {
     syst.enable_counter();
     syst.enable_interrupt();
 
-    #[cfg(feature = "mps2-an386")]
+    #[cfg(uart_link)]
     let Some(mut link) = cmsdk_uart::start() else {
         halt();
     };
-    #[cfg(not(feature = "mps2-an386"))]
+    #[cfg(not(uart_link))]
     let mut link = itm::ItmPort::new(peripherals.ITM);
 
     let mut scratch = [0u8; SCRATCH_LEN];
@@ -128,27 +134,29 @@ fn main() -> ! {
     let (mut encoding, mut table) = ([0u8; typhon_live_embedded::WORK_LEN], Lz4Table::small());
     #[cfg(feature = "lz4")]
     let mut telemetry = Telemetry::compressed(&mut scratch, &mut out, &mut encoding, &mut table);
+    let mut link_gauges = LinkGauges::new();
     let mut pass = 0u64;
     let mut next_pass = 0u32;
     loop {
         if MILLIS.load(Ordering::Acquire).wrapping_sub(next_pass) < u32::MAX / 2 {
             next_pass = next_pass.wrapping_add(PASS_MS);
             main_loop_pass(&main_lane, &ids, pass, &now_us, &mut work);
-            record_link(&main_lane, &ids, pass, now_us(), stats(&link));
+            let _ = link_gauges.record(&main_lane, &ids, pass, now_us(), stats(&link));
             // A refused frame is counted by the link and reported to the
             // exporter by `pump`; a frame too large for `out` cannot happen
             // with these sizes, and would only delay the telemetry.
             let _ = telemetry.pump(now_us(), &LANES, &names, &mut link);
-            #[cfg(feature = "mps2-an386")]
+            #[cfg(uart_link)]
             cmsdk_uart::kick();
             pass += 1;
+            PASSES.store(pass as u32, Ordering::Relaxed);
         }
         // Sleep until the next interrupt.
         cortex_m::asm::wfi();
     }
 }
 
-#[cfg(feature = "mps2-an386")]
+#[cfg(uart_link)]
 fn stats(link: &typhon_live_embedded::link::FrameQueue<'_>) -> LinkStats {
     LinkStats {
         backlog: link.backlog() as u32,
@@ -157,7 +165,7 @@ fn stats(link: &typhon_live_embedded::link::FrameQueue<'_>) -> LinkStats {
     }
 }
 
-#[cfg(not(feature = "mps2-an386"))]
+#[cfg(not(uart_link))]
 fn stats(link: &itm::ItmPort) -> LinkStats {
     LinkStats {
         backlog: 0,
