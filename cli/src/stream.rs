@@ -169,11 +169,11 @@ pub fn read_frames(stream: &mut TcpStream, consumer: &mut impl Consumer) -> End 
     let mut last_tick = Instant::now();
     loop {
         if !any_frame && connected.elapsed() > FIRST_FRAME_WAIT {
-            let why = leading.unwrap_or_else(|| "nothing".into());
-            return End::NotTyphon(format!(
-                "no frame within {} s ({why})",
-                FIRST_FRAME_WAIT.as_secs()
-            ));
+            let seconds = FIRST_FRAME_WAIT.as_secs();
+            return End::NotTyphon(match leading {
+                Some(why) => format!("no frame within {seconds} s: {why}"),
+                None => format!("no frame within {seconds} s"),
+            });
         }
         let n = match stream.read(&mut chunk) {
             Ok(0) if !any_frame && leading.is_some() => {

@@ -553,7 +553,10 @@ fn a_line_slower_than_the_events_drops_whole_frames_and_says_how_many_events() {
     assert!(dropped > 0);
     assert_eq!(events.len() as u64 + dropped, run.recorded);
     // The link's own count reached the reader too.
-    assert_eq!(last_gauge(&events, "link.refused"), Some(i64::from(run.refused)));
+    assert_eq!(
+        last_gauge(&events, "link.refused"),
+        Some(i64::from(run.refused))
+    );
 }
 
 /// The last value of the gauge `name` among `events`.

@@ -3,10 +3,11 @@
 //! queue by its transmit interrupt. QEMU's `mps2-an386` models this UART
 //! and connects it to its first `-serial` backend.
 //!
-//! No maintained PAC or HAL covers the MPS2 images, so this is a register
-//! driver of its own, and the only module of the firmware with `unsafe`:
-//! five volatile accesses, the interrupt unmask, and the default handler
-//! that catches the UART's interrupt (a board without a PAC has no named
+//! We found no maintained PAC or HAL for the MPS2 images, so this is a
+//! register driver of its own, and the only module of the firmware with
+//! `unsafe`: the volatile register read and write (one helper each), the
+//! interrupt line's number, its unmask, and the default handler that
+//! catches the UART's interrupt (a board without a PAC has no named
 //! interrupt vectors). Each says why it holds.
 //!
 //! The UART has a one-byte transmit buffer and raises its transmit

@@ -9,15 +9,16 @@
 //! Memory is fixed at compile time: two rings of [`RING_EVENTS`] events in
 //! a `static`, a name table, one Block's scratch and one frame buffer.
 //!
-//! The rates: [`PASSES_PER_SECOND`] passes of the main loop (one tick
-//! each, 9 events, and the link's gauges every tenth), and one sample per
-//! [`SAMPLE_EVERY`] interrupts of a 1 kHz SysTick: about 1 100 events/s.
+//! The rates: [`PASSES_PER_SECOND`] passes of the main loop, each a tick
+//! of six events (its start and end, three spans, a gauge) and every
+//! [`LINK_GAUGE_EVERY`]th also the link's three gauges, and one sample per
+//! [`SAMPLE_EVERY`] interrupts of a 1 kHz SysTick: about 730 events/s.
 //! The lanes are drained every [`DRAIN_INTERVAL`], one Block each time:
 //! a Block's lane groups and header are paid 20 times a second, not at
 //! every pass.
 //!
 //! Blocks go out packed, without LZ4: a pump drains a few dozen events, in
-//! which LZ4 finds little to repeat, and compressing would cost an 8 KiB
+//! which LZ4 finds little to repeat, and compressing would cost a 16 KiB
 //! table and a [`WORK_LEN`]-byte buffer of RAM. [`Telemetry::compressed`]
 //! (the firmware's `lz4` feature) turns `Auto` on; the README states the
 //! footprint both ways. [`WORK_LEN`] says why its buffer is not sized for
