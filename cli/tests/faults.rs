@@ -209,6 +209,24 @@ fn attach_keeps_a_peers_names_within_its_cap_and_says_so() {
 
 /// A stream of a few ticks from the core's exporter, as a file holds it.
 fn small_trace() -> Vec<u8> {
+    exporter_stream(20, 0x0bad_0003, "damaged", None)
+}
+
+/// A stream as a device on a serial link writes it: no Shutdown, and its
+/// Init repeated every 10 ticks (the embedded example's announcement).
+fn serial_stream() -> Vec<u8> {
+    exporter_stream(40, 0x0bad_0005, "serial", Some(10))
+}
+
+/// `ticks` ticks of a span each from the core's exporter, with a new Init
+/// every `announce_every` ticks if given (and then no Shutdown: a serial
+/// device never says goodbye), else a Shutdown at the end.
+fn exporter_stream(
+    ticks: u64,
+    session_id: u64,
+    process_name: &str,
+    announce_every: Option<u64>,
+) -> Vec<u8> {
     let lanes = Lanes::<2, 256>::new();
     let mut names: NameTable<16, 512> = NameTable::new();
     let lane = lanes
@@ -218,15 +236,18 @@ fn small_trace() -> Vec<u8> {
     let mut scratch = vec![0u8; 4096];
     let meta = Metadata {
         ticks_per_second: 1_000_000,
-        session_id: 0x0bad_0003,
-        process_name: "damaged",
+        session_id,
+        process_name,
         ..Metadata::default()
     };
     let mut exporter: Exporter<'_, 2> = Exporter::new(meta, &mut scratch);
-    exporter.attach().unwrap();
+    let reader = exporter.attach().unwrap();
     let mut out = vec![0u8; exporter.min_block_buffer()];
     let mut stream = Vec::new();
-    for t in 0..20u64 {
+    for t in 0..ticks {
+        if announce_every.is_some_and(|every| t > 0 && t % every == 0) {
+            exporter.restart(reader);
+        }
         let now = 1_000 + t * 1_000;
         lane.tick_start(t, now);
         let span = lane.begin(tick, now + 10);
@@ -237,9 +258,14 @@ fn small_trace() -> Vec<u8> {
             stream.extend_from_slice(&out[..frame.len]);
         }
     }
-    exporter.stop();
-    while let Some(frame) = exporter.poll(30_000, &lanes, &names, &mut out).unwrap() {
-        stream.extend_from_slice(&out[..frame.len]);
+    if announce_every.is_none() {
+        exporter.stop();
+        while let Some(frame) = exporter
+            .poll(ticks * 1_500, &lanes, &names, &mut out)
+            .unwrap()
+        {
+            stream.extend_from_slice(&out[..frame.len]);
+        }
     }
     stream
 }
@@ -387,43 +413,6 @@ fn the_demo_reads_the_zero_code_configuration() {
     assert!(out.status.success());
     assert!(dir.join("from-flag.tlt").exists(), "the flag's Trace");
     let _ = std::fs::remove_dir_all(&dir);
-}
-
-/// A stream as a device on a serial link writes it: no Shutdown, and its
-/// Init repeated every 10 ticks (the embedded example's announcement).
-fn serial_stream() -> Vec<u8> {
-    let lanes = Lanes::<2, 256>::new();
-    let mut names: NameTable<16, 512> = NameTable::new();
-    let lane = lanes
-        .claim(names.intern("Main").unwrap(), LaneKind::Main)
-        .unwrap();
-    let tick = names.intern("Tick").unwrap();
-    let mut scratch = vec![0u8; 4096];
-    let meta = Metadata {
-        ticks_per_second: 1_000_000,
-        session_id: 0x0bad_0005,
-        process_name: "serial",
-        ..Metadata::default()
-    };
-    let mut exporter: Exporter<'_, 2> = Exporter::new(meta, &mut scratch);
-    let reader = exporter.attach().unwrap();
-    let mut out = vec![0u8; exporter.min_block_buffer()];
-    let mut stream = Vec::new();
-    for t in 0..40u64 {
-        if t > 0 && t % 10 == 0 {
-            exporter.restart(reader);
-        }
-        let now = 1_000 + t * 1_000;
-        lane.tick_start(t, now);
-        let span = lane.begin(tick, now + 10);
-        lane.end(span, now + 500, None);
-        lane.tick_end(t, now + 900, false);
-        exporter.request_drain();
-        while let Some(frame) = exporter.poll(now + 999, &lanes, &names, &mut out).unwrap() {
-            stream.extend_from_slice(&out[..frame.len]);
-        }
-    }
-    stream
 }
 
 /// Where the first frame of `stream` ends.
