@@ -190,7 +190,7 @@ fn watch(addr: &str, viewer: &mut Viewer) -> Result<(), CliError> {
                     return Ok(());
                 };
                 stream = reconnected;
-                viewer.model.reconnects += 1;
+                viewer.model.reconnected();
                 // A new Init tells a restart (new session id) from a
                 // transient drop (same id); the model notices which.
                 viewer.model.notice = Some("reconnected after a dropped connection".into());

@@ -112,6 +112,9 @@ pub struct Model {
     init_seen: bool,
     /// Frames read while no Init had been.
     frames_before_init: u64,
+    /// The host time when a reconnect or an Init with the session's own id
+    /// came: a time well below it next means a restart.
+    clock_check: Option<u64>,
     pub refused: Refused,
     /// Connections made again after one was lost.
     pub reconnects: u32,
@@ -180,6 +183,7 @@ impl Default for Model {
             restarts: 0,
             notice: None,
             frames_before_init: 0,
+            clock_check: None,
             ended_cleanly: false,
         }
     }
@@ -250,6 +254,12 @@ impl Model {
                             init.session_id
                         ));
                         self.reset_session();
+                    } else if self.host_now_at.is_some() {
+                        // A repeated Init (a reconnect, or a device's
+                        // announcement), or a device that rebooted with
+                        // the same id (one without a source of fresh ids):
+                        // the next time read tells.
+                        self.clock_check = Some(self.host_now);
                     }
                 }
                 if !self.init_seen && self.frames_before_init > 0 {
@@ -345,9 +355,52 @@ impl Model {
     }
 
     fn advance_host_now(&mut self, time: u64) {
+        // More than a second back: a Block may end a little before a
+        // Catch-up seen earlier, but not that far.
+        let tps = self.ticks_per_second;
+        if self
+            .clock_check
+            .take()
+            .is_some_and(|before| time.saturating_add(tps) < before)
+        {
+            self.clock_went_back(time);
+        }
         if time > self.host_now {
             self.host_now = time;
             self.host_now_at = Some(Instant::now());
+        }
+    }
+
+    /// The connection was made again after one was lost: if the first
+    /// time read on it is far behind, the process restarted meanwhile.
+    pub fn reconnected(&mut self) {
+        self.reconnects += 1;
+        if self.host_now_at.is_some() {
+            self.clock_check = Some(self.host_now);
+        }
+    }
+
+    /// After a reconnect or an Init with the session's own id, the clock
+    /// started again more than a second below where it was: the process
+    /// restarted without a new session id
+    /// (a microcontroller has no source of fresh ids). The names and lanes
+    /// of that Init stay; the time windows start over.
+    fn clock_went_back(&mut self, time: u64) {
+        self.restarts += 1;
+        self.notice = Some(format!(
+            "restarted: the clock went back from {:.3} s to {:.3} s \
+             under the same session id",
+            self.seconds(self.host_now),
+            self.seconds(time)
+        ));
+        self.host_now = time;
+        self.host_now_at = Some(Instant::now());
+        self.tick_starts.clear();
+        self.ticks.clear();
+        self.spans.clear();
+        for lane in self.lanes.values_mut() {
+            lane.open.clear();
+            lane.open_depth = 0;
         }
     }
 
@@ -775,6 +828,38 @@ mod tests {
             .as_deref()
             .is_some_and(|n| n.contains("restarted")));
         assert_eq!(model.session_id, Some(8));
+    }
+
+    fn catchup(seq: u32, time: u64) -> Vec<u8> {
+        let lanes = typhon_live_core::Lanes::<1, 16>::new();
+        let names: NameTable<4, 64> = NameTable::new();
+        let mut out = vec![0u8; 1024];
+        let n =
+            typhon_live_core::catchup::write_catchup(&mut out, seq, time, &lanes, &names).unwrap();
+        out.truncate(n);
+        out
+    }
+
+    #[test]
+    fn the_same_session_id_with_a_clock_that_went_back_is_a_restart() {
+        let mut model = Model::default();
+        // A device announcing itself again: time goes on.
+        for (init_at, time) in [(0, 1_000), (1, 3_000)] {
+            feed(&mut model, &init(7));
+            feed(&mut model, &catchup(init_at, time));
+        }
+        assert_eq!(model.restarts, 0);
+        // The same device rebooted: same id, its clock from zero again.
+        feed(&mut model, &init(7));
+        feed(&mut model, &catchup(0, 40));
+        assert_eq!(model.restarts, 1);
+        assert!(model
+            .notice
+            .as_deref()
+            .is_some_and(|n| n.contains("clock went back from 3.000 s to 0.040 s")));
+        // Time goes on from there: no second restart.
+        feed(&mut model, &catchup(1, 1_040));
+        assert_eq!(model.restarts, 1);
     }
 
     #[test]

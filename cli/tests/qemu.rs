@@ -117,7 +117,12 @@ impl Qemu {
     /// Boots `elf` with its UART and QEMU's monitor on free loopback ports
     /// and waits until QEMU accepts connections on the UART's.
     fn boot(name: &str, elf: &Path) -> Qemu {
-        let (port, monitor) = (free_port(), free_port());
+        Qemu::boot_at(name, elf, free_port())
+    }
+
+    /// [`Qemu::boot`] with the UART on `port`.
+    fn boot_at(name: &str, elf: &Path, port: u16) -> Qemu {
+        let monitor = free_port();
         let log = temp(&format!("qemu-{name}.log"));
         let child = Command::new("bash")
             .arg(example_dir().join("run-qemu.sh"))
@@ -559,5 +564,58 @@ fn the_itm_build_runs_on_with_nobody_reading_the_itm() {
     assert!(
         after.wrapping_sub(before) >= 50,
         "the main loop ran {before} -> {after} passes in a second"
+    );
+}
+
+/// A board that reboots while watched: `attach` loses the connection,
+/// reconnects, and tells the reboot from a reconnect although the firmware
+/// has no fresh session id to offer: its clock went back to zero.
+#[test]
+fn attach_tells_a_firmware_reboot_from_a_reconnect() {
+    let Some(elf) = firmware(&[]) else {
+        return;
+    };
+    let mut qemu = Qemu::boot("reboot", &elf);
+    let port: u16 = qemu.addr.rsplit(':').next().unwrap().parse().unwrap();
+    let mut attach = Command::new(BIN)
+        .args(["attach", &qemu.addr, "--json", "--duration", "14"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("attach starts");
+    let mut stdout = attach.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = stdout.read_to_string(&mut text);
+        text
+    });
+    // Several seconds of uptime, then a reboot on the same port.
+    std::thread::sleep(Duration::from_secs(6));
+    qemu.kill();
+    let _rebooted = Qemu::boot_at("rebooted", &elf, port);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(status) = attach.try_wait().expect("attach") {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = attach.kill();
+            panic!("attach ran past its duration");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let mut stderr = String::new();
+    let _ = attach.stderr.take().unwrap().read_to_string(&mut stderr);
+    assert!(status.success(), "{stderr}");
+    let stdout = reader.join().unwrap();
+    let last: serde_json::Value =
+        serde_json::from_str(stdout.lines().last().expect("a summary")).expect("JSON");
+    assert!(last["reconnects"].as_u64() >= Some(1), "{last}");
+    assert_eq!(last["restarts"], 1, "{last}");
+    assert_eq!(last["connection"]["state"], "connected", "{last}");
+    let rate = last["tick_rate_hz"].as_f64().unwrap_or(0.0);
+    assert!(
+        (rate / PASS_HZ - 1.0).abs() < 0.2,
+        "tick rate {rate} Hz after the reboot"
     );
 }
