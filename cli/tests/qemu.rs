@@ -243,9 +243,6 @@ fn read_uart(addr: &str, how_long: Duration) -> Vec<u8> {
 #[derive(Default)]
 struct Stream {
     inits: u32,
-    /// Frames before the first Init, and damage before the first frame
-    /// (the viewer joined mid-frame).
-    frames_before_init: u32,
     /// Sequence numbers missing after an Init, and Block drop counts.
     gaps: u64,
     dropped: u64,
@@ -286,8 +283,8 @@ fn decode(bytes: &[u8]) -> Stream {
                 }
                 continue;
             }
+            // Before the first Init (joined mid-stream): no names yet.
             let Some(next) = expected else {
-                stream.frames_before_init += 1;
                 continue;
             };
             stream.gaps += u64::from(frame.seq.wrapping_sub(next));
