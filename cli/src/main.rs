@@ -1,16 +1,11 @@
 //! `typhon-live`: run the demo, watch a live process, record, inspect and
 //! convert traces.
 
-mod attach;
-mod convert;
-mod demo;
+mod cmd;
 mod error;
-mod inspect;
 mod model;
-mod record;
-mod stream;
-mod trace;
-mod view;
+mod source;
+mod tui;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -18,7 +13,9 @@ use std::time::Duration;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
+use crate::cmd::{attach, convert, demo, inspect, record};
 use crate::error::CliError;
+use crate::source::file;
 
 #[derive(Parser)]
 #[command(
@@ -93,7 +90,7 @@ pub(crate) fn seconds(text: &str) -> Result<Duration, String> {
     positive(text).map(Duration::from_secs_f64)
 }
 
-fn damaged(path: &std::path::Path, damage: &[trace::Damage]) -> CliError {
+fn damaged(path: &std::path::Path, damage: &[file::Damage]) -> CliError {
     let first = &damage[0];
     CliError::BadTrace {
         path: path.into(),

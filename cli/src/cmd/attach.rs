@@ -9,8 +9,8 @@ use typhon_live_core::{DecodeError, Frame};
 
 use crate::error::CliError;
 use crate::model::{Connection, Model};
-use crate::stream::{self, Backoff, Consumer, End, Flow};
-use crate::view;
+use crate::source::live::{self, Backoff, Consumer, End, Flow};
+use crate::tui::view;
 
 /// How often the view is redrawn.
 const REFRESH: Duration = Duration::from_millis(250);
@@ -159,7 +159,7 @@ fn watch(addr: &str, viewer: &mut Viewer) -> Result<(), CliError> {
             .map_or_else(|_| addr.to_owned(), |p| p.to_string());
         viewer.model.connection = Connection::Connected { peer };
         let since = Instant::now();
-        match stream::read_frames(&mut stream, viewer) {
+        match live::read_frames(&mut stream, viewer) {
             End::Done => return Ok(()),
             End::NotTyphon(reason) => {
                 return Err(CliError::NotTyphon {
@@ -174,7 +174,7 @@ fn watch(addr: &str, viewer: &mut Viewer) -> Result<(), CliError> {
                     retry_in_ms: wait.as_millis() as u64,
                 };
                 viewer.output.show(&mut viewer.model, true);
-                if !stream::pause(wait, deadline, || !viewer.output.quit_requested()) {
+                if !live::pause(wait, deadline, || !viewer.output.quit_requested()) {
                     return Ok(());
                 }
                 let state = |attempt| Connection::Reconnecting {
@@ -202,7 +202,7 @@ fn watch(addr: &str, viewer: &mut Viewer) -> Result<(), CliError> {
     }
 }
 
-/// [`stream::connect`] within the viewer's deadline, showing each attempt
+/// [`live::connect`] within the viewer's deadline, showing each attempt
 /// once as `state(attempt)` and stopping when the user quits.
 fn connect(
     addr: &str,
@@ -210,7 +210,7 @@ fn connect(
     state: impl Fn(u32) -> Connection,
 ) -> Result<Option<std::net::TcpStream>, CliError> {
     let mut shown = 0;
-    stream::connect(addr, viewer.deadline, |attempt| {
+    live::connect(addr, viewer.deadline, |attempt| {
         if attempt != shown {
             shown = attempt;
             viewer.model.connection = state(attempt);

@@ -10,7 +10,7 @@ use typhon_live_core::frame::write_raw_frame;
 use typhon_live_core::{DecodeError, Frame, FrameKind};
 
 use crate::error::CliError;
-use crate::stream::{self, Consumer, End, Flow};
+use crate::source::live::{self, Consumer, End, Flow};
 
 struct Recorder<'p> {
     path: &'p Path,
@@ -124,7 +124,7 @@ pub fn run(addr: &str, path: &Path, duration: Option<Duration>) -> Result<(), Cl
         reason: e.to_string(),
     })?;
     let deadline = duration.map(|d| Instant::now() + d);
-    let Some(mut stream) = stream::connect(addr, deadline, |_| true)? else {
+    let Some(mut stream) = live::connect(addr, deadline, |_| true)? else {
         // Time was up before the peer answered: an empty recording.
         return Ok(());
     };
@@ -144,7 +144,7 @@ pub fn run(addr: &str, path: &Path, duration: Option<Duration>) -> Result<(), Cl
         last_progress: Instant::now(),
         shutdown: false,
     };
-    let end = stream::read_frames(&mut stream, &mut recorder);
+    let end = live::read_frames(&mut stream, &mut recorder);
     let why = if recorder.shutdown {
         " (session ended)"
     } else {

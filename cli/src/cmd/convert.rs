@@ -9,11 +9,11 @@ use typhon_live_core::{Event, GaugeValue, Payload};
 use typhon_live_std::BlockBuffer;
 
 use crate::error::CliError;
-use crate::trace::{self, Damage};
+use crate::source::file::{self, Damage};
 
 /// The Chrome trace of `path`, and the damage met on the way.
 pub fn to_chrome(path: &Path) -> Result<(Value, Vec<Damage>), CliError> {
-    let bytes = trace::read(path)?;
+    let bytes = file::read(path)?;
     let mut out: Vec<Value> = Vec::new();
     let mut names: HashMap<u32, String> = HashMap::new();
     let mut unpacked = BlockBuffer::new();
@@ -23,7 +23,7 @@ pub fn to_chrome(path: &Path) -> Result<(Value, Vec<Damage>), CliError> {
     let thread_name = |out: &mut Vec<Value>, pid: u32, lane: u16, name: &str| {
         out.push(json!({ "ph": "M", "name": "thread_name", "pid": pid, "tid": lane, "args": { "name": name } }));
     };
-    let damage = trace::frames(&bytes, |frame| {
+    let damage = file::frames(&bytes, |frame| {
         let name_of = |names: &HashMap<u32, String>, id: u32| {
             names.get(&id).cloned().unwrap_or_else(|| format!("#{id}"))
         };

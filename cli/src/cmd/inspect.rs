@@ -8,7 +8,7 @@ use typhon_live_core::{Event, FrameKind, LaneKind, Payload};
 use typhon_live_std::BlockBuffer;
 
 use crate::error::CliError;
-use crate::trace;
+use crate::source::file;
 
 #[derive(Default)]
 struct LaneStats {
@@ -33,7 +33,7 @@ struct CodecStats {
 
 /// The report on `path`, and whether the file was damaged.
 pub fn report(path: &Path) -> Result<(String, bool), CliError> {
-    let bytes = trace::read(path)?;
+    let bytes = file::read(path)?;
     let mut out = String::new();
     let mut names: HashMap<u32, String> = HashMap::new();
     let mut lanes: BTreeMap<u16, LaneStats> = BTreeMap::new();
@@ -47,7 +47,7 @@ pub fn report(path: &Path) -> Result<(String, bool), CliError> {
     // Frames read before any Init (the Init was damaged): still counted and
     // read, their names shown as ids until a Definitions names them.
     let (mut frames_read, mut before_init) = (0u64, 0u64);
-    let damage = trace::frames(&bytes, |frame| {
+    let damage = file::frames(&bytes, |frame| {
         frames_read += 1;
         if header.is_none() && frame.kind != FrameKind::Init.to_byte() {
             before_init += 1;

@@ -18,7 +18,7 @@ use typhon_live_std::config::{
 use typhon_live_std::metadata::{OwnedComponent, OwnedMetadata};
 use typhon_live_std::{runtime, Profiler};
 
-use crate::attach;
+use crate::cmd::attach;
 use crate::error::CliError;
 
 /// What the demo runs: the `demo` subcommand's arguments. The profiler's

@@ -1,0 +1,7 @@
+//! One module per subcommand: its options, and the loop that runs it.
+
+pub mod attach;
+pub mod convert;
+pub mod demo;
+pub mod inspect;
+pub mod record;
