@@ -8,15 +8,40 @@ use std::path::PathBuf;
 #[derive(Debug)]
 pub enum CliError {
     /// Nothing answered at the address.
-    Unreachable { addr: String, reason: String },
+    Unreachable {
+        /// The address asked.
+        addr: String,
+        /// The last connect error.
+        reason: String,
+    },
     /// The peer answered, but not with a typhon-live stream.
-    NotTyphon { addr: String, reason: String },
+    NotTyphon {
+        /// The peer's address.
+        addr: String,
+        /// What it sent instead.
+        reason: String,
+    },
     /// The connection went away and did not come back.
-    ConnectionLost { addr: String, reason: String },
+    ConnectionLost {
+        /// The peer's address.
+        addr: String,
+        /// How it went away.
+        reason: String,
+    },
     /// A file could not be read or written.
-    File { path: PathBuf, reason: String },
+    File {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        reason: String,
+    },
     /// A trace file is not a typhon-live stream, or is damaged.
-    BadTrace { path: PathBuf, reason: String },
+    BadTrace {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// The profiler of the demo could not start.
     Profiler(String),
     /// The terminal could not be driven.

@@ -2,10 +2,6 @@
 //! convert traces.
 
 mod cmd;
-mod error;
-mod model;
-mod source;
-mod tui;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -14,8 +10,8 @@ use std::time::Duration;
 use clap::{Parser, Subcommand, ValueEnum};
 
 use crate::cmd::{attach, convert, demo, inspect, record};
-use crate::error::CliError;
-use crate::source::file;
+use typhon_live_cli::error::CliError;
+use typhon_live_cli::source::file;
 
 #[derive(Parser)]
 #[command(

@@ -7,10 +7,10 @@ use ratatui::crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers
 use ratatui::DefaultTerminal;
 use typhon_live_core::{DecodeError, Frame};
 
-use crate::error::CliError;
-use crate::model::{Connection, Model};
-use crate::source::live::{self, Backoff, Consumer, End, Flow};
-use crate::tui::view;
+use typhon_live_cli::error::CliError;
+use typhon_live_cli::model::{Connection, Model};
+use typhon_live_cli::source::live::{self, Backoff, Consumer, End, Flow};
+use typhon_live_cli::tui::view;
 
 /// How often the view is redrawn.
 const REFRESH: Duration = Duration::from_millis(250);

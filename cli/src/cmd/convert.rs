@@ -8,8 +8,8 @@ use serde_json::{json, Value};
 use typhon_live_core::{Event, GaugeValue, Payload};
 use typhon_live_std::BlockBuffer;
 
-use crate::error::CliError;
-use crate::source::file::{self, Damage};
+use typhon_live_cli::error::CliError;
+use typhon_live_cli::source::file::{self, Damage};
 
 /// The Chrome trace of `path`, and the damage met on the way.
 pub fn to_chrome(path: &Path) -> Result<(Value, Vec<Damage>), CliError> {

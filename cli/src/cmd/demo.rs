@@ -19,7 +19,7 @@ use typhon_live_std::metadata::{OwnedComponent, OwnedMetadata};
 use typhon_live_std::{runtime, Profiler};
 
 use crate::cmd::attach;
-use crate::error::CliError;
+use typhon_live_cli::error::CliError;
 
 /// What the demo runs: the `demo` subcommand's arguments. The profiler's
 /// settings are layered as for any instrumented process:

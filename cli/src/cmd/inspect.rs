@@ -7,8 +7,8 @@ use std::path::Path;
 use typhon_live_core::{Event, FrameKind, LaneKind, Payload};
 use typhon_live_std::BlockBuffer;
 
-use crate::error::CliError;
-use crate::source::file;
+use typhon_live_cli::error::CliError;
+use typhon_live_cli::source::file;
 
 #[derive(Default)]
 struct LaneStats {

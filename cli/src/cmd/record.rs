@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 use typhon_live_core::frame::write_raw_frame;
 use typhon_live_core::{DecodeError, Frame, FrameKind};
 
-use crate::error::CliError;
-use crate::source::live::{self, Consumer, End, Flow};
+use typhon_live_cli::error::CliError;
+use typhon_live_cli::source::live::{self, Consumer, End, Flow};
 
 struct Recorder<'p> {
     path: &'p Path,

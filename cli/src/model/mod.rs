@@ -30,6 +30,7 @@ pub const MAX_GAUGES: usize = 1024;
 pub const MAX_SPAN_NAMES: usize = 4096;
 /// Ticks waiting for their end, and ticks in the window, at most.
 pub const MAX_OPEN_TICKS: usize = 1024;
+/// Ticks kept in the window at most.
 pub const MAX_TICKS: usize = 100_000;
 
 /// Per span name: total duration and count.
@@ -50,24 +51,48 @@ struct Lane {
 #[serde(tag = "state", rename_all = "snake_case")]
 pub enum Connection {
     /// Trying to connect.
-    Connecting { attempt: u32 },
+    Connecting {
+        /// Attempts so far, this one included.
+        attempt: u32,
+    },
     /// Receiving.
-    Connected { peer: String },
+    Connected {
+        /// The peer's address.
+        peer: String,
+    },
     /// The connection dropped; trying again.
-    Reconnecting { attempt: u32, reason: String },
+    Reconnecting {
+        /// Attempts so far, this one included.
+        attempt: u32,
+        /// How the connection dropped.
+        reason: String,
+    },
     /// The connection dropped; waiting before connecting again.
-    Waiting { reason: String, retry_in_ms: u64 },
+    Waiting {
+        /// How the connection dropped.
+        reason: String,
+        /// The wait left before the next attempt.
+        retry_in_ms: u64,
+    },
     /// The session ended (Shutdown received, or gave up).
-    Ended { reason: String },
+    Ended {
+        /// Why.
+        reason: String,
+    },
 }
 
 /// What the viewer refused to keep because a cap was reached.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct Refused {
+    /// Name definitions past [`MAX_NAMES`] or [`MAX_NAME_BYTES`].
     pub names: u64,
+    /// Lanes past [`MAX_LANES`].
     pub lanes: u64,
+    /// Gauges past [`MAX_GAUGES`].
     pub gauges: u64,
+    /// Span names past [`MAX_SPAN_NAMES`] in a window bucket.
     pub span_names: u64,
+    /// Ticks past [`MAX_OPEN_TICKS`] or [`MAX_TICKS`].
     pub ticks: u64,
 }
 
@@ -80,11 +105,17 @@ impl Refused {
 /// The caps, as the view and `--json` report them.
 #[derive(Clone, Copy, Debug, Serialize)]
 pub struct Limits {
+    /// [`MAX_NAMES`].
     pub names: usize,
+    /// [`MAX_NAME_BYTES`].
     pub name_bytes: usize,
+    /// [`MAX_LANES`].
     pub lanes: usize,
+    /// [`MAX_GAUGES`].
     pub gauges: usize,
+    /// [`MAX_SPAN_NAMES`].
     pub span_names: usize,
+    /// [`MAX_TICKS`].
     pub ticks: usize,
 }
 
@@ -99,9 +130,13 @@ const LIMITS: Limits = Limits {
 
 /// A viewer's running state.
 pub struct Model {
+    /// The connection's state, set by the source.
     pub connection: Connection,
+    /// The session id of the last Init.
     pub session_id: Option<u64>,
+    /// The process name of the last Init.
     pub process: String,
+    /// The process id of the last Init.
     pub process_id: u32,
     ticks_per_second: u64,
     names: HashMap<u32, String>,
@@ -115,16 +150,22 @@ pub struct Model {
     /// The host time when a reconnect or an Init with the session's own id
     /// came: a time well below it next means a restart.
     clock_check: Option<u64>,
+    /// What the caps kept out.
     pub refused: Refused,
     /// Connections made again after one was lost.
     pub reconnects: u32,
     expected_seq: Option<u32>,
+    /// Frames read.
     pub frames: u64,
+    /// Frames missing by sequence number.
     pub frames_dropped: u64,
     /// Frames of kinds this viewer does not know, skipped.
     pub unknown_frames: u64,
+    /// Events read.
     pub events: u64,
+    /// Events the stream says were lost (Block drop entries).
     pub events_dropped: u64,
+    /// Bytes of the frames read.
     pub bytes: u64,
     /// Encoded event bytes of every Block and the events they held.
     block_bytes: u64,
@@ -143,9 +184,11 @@ pub struct Model {
     spans: VecDeque<(u64, SpanTotals)>,
     gauges: BTreeMap<u32, VecDeque<f64>>,
     rates: VecDeque<(Instant, u64, u64)>,
-    /// Session ids seen before the current one: engine restarts.
+    /// Restarts seen: a new session id, or the clock going back.
     pub restarts: u32,
+    /// The latest thing worth telling the user, until replaced.
     pub notice: Option<String>,
+    /// A Shutdown arrived.
     pub ended_cleanly: bool,
 }
 
@@ -663,67 +706,103 @@ impl Model {
 /// One lane in a summary.
 #[derive(Clone, Debug, Serialize)]
 pub struct LaneSummary {
+    /// The lane's slot.
     pub id: u16,
+    /// Its name (`#id` until defined).
     pub name: String,
+    /// Its kind: `main`, `worker` or `other`.
     pub kind: &'static str,
+    /// Events read on it.
     pub events: u64,
+    /// Events lost on it.
     pub dropped: u64,
 }
 
 /// A span name's total time over the window.
 #[derive(Clone, Debug, Serialize)]
 pub struct SpanTotal {
+    /// The span's name.
     pub name: String,
+    /// Time in it over the window, in milliseconds.
     pub total_ms: f64,
+    /// How many ended in the window.
     pub count: u64,
 }
 
 /// A span open right now.
 #[derive(Clone, Debug, Serialize)]
 pub struct OpenSummary {
+    /// The lane's name.
     pub lane: String,
+    /// The span's name.
     pub span: String,
+    /// How long it has been open, in milliseconds.
     pub open_ms: f64,
 }
 
 /// A gauge's latest value and recent history.
 #[derive(Clone, Debug, Serialize)]
 pub struct GaugeSummary {
+    /// The gauge's name.
     pub name: String,
+    /// Its latest reading.
     pub value: f64,
+    /// Its recent readings, oldest first.
     pub history: Vec<f64>,
 }
 
 /// Everything a view shows.
 #[derive(Clone, Debug, Serialize)]
 pub struct Summary {
+    /// The connection's state.
     pub connection: Connection,
+    /// The session id, in hex.
     pub session_id: Option<String>,
+    /// The process name.
     pub process: String,
+    /// Restarts seen.
     pub restarts: u32,
+    /// The latest notice.
     pub notice: Option<String>,
+    /// Every lane.
     pub lanes: Vec<LaneSummary>,
+    /// Ticks per second over the window (0 before the Init).
     pub tick_rate_hz: f64,
+    /// Tick duration percentiles and maximum over the window.
     pub tick_p50_ms: Option<f64>,
+    /// See `tick_p50_ms`.
     pub tick_p99_ms: Option<f64>,
+    /// See `tick_p50_ms`.
     pub tick_max_ms: Option<f64>,
+    /// Ticks flagged as overrunning in the window.
     pub overruns: u64,
+    /// Span names by total time over the window, most first.
     pub top_spans: Vec<SpanTotal>,
+    /// Spans open now, longest first.
     pub open_spans: Vec<OpenSummary>,
+    /// Every gauge.
     pub gauges: Vec<GaugeSummary>,
+    /// Events read.
     pub events: u64,
+    /// Events per second, over the last two seconds.
     pub events_per_second: f64,
+    /// Bytes per second, over the last two seconds.
     pub bytes_per_second: f64,
     /// Encoded bytes per event in Blocks, envelope excluded.
     pub bytes_per_event: f64,
+    /// Frames read.
     pub frames: u64,
+    /// Frames missing by sequence number.
     pub frames_dropped: u64,
     /// Frames of a newer writer's kinds, skipped.
     pub unknown_frames: u64,
+    /// Events the stream says were lost.
     pub events_dropped: u64,
+    /// Connections made again after one was lost.
     pub reconnects: u32,
     /// What a cap kept out, and the caps.
     pub refused: Refused,
+    /// The caps.
     pub limits: Limits,
 }
 

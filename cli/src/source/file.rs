@@ -9,7 +9,9 @@ use crate::error::CliError;
 
 /// A damage found in a file: where, and what.
 pub struct Damage {
+    /// Byte offset in the file.
     pub offset: u64,
+    /// What was wrong there.
     pub error: DecodeError,
 }
 

@@ -12,6 +12,7 @@ use crate::error::CliError;
 /// Connect attempts in a row (refused, unreachable, timed out) before
 /// giving up, and the pause between them.
 pub const ATTEMPTS: u32 = 3;
+/// The pause between two connect attempts.
 pub const RETRY_PAUSE: Duration = Duration::from_secs(2);
 /// After a lost connection the viewer waits before connecting again: first
 /// this long, then twice as long after each connection that did not stay
@@ -19,6 +20,7 @@ pub const RETRY_PAUSE: Duration = Duration::from_secs(2);
 /// hangs up at once is asked again at 0.1, 0.3, 0.7, 1.5, 3.1 s, ...,
 /// then every 5 s, not in a tight loop.
 pub const RECONNECT_FIRST: Duration = Duration::from_millis(100);
+/// The longest wait before reconnecting.
 pub const RECONNECT_MAX: Duration = Duration::from_secs(5);
 /// A connection that lasted this long resets the reconnect schedule.
 pub const HEALTHY_FOR: Duration = Duration::from_secs(2);
@@ -138,7 +140,9 @@ pub enum End {
 
 /// What the consumer of frames says after each one, and between them.
 pub enum Flow {
+    /// Go on reading.
     Continue,
+    /// Stop reading this connection.
     Stop,
 }
 
