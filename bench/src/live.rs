@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use typhon_live_cli::model::Model;
 use typhon_live_core::{Decoder, Event, Metadata, Payload};
 use typhon_live_std::config::ProfilerConfig;
 use typhon_live_std::{runtime, Profiler};
@@ -41,27 +42,14 @@ impl Run {
     }
 }
 
-fn viewer(addr: std::net::SocketAddr, done: Arc<AtomicBool>, name: &str) -> Run {
+/// Connects to `addr` and hands every byte read to `take`, until the
+/// peer closes or, once `done` is set, nothing came for 300 ms.
+fn read_all(addr: std::net::SocketAddr, done: &AtomicBool, mut take: impl FnMut(&[u8])) {
     let mut stream = TcpStream::connect(addr).expect("viewer connects");
     stream
         .set_read_timeout(Some(Duration::from_millis(50)))
         .expect("timeout");
-    let mut buf = vec![0u8; 16 << 20];
-    let mut decoder = Decoder::new(&mut buf);
     let mut chunk = vec![0u8; 1 << 20];
-    let mut names = std::collections::HashMap::new();
-    let mut unpacked = typhon_live_std::BlockBuffer::new();
-    let mut run = Run {
-        rate: 0.0,
-        recorded: 0,
-        received: 0,
-        frames_missed: 0,
-        events_dropped: 0,
-        latencies: Vec::new(),
-        early_wakes: 0,
-        worst_cycle_us: 0,
-    };
-    let mut expected = None;
     let mut quiet_since = None::<Instant>;
     loop {
         let n = match stream.read(&mut chunk) {
@@ -78,59 +66,148 @@ fn viewer(addr: std::net::SocketAddr, done: Arc<AtomicBool>, name: &str) -> Run 
         } else if n > 0 {
             quiet_since = None;
         }
-        let mut rest = &chunk[..n];
-        loop {
-            let taken = decoder.feed(rest);
-            rest = &rest[taken..];
-            while let Ok(Some(frame)) = decoder.next() {
-                let Ok(payload) = frame.parse() else { continue };
-                if !matches!(payload, Payload::Init(_)) {
-                    if let Some(e) = expected {
-                        run.frames_missed += u64::from(frame.seq.wrapping_sub(e));
-                    }
-                    expected = Some(frame.seq.wrapping_add(1));
+        take(&chunk[..n]);
+    }
+}
+
+fn empty_run() -> Run {
+    Run {
+        rate: 0.0,
+        recorded: 0,
+        received: 0,
+        frames_missed: 0,
+        events_dropped: 0,
+        latencies: Vec::new(),
+        early_wakes: 0,
+        worst_cycle_us: 0,
+    }
+}
+
+fn viewer(addr: std::net::SocketAddr, done: Arc<AtomicBool>, name: &str) -> Run {
+    let mut buf = vec![0u8; 16 << 20];
+    let mut decoder = Decoder::new(&mut buf);
+    let mut names = std::collections::HashMap::new();
+    let mut unpacked = typhon_live_std::BlockBuffer::new();
+    let mut run = empty_run();
+    let mut expected = None;
+    read_all(addr, &done, |mut rest| loop {
+        let taken = decoder.feed(rest);
+        rest = &rest[taken..];
+        while let Ok(Some(frame)) = decoder.next() {
+            let Ok(payload) = frame.parse() else { continue };
+            if !matches!(payload, Payload::Init(_)) {
+                if let Some(e) = expected {
+                    run.frames_missed += u64::from(frame.seq.wrapping_sub(e));
                 }
-                match payload {
-                    Payload::Init(init) => {
-                        expected = Some(init.next_seq);
-                        names.extend(init.names().map(|(id, n)| (id, n.to_owned())));
-                    }
-                    Payload::Definitions(defs) => {
-                        names.extend(defs.names().map(|(id, n)| (id, n.to_owned())))
-                    }
-                    Payload::Block(block) => {
-                        let now = runtime::now();
-                        run.events_dropped += block.drops().map(|(_, d)| u64::from(d)).sum::<u64>();
-                        let Ok(events) = unpacked.events(&block) else {
-                            continue;
-                        };
-                        for item in events.flatten() {
-                            if let (_, Event::Instant { name: id, time, .. }) = item {
-                                if names.get(&id).is_some_and(|n: &String| n == name) {
-                                    run.received += 1;
-                                    // Sampled, so that the vector stays small.
-                                    if run.received.is_multiple_of(64) {
-                                        run.latencies.push(now.saturating_sub(time));
-                                    }
+                expected = Some(frame.seq.wrapping_add(1));
+            }
+            match payload {
+                Payload::Init(init) => {
+                    expected = Some(init.next_seq);
+                    names.extend(init.names().map(|(id, n)| (id, n.to_owned())));
+                }
+                Payload::Definitions(defs) => {
+                    names.extend(defs.names().map(|(id, n)| (id, n.to_owned())))
+                }
+                Payload::Block(block) => {
+                    let now = runtime::now();
+                    run.events_dropped += block.drops().map(|(_, d)| u64::from(d)).sum::<u64>();
+                    let Ok(events) = unpacked.events(&block) else {
+                        continue;
+                    };
+                    for item in events.flatten() {
+                        if let (_, Event::Instant { name: id, time, .. }) = item {
+                            if names.get(&id).is_some_and(|n: &String| n == name) {
+                                run.received += 1;
+                                // Sampled, so that the vector stays small.
+                                if run.received.is_multiple_of(64) {
+                                    run.latencies.push(now.saturating_sub(time));
                                 }
                             }
                         }
                     }
-                    _ => {}
                 }
+                _ => {}
+            }
+        }
+        if rest.is_empty() {
+            break;
+        }
+    });
+    run.latencies.sort_unstable();
+    run
+}
+
+/// The live view's model as the viewer: every frame goes through
+/// `Model::on_frame`, and a summary is made four times a second, as the
+/// terminal view draws; no terminal.
+fn model_viewer(addr: std::net::SocketAddr, done: Arc<AtomicBool>) -> Run {
+    let mut buf = vec![0u8; 16 << 20];
+    let mut decoder = Decoder::new(&mut buf);
+    let mut model = Model::default();
+    let mut last_summary = Instant::now();
+    read_all(addr, &done, |mut rest| {
+        loop {
+            let taken = decoder.feed(rest);
+            rest = &rest[taken..];
+            while let Ok(Some(frame)) = decoder.next() {
+                let _ = model.on_frame(&frame);
             }
             if rest.is_empty() {
                 break;
             }
         }
-    }
-    run.latencies.sort_unstable();
+        if last_summary.elapsed() >= Duration::from_millis(250) {
+            last_summary = Instant::now();
+            std::hint::black_box(model.summary(last_summary));
+        }
+    });
+    let mut run = empty_run();
+    run.received = model.events;
+    run.frames_missed = model.frames_dropped;
+    run.events_dropped = model.events_dropped;
     run
 }
 
 /// Records instants at `rate` per second for `duration` on one thread while
 /// a viewer decodes everything, with rings of `ring_events` events.
 pub fn run_at(rate: f64, duration: Duration, ring_events: usize) -> Run {
+    let name = format!("e2e-{rate}");
+    let viewer_name = name.clone();
+    produce(
+        rate,
+        duration,
+        ring_events,
+        move |addr, done| viewer(addr, done, &viewer_name),
+        runtime::instant,
+        &name,
+    )
+}
+
+/// Records spans at `rate` per second for `duration` on one thread while
+/// the live view's model (`typhon_live_cli::model::Model`) takes every
+/// frame: the rate at which a viewer keeps up.
+pub fn model_run_at(rate: f64, duration: Duration, ring_events: usize) -> Run {
+    produce(
+        rate,
+        duration,
+        ring_events,
+        model_viewer,
+        |id, _| drop(runtime::span(id)),
+        &format!("keep-up-{rate}"),
+    )
+}
+
+/// Starts a profiler with a live port, a viewer on it (`view`), and
+/// records `record(id, n)` at `rate` per second for `duration`.
+fn produce(
+    rate: f64,
+    duration: Duration,
+    ring_events: usize,
+    view: impl FnOnce(std::net::SocketAddr, Arc<AtomicBool>) -> Run + Send + 'static,
+    record: impl Fn(typhon_live_core::NameId, u64),
+    name: &str,
+) -> Run {
     let config = ProfilerConfig {
         live: Some(0),
         ring_events,
@@ -139,20 +216,19 @@ pub fn run_at(rate: f64, duration: Duration, ring_events: usize) -> Run {
     let profiler = Profiler::start(&config, &Metadata::default()).expect("profiler");
     let addr = profiler.live_addr().expect("live address");
     let done = Arc::new(AtomicBool::new(false));
-    let name = format!("e2e-{rate}");
     let viewer = {
-        let (done, name) = (Arc::clone(&done), name.clone());
-        std::thread::spawn(move || viewer(addr, done, &name))
+        let done = Arc::clone(&done);
+        std::thread::spawn(move || view(addr, done))
     };
     // Let the viewer attach and read its Init first.
     std::thread::sleep(Duration::from_millis(100));
-    let id = runtime::intern(&name).expect("name");
+    let id = runtime::intern(name).expect("name");
     let started = Instant::now();
     let mut recorded = 0u64;
     while started.elapsed() < duration {
         let due = (started.elapsed().as_secs_f64() * rate) as u64;
         while recorded < due {
-            runtime::instant(id, recorded);
+            record(id, recorded);
             recorded += 1;
         }
         std::hint::spin_loop();

@@ -4,7 +4,9 @@
 //! nothing here asserts a time.
 //!
 //! `cargo run --release -p typhon-live-bench [-- --quick]`; `-- --e2e`
-//! runs only the end-to-end rates, three times each.
+//! runs only the end-to-end rates, three times each; `-- --keep-up` only
+//! the live view's model against the exporter (`-- --codecs` only the
+//! codec rows).
 
 mod live;
 
@@ -246,6 +248,31 @@ fn decoder(stream: &[u8], samples: usize) -> f64 {
     rates[rates.len() / 2]
 }
 
+/// The live view's model alone, one thread: events per second through
+/// `Model::on_frame` (decoding included) from a recorded stream, the
+/// ceiling of what a viewer can keep up with.
+fn model_ingest(stream: &[u8], samples: usize) -> f64 {
+    let mut buf = vec![0u8; 16 << 20];
+    let mut rates = Vec::new();
+    for _ in 0..samples {
+        let started = Instant::now();
+        let mut decoder = Decoder::new(&mut buf);
+        let mut model = typhon_live_cli::model::Model::default();
+        let mut rest = stream;
+        while !rest.is_empty() {
+            let n = decoder.feed(rest);
+            rest = &rest[n..];
+            while let Ok(Some(frame)) = decoder.next() {
+                let _ = model.on_frame(&frame);
+            }
+        }
+        black_box(model.summary(Instant::now()));
+        rates.push(model.events as f64 / started.elapsed().as_secs_f64());
+    }
+    rates.sort_by(f64::total_cmp);
+    rates[rates.len() / 2]
+}
+
 struct Row {
     what: &'static str,
     typhon: String,
@@ -268,6 +295,25 @@ fn report(run: &live::Run, ring_events: usize) {
     );
 }
 
+/// The live view's model keeping up with the exporter: the highest rate
+/// of the ladder at which it took every span, with the largest rings.
+fn keep_up_row(rate: Option<f64>, ingest: f64) -> Row {
+    Row {
+        what: "viewer model keeps up (spans, end to end)",
+        typhon: format!(
+            "{} (the model alone, one thread: {:.1} M events/s)",
+            rate.map_or("below 0.25 M events/s".into(), |r| {
+                format!(">= {:.2} M events/s", r / 1e6)
+            }),
+            ingest / 1e6
+        ),
+        tracy: "-".into(),
+        puffin: "-".into(),
+        target: ">= 4 M events/s".into(),
+        met: Some(rate.is_some_and(|r| r >= 4e6)),
+    }
+}
+
 /// The end-to-end rates tried, in events (or scopes) per second.
 const LADDER: [f64; 6] = [
     250_000.0,
@@ -279,18 +325,24 @@ const LADDER: [f64; 6] = [
 ];
 
 /// The highest rate of the ladder at which a run (or its retry) drops
-/// nothing, with rings of `ring_events`; and the run at 1 M/s.
-fn lossless_ladder(seconds: u64, ring_events: usize) -> (Option<f64>, Option<live::Run>) {
+/// nothing, with rings of `ring_events`; and the run at 1 M/s. `run_at`
+/// is `live::run_at` (a decoding viewer) or `live::model_run_at` (the live
+/// view's model).
+fn lossless_ladder(
+    seconds: u64,
+    ring_events: usize,
+    run_at: fn(f64, Duration, usize) -> live::Run,
+) -> (Option<f64>, Option<live::Run>) {
     let mut best_lossless = None;
     let mut at_1m = None;
     for rate in LADDER {
         // A rate gets a second run when the first drops: on a shared
         // machine one stall of another tenant can overflow the rings.
         let duration = Duration::from_secs(seconds);
-        let mut run = live::run_at(rate, duration, ring_events);
+        let mut run = run_at(rate, duration, ring_events);
         report(&run, ring_events);
         if !run.lossless() {
-            run = live::run_at(rate, duration, ring_events);
+            run = run_at(rate, duration, ring_events);
             report(&run, ring_events);
         }
         if run.lossless() {
@@ -477,6 +529,18 @@ fn main() {
         }
         return;
     }
+    if std::env::args().any(|a| a == "--keep-up") {
+        let seconds = if quick { 1 } else { 10 };
+        let stream = typhon_live_tests::exporter_stream(
+            if quick { 500 } else { 5_000 },
+            1 << 20,
+            Compression::Auto,
+        );
+        let ingest = model_ingest(&stream, if quick { 3 } else { 11 });
+        let (keep_up, _) = lossless_ladder(seconds, MAX_RING_EVENTS, live::model_run_at);
+        println!("{}", keep_up_row(keep_up, ingest).typhon);
+        return;
+    }
     if std::env::args().any(|a| a == "--codecs") {
         print_table(quick, codec_rows(quick));
         return;
@@ -507,8 +571,18 @@ fn main() {
     // End to end, latency and memory: typhon-live only, before Tracy's
     // client starts (it would grow the RSS measured here).
     let seconds = if quick { 1 } else { 10 };
-    let (default_lossless, at_1m) = lossless_ladder(seconds, DEFAULT_RING_EVENTS);
-    let (best_lossless, _) = lossless_ladder(seconds, MAX_RING_EVENTS);
+    let (default_lossless, at_1m) = lossless_ladder(seconds, DEFAULT_RING_EVENTS, live::run_at);
+    let (best_lossless, _) = lossless_ladder(seconds, MAX_RING_EVENTS, live::run_at);
+    // The live view's model as the viewer, spans as the events.
+    let (keep_up, _) = lossless_ladder(seconds, MAX_RING_EVENTS, live::model_run_at);
+    let ingest = model_ingest(
+        &typhon_live_tests::exporter_stream(
+            if quick { 500 } else { 5_000 },
+            1 << 20,
+            Compression::Auto,
+        ),
+        if quick { 3 } else { 11 },
+    );
     let (growth, unwatched_spans) =
         live::rss_growth_unwatched(Duration::from_secs(if quick { 5 } else { 60 }));
 
@@ -651,6 +725,7 @@ fn main() {
             _ => Some(false),
         },
     });
+    rows.push(keep_up_row(keep_up, ingest));
     if let Some(run) = &at_1m {
         let (p50, p99) = (run.percentile(0.5), run.percentile(0.99));
         rows.push(Row {
