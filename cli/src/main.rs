@@ -39,6 +39,10 @@ enum Command {
         /// Stop after this many seconds.
         #[arg(long, value_parser = seconds)]
         duration: Option<Duration>,
+        /// Seconds of the stream kept for scroll-back and statistics
+        /// (within 512 MiB).
+        #[arg(long, default_value_t = 60.0, value_parser = positive)]
+        history: f64,
     },
     /// Write a live stream to a trace file.
     Record {
@@ -106,7 +110,8 @@ fn run(cli: Cli) -> Result<(), CliError> {
             addr,
             json,
             duration,
-        } => attach::run(&addr, json, duration),
+            history,
+        } => attach::run(&addr, json, duration, history),
         Command::Record {
             addr,
             output,

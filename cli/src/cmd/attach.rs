@@ -8,6 +8,7 @@ use ratatui::DefaultTerminal;
 use typhon_live_core::{DecodeError, Frame};
 
 use typhon_live_cli::error::CliError;
+use typhon_live_cli::model::history::DEFAULT_HISTORY_BYTES;
 use typhon_live_cli::model::{Connection, Model};
 use typhon_live_cli::source::live::{self, Backoff, Consumer, End, Flow};
 use typhon_live_cli::tui::view;
@@ -126,9 +127,14 @@ impl Consumer for Viewer {
 
 /// Watches `addr` until its session ends, the user quits or `duration`
 /// passes. Reconnects after a drop and says so.
-pub fn run(addr: &str, json: bool, duration: Option<Duration>) -> Result<(), CliError> {
+pub fn run(
+    addr: &str,
+    json: bool,
+    duration: Option<Duration>,
+    history_seconds: f64,
+) -> Result<(), CliError> {
     let mut viewer = Viewer {
-        model: Model::default(),
+        model: Model::with_history(history_seconds, DEFAULT_HISTORY_BYTES),
         output: Output::new(json)?,
         last_draw: Instant::now(),
         deadline: duration.map(|d| Instant::now() + d),

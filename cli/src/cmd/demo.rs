@@ -385,7 +385,12 @@ pub fn run(opts: DemoOptions) -> Result<(), CliError> {
         }
         Ok(())
     } else {
-        attach::run(&addr.to_string(), false, opts.duration)
+        attach::run(
+            &addr.to_string(),
+            false,
+            opts.duration,
+            typhon_live_cli::model::history::DEFAULT_HISTORY_SECONDS,
+        )
     };
     stop.store(true, Ordering::Relaxed);
     let _ = sim.join();

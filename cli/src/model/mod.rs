@@ -1,6 +1,11 @@
 //! What a viewer knows about a live session, built frame by frame, and the
 //! summary the live view, the summary lines and `--json` show.
 
+pub mod history;
+pub mod stats;
+
+use history::{Chunk, GaugeRecord, History, InstantRecord, SpanRecord, TickRecord};
+
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::time::{Duration, Instant};
 
@@ -44,7 +49,14 @@ struct Lane {
     dropped: u64,
     open_depth: u32,
     open: Vec<OpenSpan>,
+    /// Per span id not yet ended: the summed durations of its children
+    /// that did (children end first), for its self time.
+    child_time: HashMap<u32, u64>,
 }
+
+/// Spans whose children's time a lane tracks at most; past it (parents
+/// that never arrive: dropped with their Block) the map starts over.
+const MAX_PENDING_PARENTS: usize = 4096;
 
 /// The connection, as the view reports it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -190,6 +202,13 @@ pub struct Model {
     pub notice: Option<String>,
     /// A Shutdown arrived.
     pub ended_cleanly: bool,
+    /// Every record of the last stretch of the stream.
+    history: History,
+    /// The chunk being filled.
+    chunk: Chunk,
+    /// Seconds and bytes of history to keep.
+    history_seconds: f64,
+    history_bytes: usize,
 }
 
 impl Default for Model {
@@ -228,11 +247,39 @@ impl Default for Model {
             frames_before_init: 0,
             clock_check: None,
             ended_cleanly: false,
+            history: History::new(
+                (history::DEFAULT_HISTORY_SECONDS * 1e9) as u64,
+                history::DEFAULT_HISTORY_BYTES,
+            ),
+            chunk: Chunk::default(),
+            history_seconds: history::DEFAULT_HISTORY_SECONDS,
+            history_bytes: history::DEFAULT_HISTORY_BYTES,
         }
     }
 }
 
 impl Model {
+    /// A model keeping `seconds` of history within `bytes`.
+    pub fn with_history(seconds: f64, bytes: usize) -> Model {
+        let mut model = Model {
+            history_seconds: seconds,
+            history_bytes: bytes,
+            ..Model::default()
+        };
+        model.history = History::new(model.ticks(seconds), bytes);
+        model
+    }
+
+    /// What the model keeps of the stream.
+    pub fn history(&self) -> &History {
+        &self.history
+    }
+
+    /// Host ticks in `seconds`, at the session's clock rate.
+    fn ticks(&self, seconds: f64) -> u64 {
+        (seconds * self.ticks_per_second as f64) as u64
+    }
+
     /// The stream began inside a frame: a serial link joined mid-stream.
     /// Its next Init (a device repeats it) brings the names.
     pub fn joined_mid_stream(&mut self, skipped: u64) {
@@ -315,6 +362,7 @@ impl Model {
                 self.process = init.process_name.into();
                 self.process_id = init.process_id;
                 self.ticks_per_second = init.ticks_per_second.max(1);
+                self.history.set_max_age(self.ticks(self.history_seconds));
                 self.expected_seq = Some(init.next_seq);
                 self.init_seen = true;
                 for (id, name) in init.names() {
@@ -363,10 +411,14 @@ impl Model {
                     Ok(())
                 });
                 self.unpacked = unpacked;
+                self.close_chunk_if_due();
                 result?;
             }
             Payload::Shutdown(totals) => {
                 self.ended_cleanly = true;
+                if self.chunk.records() > 0 {
+                    self.close_chunk();
+                }
                 self.events_dropped = self.events_dropped.max(totals.events_dropped);
                 self.connection = Connection::Ended {
                     reason: "the session ended (Shutdown)".into(),
@@ -444,7 +496,73 @@ impl Model {
         for lane in self.lanes.values_mut() {
             lane.open.clear();
             lane.open_depth = 0;
+            lane.child_time.clear();
         }
+        // The timeline is by time: the old run's records would overlap
+        // the new one's.
+        self.history.clear();
+        self.chunk = Chunk::default();
+    }
+
+    /// Keeps `event` in the chunk being filled (ticks go in at their end).
+    fn keep(&mut self, lane: u16, event: &Event, self_time: u64) {
+        match *event {
+            Event::Span {
+                start,
+                duration,
+                name,
+                id,
+                parent,
+                arg,
+            } => self.chunk.push_span(
+                SpanRecord {
+                    start,
+                    duration,
+                    arg: arg.unwrap_or(0),
+                    id,
+                    parent,
+                    name,
+                    lane,
+                    has_arg: arg.is_some(),
+                },
+                self_time,
+            ),
+            Event::Instant {
+                time,
+                name,
+                payload,
+            } => self.chunk.push_instant(InstantRecord {
+                time,
+                payload,
+                name,
+                lane,
+            }),
+            Event::Gauge { time, gauge, value } => self.chunk.push_gauge(GaugeRecord {
+                time,
+                value: match value {
+                    GaugeValue::Int(v) => v as f64,
+                    GaugeValue::Float(v) => v,
+                },
+                name: gauge,
+            }),
+            Event::TickStart { .. } | Event::TickEnd { .. } => {}
+        }
+        if self.chunk.records() >= history::CHUNK_RECORDS {
+            self.close_chunk();
+        }
+    }
+
+    /// The chunk being filled goes into the history once it covers
+    /// [`history::CHUNK_SECONDS`] of host time.
+    fn close_chunk_if_due(&mut self) {
+        let span = self.ticks(history::CHUNK_SECONDS);
+        if self.chunk.records() > 0 && self.host_now.saturating_sub(self.chunk.first) >= span {
+            self.close_chunk();
+        }
+    }
+
+    fn close_chunk(&mut self) {
+        self.history.push(std::mem::take(&mut self.chunk));
     }
 
     /// The host clock now, extrapolated from the last time seen while the
@@ -467,7 +585,7 @@ impl Model {
             reconnects: self.reconnects,
             refused: self.refused,
             notice: self.notice.take(),
-            ..Model::default()
+            ..Model::with_history(self.history_seconds, self.history_bytes)
         };
         *self = keep;
     }
@@ -490,13 +608,31 @@ impl Model {
     fn on_event(&mut self, lane: u16, event: &Event) {
         self.events += 1;
         let row = self.lane(lane);
+        // A span's time outside its children, which ended before it.
+        let mut self_time = 0;
         if let Some(row) = row {
             row.events += 1;
-            if let Event::Span { id, .. } = *event {
+            if let Event::Span {
+                id,
+                parent,
+                duration,
+                ..
+            } = *event
+            {
                 // Ended: no longer open, whatever the last Catch-up said.
                 row.open.retain(|open| open.id != id);
+                let children = row.child_time.remove(&id).unwrap_or(0);
+                self_time = duration.saturating_sub(children);
+                if parent != 0 {
+                    if row.child_time.len() >= MAX_PENDING_PARENTS {
+                        row.child_time.clear();
+                    }
+                    let sum = row.child_time.entry(parent).or_default();
+                    *sum = sum.saturating_add(duration);
+                }
             }
         }
+        self.keep(lane, event, self_time);
         match *event {
             Event::Span { name, duration, .. } => {
                 let bucket = event.end_time() / self.bucket_ticks();
@@ -543,6 +679,12 @@ impl Model {
                 overrun,
             } => {
                 if let Some(start) = self.tick_starts.remove(&tick) {
+                    self.chunk.push_tick(TickRecord {
+                        tick,
+                        start,
+                        end: time,
+                        overrun,
+                    });
                     if self.ticks.len() >= MAX_TICKS {
                         self.ticks.pop_front();
                         self.refused.ticks += 1;
@@ -577,6 +719,49 @@ impl Model {
             self.rates.pop_front();
         }
         self.summarise(now)
+    }
+
+    fn history_summary(&self) -> HistorySummary {
+        let chunks = self.history.chunks();
+        let seconds = match (chunks.front(), chunks.back()) {
+            (Some(first), Some(last)) => self.seconds(last.last.saturating_sub(first.first)),
+            _ => 0.0,
+        };
+        HistorySummary {
+            seconds,
+            records: self.history.records(),
+            bytes: self.history.bytes(),
+            budget_bytes: self.history.budget(),
+            evicted_records: self.history.evicted_records(),
+        }
+    }
+
+    /// Per name over the history: the totals add up as chunks come and go;
+    /// the maximum is the largest of the chunks' held.
+    fn span_stats(&self) -> Vec<SpanStats> {
+        let mut max: HashMap<u32, u64> = HashMap::new();
+        for chunk in self.history.chunks() {
+            for (&name, t) in &chunk.totals {
+                let m = max.entry(name).or_default();
+                *m = (*m).max(t.max);
+            }
+        }
+        let ms = |ticks: u64| self.seconds(ticks) * 1e3;
+        let mut stats: Vec<SpanStats> = self
+            .history
+            .totals()
+            .iter()
+            .map(|(&name, t)| SpanStats {
+                name: self.name(name),
+                count: t.count,
+                total_ms: ms(t.total),
+                self_ms: ms(t.self_time),
+                mean_ms: ms(t.total) / t.count.max(1) as f64,
+                max_ms: ms(max.get(&name).copied().unwrap_or(0)),
+            })
+            .collect();
+        stats.sort_by(|a, b| b.total_ms.total_cmp(&a.total_ms).then(a.name.cmp(&b.name)));
+        stats
     }
 
     fn summarise(&self, now: Instant) -> Summary {
@@ -699,6 +884,8 @@ impl Model {
             reconnects: self.reconnects,
             refused: self.refused,
             limits: LIMITS,
+            history: self.history_summary(),
+            span_stats: self.span_stats(),
         }
     }
 }
@@ -804,6 +991,42 @@ pub struct Summary {
     pub refused: Refused,
     /// The caps.
     pub limits: Limits,
+    /// What the viewer keeps of the stream.
+    pub history: HistorySummary,
+    /// Per span name over the history, most total time first.
+    pub span_stats: Vec<SpanStats>,
+}
+
+/// What the viewer keeps of the stream, as `--json` reports it.
+#[derive(Clone, Debug, Serialize)]
+pub struct HistorySummary {
+    /// Host seconds from the oldest record held to the newest.
+    pub seconds: f64,
+    /// Records (spans, instants, gauge readings, ticks) held.
+    pub records: usize,
+    /// Bytes they take, and the budget.
+    pub bytes: usize,
+    /// See `bytes`.
+    pub budget_bytes: usize,
+    /// Records that left it, over its budget or age.
+    pub evicted_records: u64,
+}
+
+/// One span name's statistics over the history.
+#[derive(Clone, Debug, Serialize)]
+pub struct SpanStats {
+    /// The span's name.
+    pub name: String,
+    /// Spans that ended.
+    pub count: u64,
+    /// Their total time, in milliseconds.
+    pub total_ms: f64,
+    /// Their time outside their child spans, in milliseconds.
+    pub self_ms: f64,
+    /// The mean duration, in milliseconds.
+    pub mean_ms: f64,
+    /// The longest, in milliseconds.
+    pub max_ms: f64,
 }
 
 impl Summary {
@@ -884,12 +1107,15 @@ mod tests {
         out
     }
 
-    fn feed(model: &mut Model, bytes: &[u8]) {
+    fn feed(model: &mut Model, mut bytes: &[u8]) {
         let mut buf = vec![0u8; 4096];
         let mut decoder = Decoder::new(&mut buf);
-        decoder.feed(bytes);
-        while let Some(frame) = decoder.next().unwrap() {
-            model.on_frame(&frame).unwrap();
+        while !bytes.is_empty() {
+            let n = decoder.feed(bytes);
+            bytes = &bytes[n..];
+            while let Some(frame) = decoder.next().unwrap() {
+                model.on_frame(&frame).unwrap();
+            }
         }
     }
 
@@ -939,6 +1165,85 @@ mod tests {
         // Time goes on from there: no second restart.
         feed(&mut model, &catchup(1, 1_040));
         assert_eq!(model.restarts, 1);
+    }
+
+    /// 100 ticks of an outer span holding two inner ones (100 and 200
+    /// µs), from the core's exporter.
+    fn nested_stream() -> Vec<u8> {
+        use typhon_live_core::{Exporter, LaneKind, Lanes};
+        let lanes = Lanes::<2, 1024>::new();
+        let mut names: NameTable<8, 128> = NameTable::new();
+        let lane = lanes
+            .claim(names.intern("Main").unwrap(), LaneKind::Main)
+            .unwrap();
+        let (outer, inner) = (
+            names.intern("outer").unwrap(),
+            names.intern("inner").unwrap(),
+        );
+        let mut scratch = vec![0u8; 1 << 16];
+        let meta = Metadata {
+            ticks_per_second: 1_000_000,
+            session_id: 9,
+            ..Metadata::default()
+        };
+        let mut exporter: Exporter<'_, 2> = Exporter::new(meta, &mut scratch);
+        exporter.attach().unwrap();
+        let mut out = vec![0u8; exporter.min_block_buffer()];
+        let mut stream = Vec::new();
+        for t in 0..100u64 {
+            let at = 1_000 + t * 1_000;
+            lane.tick_start(t, at);
+            let o = lane.begin(outer, at);
+            let a = lane.begin(inner, at + 100);
+            lane.end(a, at + 200, None);
+            let b = lane.begin(inner, at + 300);
+            lane.end(b, at + 500, Some(t));
+            lane.end(o, at + 900, None);
+            lane.tick_end(t, at + 950, t == 42);
+            exporter.request_drain();
+            while let Some(frame) = exporter.poll(at + 999, &lanes, &names, &mut out).unwrap() {
+                stream.extend_from_slice(&out[..frame.len]);
+            }
+        }
+        stream
+    }
+
+    #[test]
+    fn the_history_keeps_every_span_and_knows_self_times() {
+        let mut model = Model::default();
+        feed(&mut model, &nested_stream());
+        model.close_chunk();
+        let stats = model.span_stats();
+        let names: Vec<&str> = stats.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["outer", "inner"]);
+        let (outer, inner) = (&stats[0], &stats[1]);
+        assert_eq!((outer.count, inner.count), (100, 200));
+        // 900 µs each, 300 of them in the two inner spans.
+        assert!((outer.total_ms - 90.0).abs() < 1e-9, "{outer:?}");
+        assert!((outer.self_ms - 60.0).abs() < 1e-9, "{outer:?}");
+        assert!((inner.self_ms - inner.total_ms).abs() < 1e-9, "{inner:?}");
+        assert!((inner.max_ms - 0.2).abs() < 1e-9, "{inner:?}");
+        // Exact percentiles over the history: half 100 µs, half 200.
+        let inner_id = 2;
+        let d = model.history().distribution(inner_id);
+        assert_eq!((d.count, d.p50, d.p90, d.max), (200, 100, 200, 200));
+        // Every tick, the flagged one among them.
+        let ticks: Vec<_> = model
+            .history()
+            .chunks()
+            .iter()
+            .flat_map(|c| c.ticks.iter().copied())
+            .collect();
+        assert_eq!(ticks.len(), 100);
+        assert_eq!(
+            ticks
+                .iter()
+                .filter(|t| t.overrun)
+                .map(|t| t.tick)
+                .collect::<Vec<_>>(),
+            [42]
+        );
+        assert_eq!(model.history().records(), 400);
     }
 
     #[test]

@@ -1,0 +1,410 @@
+//! What the viewer keeps of the stream, for the timeline, pause and
+//! scroll-back, and span statistics: a ring of chunks bounded by bytes and
+//! by age. Each chunk holds every span, instant, gauge reading and tick of
+//! a short stretch of host time, and its per-name totals; the history's
+//! totals add a chunk's when it arrives and subtract them when it leaves.
+//! Chunks are `Arc`s, so a paused view pins the ones it shows while the
+//! stream goes on.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use super::stats::{self, Distribution, NameTotals, Totals};
+
+/// A chunk closes after this much host time (in seconds) ...
+pub const CHUNK_SECONDS: f64 = 0.05;
+/// ... or this many records, whichever comes first.
+pub const CHUNK_RECORDS: usize = 32_768;
+/// The history keeps this many seconds by default (`--history`) ...
+pub const DEFAULT_HISTORY_SECONDS: f64 = 60.0;
+/// ... within this many bytes: at a rate where 60 s would not fit, it
+/// keeps what fits.
+pub const DEFAULT_HISTORY_BYTES: usize = 512 << 20;
+
+/// A span kept: 40 bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SpanRecord {
+    /// Host tick it began.
+    pub start: u64,
+    /// Length in host ticks.
+    pub duration: u64,
+    /// Its argument (meaningful when `has_arg`).
+    pub arg: u64,
+    /// Its id within its lane, and its parent's (0: a root).
+    pub id: u32,
+    /// See `id`.
+    pub parent: u32,
+    /// Name id.
+    pub name: u32,
+    /// The lane.
+    pub lane: u16,
+    /// It carries an argument.
+    pub has_arg: bool,
+}
+
+/// An instant kept.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct InstantRecord {
+    /// Host tick.
+    pub time: u64,
+    /// Its payload.
+    pub payload: u64,
+    /// Name id.
+    pub name: u32,
+    /// The lane.
+    pub lane: u16,
+}
+
+/// A gauge reading kept.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct GaugeRecord {
+    /// Host tick.
+    pub time: u64,
+    /// The reading.
+    pub value: f64,
+    /// The gauge's name id.
+    pub name: u32,
+}
+
+/// A tick kept, once its end arrived.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TickRecord {
+    /// The tick's number.
+    pub tick: u64,
+    /// Host ticks of its start and end.
+    pub start: u64,
+    /// See `start`.
+    pub end: u64,
+    /// The engine flagged it as overrunning.
+    pub overrun: bool,
+}
+
+impl TickRecord {
+    /// Its length in host ticks.
+    pub fn duration(&self) -> u64 {
+        self.end.saturating_sub(self.start)
+    }
+}
+
+/// A stretch of the stream.
+#[derive(Debug, Default)]
+pub struct Chunk {
+    /// Host time of its first and last record.
+    pub first: u64,
+    /// See `first`.
+    pub last: u64,
+    /// The earliest start of its spans (a span lands in the chunk where it
+    /// ended, and may have begun long before).
+    pub earliest_start: u64,
+    /// Its spans, in the order they ended per lane.
+    pub spans: Vec<SpanRecord>,
+    /// Its instants.
+    pub instants: Vec<InstantRecord>,
+    /// Its gauge readings.
+    pub gauges: Vec<GaugeRecord>,
+    /// Its ticks.
+    pub ticks: Vec<TickRecord>,
+    /// Per span name, its spans' totals.
+    pub totals: Totals,
+}
+
+impl Chunk {
+    /// Records in it.
+    pub fn records(&self) -> usize {
+        self.spans.len() + self.instants.len() + self.gauges.len() + self.ticks.len()
+    }
+
+    /// Bytes it holds, its per-name totals counted at a hash map entry's
+    /// size (key, value and control byte).
+    pub fn bytes(&self) -> usize {
+        use std::mem::size_of;
+        size_of::<Chunk>()
+            + self.spans.capacity() * size_of::<SpanRecord>()
+            + self.instants.capacity() * size_of::<InstantRecord>()
+            + self.gauges.capacity() * size_of::<GaugeRecord>()
+            + self.ticks.capacity() * size_of::<TickRecord>()
+            + self.totals.capacity() * (size_of::<u32>() + size_of::<NameTotals>() + 1)
+    }
+
+    fn note_time(&mut self, time: u64) {
+        if self.records() == 0 {
+            (self.first, self.last) = (time, time);
+        } else {
+            self.first = self.first.min(time);
+            self.last = self.last.max(time);
+        }
+    }
+
+    /// Adds a span that took `self_time` outside its children.
+    pub fn push_span(&mut self, span: SpanRecord, self_time: u64) {
+        let end = span.start.saturating_add(span.duration);
+        if self.spans.is_empty() || span.start < self.earliest_start {
+            self.earliest_start = span.start;
+        }
+        self.note_time(end);
+        self.totals
+            .entry(span.name)
+            .or_default()
+            .add_span(span.start, span.duration, self_time);
+        self.spans.push(span);
+    }
+
+    /// Adds an instant.
+    pub fn push_instant(&mut self, instant: InstantRecord) {
+        self.note_time(instant.time);
+        self.instants.push(instant);
+    }
+
+    /// Adds a gauge reading.
+    pub fn push_gauge(&mut self, gauge: GaugeRecord) {
+        self.note_time(gauge.time);
+        self.gauges.push(gauge);
+    }
+
+    /// Adds a tick.
+    pub fn push_tick(&mut self, tick: TickRecord) {
+        self.note_time(tick.end);
+        self.ticks.push(tick);
+    }
+}
+
+/// The chunks kept, oldest first, within a byte budget and an age.
+#[derive(Debug)]
+pub struct History {
+    chunks: VecDeque<Arc<Chunk>>,
+    bytes: usize,
+    budget: usize,
+    /// Host ticks kept behind the newest chunk's end.
+    max_age: u64,
+    totals: Totals,
+    /// Records that left the history, and the host time it now starts at.
+    evicted_records: u64,
+    starts_at: Option<u64>,
+}
+
+impl History {
+    /// A history keeping `max_age` host ticks within `budget` bytes.
+    pub fn new(max_age: u64, budget: usize) -> History {
+        History {
+            chunks: VecDeque::new(),
+            bytes: 0,
+            budget,
+            max_age,
+            totals: Totals::new(),
+            evicted_records: 0,
+            starts_at: None,
+        }
+    }
+
+    /// Adds a closed chunk, then lets the oldest go while over the budget
+    /// or the age (the newest always stays).
+    pub fn push(&mut self, mut chunk: Chunk) {
+        chunk.spans.shrink_to_fit();
+        chunk.instants.shrink_to_fit();
+        chunk.gauges.shrink_to_fit();
+        chunk.ticks.shrink_to_fit();
+        chunk.totals.shrink_to_fit();
+        self.bytes += chunk.bytes();
+        stats::add(&mut self.totals, &chunk.totals);
+        let newest_end = chunk.last;
+        self.chunks.push_back(Arc::new(chunk));
+        while self.chunks.len() > 1 {
+            let oldest = &self.chunks[0];
+            let too_old = newest_end.saturating_sub(oldest.last) > self.max_age;
+            if self.bytes <= self.budget && !too_old {
+                break;
+            }
+            let Some(old) = self.chunks.pop_front() else {
+                break;
+            };
+            self.bytes -= old.bytes();
+            stats::subtract(&mut self.totals, &old.totals);
+            self.evicted_records += old.records() as u64;
+            self.starts_at = self.chunks.front().map(|c| c.first);
+        }
+    }
+
+    /// Keeps `max_age` host ticks from now on (the clock's rate arrives
+    /// with the Init).
+    pub fn set_max_age(&mut self, max_age: u64) {
+        self.max_age = max_age;
+    }
+
+    /// Forgets everything (a new session).
+    pub fn clear(&mut self) {
+        *self = History::new(self.max_age, self.budget);
+    }
+
+    /// The chunks, oldest first.
+    pub fn chunks(&self) -> &VecDeque<Arc<Chunk>> {
+        &self.chunks
+    }
+
+    /// Bytes held.
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+
+    /// The byte budget.
+    pub fn budget(&self) -> usize {
+        self.budget
+    }
+
+    /// Records held.
+    pub fn records(&self) -> usize {
+        self.chunks.iter().map(|c| c.records()).sum()
+    }
+
+    /// Records that left the history (over its budget or age).
+    pub fn evicted_records(&self) -> u64 {
+        self.evicted_records
+    }
+
+    /// Host time of the oldest record still held, once something left.
+    pub fn starts_at(&self) -> Option<u64> {
+        self.starts_at
+    }
+
+    /// Per-name totals over the history (their `max` only grows: see
+    /// [`History::distribution`]).
+    pub fn totals(&self) -> &Totals {
+        &self.totals
+    }
+
+    /// The exact distribution of span name `name`'s durations over the
+    /// history.
+    pub fn distribution(&self, name: u32) -> Distribution {
+        let mut durations = Vec::new();
+        let (mut self_time, mut max, mut max_at) = (0u64, 0u64, 0u64);
+        for chunk in &self.chunks {
+            let Some(t) = chunk.totals.get(&name) else {
+                continue;
+            };
+            self_time = self_time.saturating_add(t.self_time);
+            if durations.is_empty() || t.max > max {
+                (max, max_at) = (t.max, t.max_at);
+            }
+            durations.extend(
+                chunk
+                    .spans
+                    .iter()
+                    .filter(|s| s.name == name)
+                    .map(|s| s.duration),
+            );
+        }
+        Distribution::of(&mut durations, self_time, max_at)
+    }
+
+    /// The longest tick held.
+    pub fn worst_tick(&self) -> Option<TickRecord> {
+        self.chunks
+            .iter()
+            .flat_map(|c| c.ticks.iter())
+            .max_by_key(|t| t.duration())
+            .copied()
+    }
+
+    /// The tick that was running at host time `time`, if one is held.
+    pub fn tick_at(&self, time: u64) -> Option<TickRecord> {
+        self.chunks
+            .iter()
+            .flat_map(|c| c.ticks.iter())
+            .find(|t| t.start <= time && time <= t.end)
+            .copied()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn span(name: u32, start: u64, duration: u64) -> SpanRecord {
+        SpanRecord {
+            start,
+            duration,
+            arg: 0,
+            id: 1,
+            parent: 0,
+            name,
+            lane: 0,
+            has_arg: false,
+        }
+    }
+
+    fn chunk(first: u64, spans: u64) -> Chunk {
+        let mut chunk = Chunk::default();
+        for i in 0..spans {
+            chunk.push_span(span(1, first + i, 1 + i % 10), 1);
+        }
+        chunk
+    }
+
+    #[test]
+    fn the_budget_bounds_the_bytes_whatever_comes() {
+        let one = {
+            let mut c = chunk(0, 1000);
+            c.spans.shrink_to_fit();
+            c.totals.shrink_to_fit();
+            c.bytes()
+        };
+        let mut history = History::new(u64::MAX, 10 * one);
+        for i in 0..1000 {
+            history.push(chunk(i * 1000, 1000));
+            assert!(history.bytes() <= 10 * one, "{} bytes", history.bytes());
+        }
+        assert_eq!(history.chunks().len(), 10);
+        assert_eq!(history.evicted_records(), 990 * 1000);
+        // The first record held: the end of the first span of chunk 990.
+        assert_eq!(history.starts_at(), Some(990_001));
+        // The totals are those of what is held.
+        assert_eq!(history.totals()[&1].count, 10_000);
+        // 40 bytes a span, and a little for the chunk and its totals.
+        let per_span = history.bytes() as f64 / history.records() as f64;
+        assert!((40.0..41.0).contains(&per_span), "{per_span} bytes a span");
+    }
+
+    #[test]
+    fn the_age_bounds_the_time_kept() {
+        let mut history = History::new(5_000, usize::MAX);
+        for i in 0..100 {
+            history.push(chunk(i * 1000, 10));
+        }
+        let held = history.chunks();
+        assert_eq!(
+            held.back().unwrap().last - held.front().unwrap().last,
+            5_000
+        );
+    }
+
+    #[test]
+    fn distribution_and_ticks_over_the_history() {
+        let mut history = History::new(u64::MAX, usize::MAX);
+        let mut c = Chunk::default();
+        for d in 1..=100 {
+            c.push_span(span(7, d * 10, d), d / 2);
+        }
+        c.push_span(span(8, 0, 5), 5);
+        c.push_tick(TickRecord {
+            tick: 3,
+            start: 500,
+            end: 520,
+            overrun: false,
+        });
+        c.push_tick(TickRecord {
+            tick: 4,
+            start: 990,
+            end: 1_100,
+            overrun: true,
+        });
+        history.push(c);
+        let d = history.distribution(7);
+        assert_eq!(
+            (d.count, d.p50, d.p99, d.max, d.max_at),
+            (100, 50, 99, 100, 1_000)
+        );
+        assert_eq!(d.self_time, (1..=100u64).map(|d| d / 2).sum::<u64>());
+        assert_eq!(history.worst_tick().map(|t| t.tick), Some(4));
+        assert_eq!(history.tick_at(d.max_at).map(|t| t.tick), Some(4));
+        assert_eq!(history.tick_at(700), None);
+    }
+}
