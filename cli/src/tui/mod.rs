@@ -3,3 +3,4 @@
 //! relay, `--json`) reuses the model.
 
 pub mod view;
+pub mod widgets;

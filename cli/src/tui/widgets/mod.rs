@@ -1,0 +1,3 @@
+//! One widget per module, each drawn from borrowed data.
+
+pub mod timeline;

@@ -1,0 +1,435 @@
+//! The timeline: per lane (main first), the spans of a window of host time
+//! as bars at their depth, names inside where they fit, tick starts on a
+//! ruler with overrunning ticks in red, instants as markers, and spans
+//! still open drawn up to "now" in a warning style, so a live stall
+//! stands out.
+//!
+//! A span arrives when it ends, after its children, so its depth is not
+//! in the stream: it is worked out here, for the visible spans only, from
+//! their parent ids (a parent still open takes its place in the lane's
+//! open stack; one never seen makes a root). A span narrower than a cell
+//! is folded into a `·` mark.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::widgets::Widget;
+use typhon_live_core::OpenSpan;
+
+use crate::model::history::{Chunk, SpanRecord};
+
+/// Columns of the lane labels.
+const LABEL: u16 = 14;
+/// Rows one lane takes at most.
+const MAX_DEPTH_ROWS: usize = 6;
+/// Bar colours, picked by name id.
+const COLOURS: [Color; 6] = [
+    Color::Blue,
+    Color::Green,
+    Color::Cyan,
+    Color::Magenta,
+    Color::LightBlue,
+    Color::LightGreen,
+];
+
+/// A lane as the timeline draws it.
+pub struct TimelineLane<'a> {
+    /// Its slot.
+    pub id: u16,
+    /// Its label.
+    pub name: &'a str,
+    /// Spans open on it, outermost first.
+    pub open: &'a [OpenSpan],
+}
+
+/// The timeline of `[start, end)` of host time.
+pub struct Timeline<'a> {
+    /// Where the records are, oldest first.
+    pub chunks: &'a [Arc<Chunk>],
+    /// The lanes, in drawing order.
+    pub lanes: &'a [TimelineLane<'a>],
+    /// Span names by id.
+    pub names: &'a HashMap<u32, String>,
+    /// The window.
+    pub start: u64,
+    /// See `start`.
+    pub end: u64,
+    /// Host time now: open spans are drawn up to it.
+    pub now: u64,
+}
+
+/// A span placed on the timeline.
+struct Bar {
+    start: u64,
+    end: u64,
+    depth: usize,
+    name: u32,
+    open: bool,
+}
+
+impl Timeline<'_> {
+    /// Column of host time `t` within `plot` (may lie outside it).
+    fn column(&self, plot: Rect, t: u64) -> i64 {
+        let width = self.end.saturating_sub(self.start).max(1) as f64;
+        plot.x as i64 + ((t as f64 - self.start as f64) * plot.width as f64 / width).floor() as i64
+    }
+
+    /// The visible spans of `lane`, with their depths.
+    fn bars(&self, lane: &TimelineLane<'_>) -> Vec<Bar> {
+        let visible = |s: &SpanRecord| {
+            s.lane == lane.id
+                && s.start < self.end
+                && s.start.saturating_add(s.duration) >= self.start
+        };
+        let spans: Vec<&SpanRecord> = self
+            .chunks
+            .iter()
+            .filter(|c| c.last >= self.start && c.earliest_start < self.end)
+            .flat_map(|c| c.spans.iter())
+            .filter(|s| visible(s))
+            .collect();
+        let parents: HashMap<u32, u32> = spans.iter().map(|s| (s.id, s.parent)).collect();
+        let mut depths: HashMap<u32, usize> = HashMap::new();
+        let mut bars: Vec<Bar> = spans
+            .iter()
+            .map(|s| Bar {
+                start: s.start,
+                end: s.start.saturating_add(s.duration),
+                depth: depth_of(s.id, &parents, lane.open, &mut depths),
+                name: s.name,
+                open: false,
+            })
+            .collect();
+        for (depth, open) in lane.open.iter().enumerate() {
+            if open.start < self.end && self.now >= self.start {
+                bars.push(Bar {
+                    start: open.start,
+                    end: self.now.max(open.start),
+                    depth,
+                    name: open.name,
+                    open: true,
+                });
+            }
+        }
+        bars
+    }
+}
+
+/// The depth of span `id`: its parent's plus one, following `parents`
+/// (the visible spans) up to a root, a span still open (its place in the
+/// lane's open stack), or a parent never seen (then it is a root).
+fn depth_of(
+    id: u32,
+    parents: &HashMap<u32, u32>,
+    open: &[OpenSpan],
+    known: &mut HashMap<u32, usize>,
+) -> usize {
+    // Spans whose depth is not known yet, innermost first.
+    let mut chain = Vec::new();
+    let mut at = id;
+    // The depth of the span above the outermost of `chain`; -1: none.
+    let above: i64 = loop {
+        if let Some(&d) = known.get(&at) {
+            break d as i64;
+        }
+        match parents.get(&at) {
+            Some(0) => {
+                known.insert(at, 0);
+                break 0;
+            }
+            Some(&parent) if chain.len() < 64 => {
+                chain.push(at);
+                at = parent;
+            }
+            Some(_) => break -1,
+            None => {
+                break open
+                    .iter()
+                    .position(|o| o.id == at)
+                    .map_or(-1, |i| i as i64)
+            }
+        }
+    };
+    let mut depth = above;
+    for &span in chain.iter().rev() {
+        depth += 1;
+        known.insert(span, depth as usize);
+    }
+    known.get(&id).copied().unwrap_or(0)
+}
+
+impl Widget for &Timeline<'_> {
+    fn render(self, area: Rect, buf: &mut Buffer) {
+        if area.width <= LABEL + 2 || area.height < 2 {
+            return;
+        }
+        let plot = Rect {
+            x: area.x + LABEL,
+            y: area.y,
+            width: area.width - LABEL,
+            height: area.height,
+        };
+        self.render_ruler(plot, buf);
+        let mut y = area.y + 1;
+        let lanes_left = |y: u16| area.bottom().saturating_sub(y) as usize;
+        for (i, lane) in self.lanes.iter().enumerate() {
+            if y >= area.bottom() {
+                break;
+            }
+            let bars = self.bars(lane);
+            let deepest = bars.iter().map(|b| b.depth).max().unwrap_or(0);
+            // Rows for this lane: its depth, but leave one for each lane
+            // after it.
+            let rest = self.lanes.len() - i - 1;
+            let rows = (deepest + 1)
+                .min(MAX_DEPTH_ROWS)
+                .min(lanes_left(y).saturating_sub(rest).max(1));
+            buf.set_stringn(
+                area.x,
+                y,
+                lane.name,
+                (LABEL - 1) as usize,
+                Style::default().add_modifier(Modifier::BOLD),
+            );
+            for bar in bars.iter().filter(|b| b.depth < rows) {
+                self.render_bar(plot, y + bar.depth as u16, bar, buf);
+            }
+            self.render_instants(plot, y, lane.id, buf);
+            y += rows as u16;
+        }
+    }
+}
+
+impl Timeline<'_> {
+    /// Tick starts, numbered where there is room; overrunning ticks red.
+    fn render_ruler(&self, plot: Rect, buf: &mut Buffer) {
+        let ticks = self
+            .chunks
+            .iter()
+            .flat_map(|c| c.ticks.iter())
+            .filter(|t| t.end >= self.start && t.start < self.end);
+        let mut free_from = plot.x as i64;
+        for tick in ticks {
+            let (x0, x1) = (self.column(plot, tick.start), self.column(plot, tick.end));
+            let style = if tick.overrun {
+                Style::default().fg(Color::White).bg(Color::Red)
+            } else {
+                Style::default().fg(Color::DarkGray)
+            };
+            if tick.overrun {
+                for x in x0.max(plot.x as i64)..x1.min(plot.right() as i64) {
+                    buf[(x as u16, plot.y)].set_style(style);
+                }
+            }
+            if (plot.x as i64..plot.right() as i64).contains(&x0) {
+                buf[(x0 as u16, plot.y)].set_char('┃').set_style(style);
+                let label = format!("{}", tick.tick);
+                if x0 + 1 >= free_from && x0 + 1 + (label.len() as i64) < plot.right() as i64 {
+                    buf.set_string(x0 as u16 + 1, plot.y, &label, style);
+                    free_from = x0 + 2 + label.len() as i64;
+                }
+            }
+        }
+    }
+
+    fn render_bar(&self, plot: Rect, y: u16, bar: &Bar, buf: &mut Buffer) {
+        let x0 = self.column(plot, bar.start).max(plot.x as i64);
+        let x1 = self.column(plot, bar.end).min(plot.right() as i64);
+        let style = if bar.open {
+            Style::default()
+                .fg(Color::White)
+                .bg(Color::Red)
+                .add_modifier(Modifier::BOLD)
+        } else {
+            Style::default()
+                .fg(Color::Black)
+                .bg(COLOURS[bar.name as usize % COLOURS.len()])
+        };
+        if x1 <= x0 {
+            // Narrower than a cell: folded into a mark.
+            if (plot.x as i64..plot.right() as i64).contains(&x0) {
+                let cell = &mut buf[(x0 as u16, y)];
+                if cell.symbol() == " " {
+                    cell.set_char('·');
+                }
+            }
+            return;
+        }
+        for x in x0..x1 {
+            buf[(x as u16, y)].set_char(' ').set_style(style);
+        }
+        let name = self.names.get(&bar.name).map_or("", String::as_str);
+        let label = if bar.open {
+            format!("{name} (open)")
+        } else {
+            name.to_owned()
+        };
+        let room = (x1 - x0) as usize;
+        if room >= 2 {
+            buf.set_stringn(x0 as u16, y, &label, room, style);
+        }
+    }
+
+    fn render_instants(&self, plot: Rect, y: u16, lane: u16, buf: &mut Buffer) {
+        let instants = self
+            .chunks
+            .iter()
+            .filter(|c| c.last >= self.start && c.first < self.end)
+            .flat_map(|c| c.instants.iter())
+            .filter(|i| i.lane == lane && i.time >= self.start && i.time < self.end);
+        for instant in instants {
+            let x = self.column(plot, instant.time);
+            if (plot.x as i64..plot.right() as i64).contains(&x) {
+                buf[(x as u16, y)]
+                    .set_char('◆')
+                    .set_style(Style::default().fg(Color::Yellow));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::history::{InstantRecord, TickRecord};
+
+    fn span(id: u32, parent: u32, name: u32, start: u64, end: u64) -> SpanRecord {
+        SpanRecord {
+            start,
+            duration: end - start,
+            arg: 0,
+            id,
+            parent,
+            name,
+            lane: 0,
+            has_arg: false,
+        }
+    }
+
+    /// The symbols of each row of `buf`.
+    fn rows(buf: &Buffer) -> Vec<String> {
+        (0..buf.area.height)
+            .map(|y| {
+                (0..buf.area.width)
+                    .map(|x| buf[(x, y)].symbol().to_owned())
+                    .collect::<String>()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn spans_sit_at_their_depth_and_columns_and_an_open_one_runs_to_now() {
+        let mut chunk = Chunk::default();
+        // Children end first, as they arrive.
+        chunk.push_span(span(3, 2, 1, 100, 300), 200);
+        chunk.push_span(span(4, 2, 2, 400, 700), 300);
+        chunk.push_span(span(2, 0, 0, 0, 800), 300);
+        // Narrower than a cell: folded.
+        chunk.push_span(span(5, 0, 3, 900, 905), 5);
+        chunk.push_tick(TickRecord {
+            tick: 7,
+            start: 0,
+            end: 850,
+            overrun: true,
+        });
+        chunk.push_instant(InstantRecord {
+            time: 960,
+            payload: 0,
+            name: 3,
+            lane: 0,
+        });
+        let names: HashMap<u32, String> = [
+            (0, "outer"),
+            (1, "sense"),
+            (2, "control"),
+            (3, "x"),
+            (9, "stall"),
+        ]
+        .into_iter()
+        .map(|(id, n)| (id, n.to_owned()))
+        .collect();
+        let open = [OpenSpan {
+            id: 1,
+            name: 9,
+            start: 500,
+        }];
+        let lanes = [
+            TimelineLane {
+                id: 0,
+                name: "main",
+                open: &[],
+            },
+            TimelineLane {
+                id: 1,
+                name: "worker",
+                open: &open,
+            },
+        ];
+        let chunks = [Arc::new(chunk)];
+        let timeline = Timeline {
+            chunks: &chunks,
+            lanes: &lanes,
+            names: &names,
+            start: 0,
+            end: 1_000,
+            now: 1_000,
+        };
+        // 50 columns of plot: 20 host ticks a column.
+        let area = Rect::new(0, 0, LABEL + 50, 5);
+        let mut buf = Buffer::empty(area);
+        (&timeline).render(area, &mut buf);
+        let rows = rows(&buf);
+        let plot = |row: usize| rows[row][LABEL as usize..].to_owned();
+        assert_eq!(plot(0).trim_end(), "┃7");
+        assert!(rows[1].starts_with("main"));
+        // outer: 0..800 is columns 0..40; x folded at 45; the instant at 48.
+        assert_eq!(plot(1), format!("outer{}·  ◆ ", " ".repeat(40)));
+        // sense 100..300 (5..15), control 400..700 (20..35), one level down.
+        assert_eq!(
+            plot(2).trim_end(),
+            format!("     sense{}control", " ".repeat(10))
+        );
+        // The open span from 500 (column 25) to now.
+        assert!(rows[3].starts_with("worker"));
+        assert_eq!(
+            plot(3),
+            format!("{}stall (open){}", " ".repeat(25), " ".repeat(13))
+        );
+        // Styles: the overrunning tick is red on the ruler, the open span
+        // red, a closed span coloured by name.
+        assert_eq!(buf[(LABEL + 10, 0)].bg, Color::Red);
+        assert_eq!(buf[(LABEL + 30, 3)].bg, Color::Red);
+        assert_eq!(buf[(LABEL + 10, 1)].bg, COLOURS[0]);
+        assert_eq!(buf[(LABEL + 6, 2)].bg, COLOURS[1]);
+    }
+
+    #[test]
+    fn depth_follows_parents_open_spans_and_orphans() {
+        let parents: HashMap<u32, u32> = [(10, 0), (11, 10), (12, 11), (20, 99), (30, 5)]
+            .into_iter()
+            .collect();
+        let open = [
+            OpenSpan {
+                id: 4,
+                name: 0,
+                start: 0,
+            },
+            OpenSpan {
+                id: 5,
+                name: 0,
+                start: 0,
+            },
+        ];
+        let mut known = HashMap::new();
+        assert_eq!(depth_of(12, &parents, &open, &mut known), 2);
+        assert_eq!(depth_of(11, &parents, &open, &mut known), 1);
+        assert_eq!(depth_of(10, &parents, &open, &mut known), 0);
+        // Parent 99 never seen: a root.
+        assert_eq!(depth_of(20, &parents, &open, &mut known), 0);
+        // Parent 5 is open, second in the stack: depth 2.
+        assert_eq!(depth_of(30, &parents, &open, &mut known), 2);
+    }
+}
