@@ -8,3 +8,6 @@ pub mod error;
 pub mod model;
 pub mod source;
 pub mod tui;
+
+#[cfg(test)]
+mod testing;

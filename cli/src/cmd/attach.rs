@@ -3,7 +3,7 @@
 use std::io::{IsTerminal, Write};
 use std::time::{Duration, Instant};
 
-use ratatui::crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
+use ratatui::crossterm::event::{self, Event};
 use ratatui::DefaultTerminal;
 use typhon_live_core::{DecodeError, Frame};
 
@@ -11,15 +11,21 @@ use typhon_live_cli::error::CliError;
 use typhon_live_cli::model::history::DEFAULT_HISTORY_BYTES;
 use typhon_live_cli::model::{Connection, Model};
 use typhon_live_cli::source::live::{self, Backoff, Consumer, End, Flow};
-use typhon_live_cli::tui::view;
+use typhon_live_cli::tui::keymap::{self, KEYS};
+use typhon_live_cli::tui::ui_state::{Scene, UiState};
+use typhon_live_cli::tui::view::{self, TimelineView};
+use typhon_live_cli::tui::widgets::timeline::{Timeline, TimelineLane};
 
 /// How often the view is redrawn.
 const REFRESH: Duration = Duration::from_millis(250);
 
 /// Where the view goes.
 enum Output {
-    /// Full-screen terminal UI.
-    Terminal(DefaultTerminal),
+    /// Full-screen terminal UI, and what the keys made of it.
+    Terminal {
+        terminal: DefaultTerminal,
+        ui: UiState,
+    },
     /// One line a second, text or JSON.
     Lines { json: bool, last: Option<Instant> },
 }
@@ -28,7 +34,10 @@ impl Output {
     fn new(json: bool) -> Result<Output, CliError> {
         if !json && std::io::stdout().is_terminal() {
             let terminal = ratatui::try_init().map_err(|e| CliError::Terminal(e.to_string()))?;
-            Ok(Output::Terminal(terminal))
+            Ok(Output::Terminal {
+                terminal,
+                ui: UiState::default(),
+            })
         } else {
             Ok(Output::Lines { json, last: None })
         }
@@ -36,9 +45,36 @@ impl Output {
 
     fn show(&mut self, model: &mut Model, force: bool) {
         match self {
-            Output::Terminal(terminal) => {
+            Output::Terminal { terminal, ui } => {
                 let summary = model.summary(Instant::now());
-                let _ = terminal.draw(|frame| view::draw(frame, &summary));
+                let inputs = model.timeline_inputs(Instant::now());
+                let scene = Scene {
+                    chunks: &inputs.chunks,
+                    now: inputs.now,
+                    ticks_per_second: inputs.ticks_per_second,
+                };
+                let (start, end, chunks) = ui.window(&scene);
+                let lanes: Vec<TimelineLane<'_>> = inputs
+                    .lanes
+                    .iter()
+                    .map(|(id, name, open)| TimelineLane {
+                        id: *id,
+                        name,
+                        open,
+                    })
+                    .collect();
+                let timeline = TimelineView {
+                    timeline: Timeline {
+                        chunks,
+                        lanes: &lanes,
+                        names: model.names(),
+                        start,
+                        end,
+                        now: inputs.now,
+                    },
+                    status: ui.status(&scene),
+                };
+                let _ = terminal.draw(|frame| view::draw(frame, &summary, Some(&timeline)));
             }
             Output::Lines { json, last } => {
                 if !force && last.is_some_and(|t| t.elapsed() < Duration::from_secs(1)) {
@@ -58,27 +94,40 @@ impl Output {
         }
     }
 
-    /// Whether the user asked to quit (q, Esc or Ctrl-C in the terminal UI).
-    fn quit_requested(&self) -> bool {
-        if !matches!(self, Output::Terminal(_)) {
-            return false;
-        }
+    /// Reads the keys pressed since the last call and does what they ask
+    /// (see `tui::keymap`); whether one asked to quit, and whether any
+    /// changed the view.
+    fn keys(&mut self, model: &Model) -> (bool, bool) {
+        let Output::Terminal { ui, .. } = self else {
+            return (false, false);
+        };
+        let (mut quit, mut changed) = (false, false);
         while event::poll(Duration::ZERO).unwrap_or(false) {
-            if let Ok(Event::Key(key)) = event::read() {
-                let ctrl_c =
-                    key.code == KeyCode::Char('c') && key.modifiers.contains(KeyModifiers::CONTROL);
-                if key.kind == KeyEventKind::Press
-                    && (matches!(key.code, KeyCode::Char('q') | KeyCode::Esc) || ctrl_c)
-                {
-                    return true;
-                }
-            }
+            let Ok(Event::Key(key)) = event::read() else {
+                continue;
+            };
+            let Some(action) = keymap::lookup(KEYS, &key) else {
+                continue;
+            };
+            let inputs = model.timeline_inputs(Instant::now());
+            let scene = Scene {
+                chunks: &inputs.chunks,
+                now: inputs.now,
+                ticks_per_second: inputs.ticks_per_second,
+            };
+            quit |= ui.apply(action, &scene);
+            changed = true;
         }
-        false
+        (quit, changed)
+    }
+
+    /// Whether the user asked to quit; other keys act as usual.
+    fn quit_requested(&mut self, model: &Model) -> bool {
+        self.keys(model).0
     }
 
     fn finish(self) {
-        if let Output::Terminal(_) = self {
+        if let Output::Terminal { .. } = self {
             ratatui::restore();
         }
     }
@@ -113,11 +162,13 @@ impl Consumer for Viewer {
     }
 
     fn tick(&mut self) -> Flow {
-        if self.output.quit_requested() || self.deadline.is_some_and(|d| Instant::now() >= d) {
+        let (quit, changed) = self.output.keys(&self.model);
+        if quit || self.deadline.is_some_and(|d| Instant::now() >= d) {
             self.quit = true;
             return Flow::Stop;
         }
-        if self.last_draw.elapsed() >= REFRESH {
+        // A key redraws at once; otherwise at most every REFRESH.
+        if changed || self.last_draw.elapsed() >= REFRESH {
             self.last_draw = Instant::now();
             self.output.show(&mut self.model, false);
         }
@@ -180,7 +231,9 @@ fn watch(addr: &str, viewer: &mut Viewer) -> Result<(), CliError> {
                     retry_in_ms: wait.as_millis() as u64,
                 };
                 viewer.output.show(&mut viewer.model, true);
-                if !live::pause(wait, deadline, || !viewer.output.quit_requested()) {
+                if !live::pause(wait, deadline, || {
+                    !viewer.output.quit_requested(&viewer.model)
+                }) {
                     return Ok(());
                 }
                 let state = |attempt| Connection::Reconnecting {
@@ -222,6 +275,6 @@ fn connect(
             viewer.model.connection = state(attempt);
             viewer.output.show(&mut viewer.model, true);
         }
-        !viewer.output.quit_requested()
+        !viewer.output.quit_requested(&viewer.model)
     })
 }

@@ -87,7 +87,7 @@ impl TickRecord {
 }
 
 /// A stretch of the stream.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct Chunk {
     /// Host time of its first and last record.
     pub first: u64,

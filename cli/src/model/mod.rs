@@ -4,6 +4,8 @@
 pub mod history;
 pub mod stats;
 
+use std::sync::Arc;
+
 use history::{Chunk, GaugeRecord, History, InstantRecord, SpanRecord, TickRecord};
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
@@ -273,6 +275,38 @@ impl Model {
     /// What the model keeps of the stream.
     pub fn history(&self) -> &History {
         &self.history
+    }
+
+    /// Names by id.
+    pub fn names(&self) -> &HashMap<u32, String> {
+        &self.names
+    }
+
+    /// What the timeline draws from, as of `now`: the history's chunks
+    /// and a copy of the one being filled, the lanes (main first, then
+    /// workers and pools, then the rest) with their open spans, the host
+    /// clock.
+    pub fn timeline_inputs(&self, now: Instant) -> TimelineInputs {
+        let mut chunks: Vec<Arc<Chunk>> = self.history.chunks().iter().cloned().collect();
+        if self.chunk.records() > 0 {
+            chunks.push(Arc::new(self.chunk.clone()));
+        }
+        let order = |kind: Option<LaneKind>| match kind {
+            Some(LaneKind::Main) => 0,
+            Some(LaneKind::Worker | LaneKind::Pool) => 1,
+            _ => 2,
+        };
+        let mut lanes: Vec<_> = self.lanes.iter().collect();
+        lanes.sort_by_key(|(&id, lane)| (order(lane.kind), id));
+        TimelineInputs {
+            chunks,
+            lanes: lanes
+                .into_iter()
+                .map(|(&id, lane)| (id, self.name(lane.name), lane.open.clone()))
+                .collect(),
+            now: self.host_time(now),
+            ticks_per_second: self.ticks_per_second,
+        }
     }
 
     /// Host ticks in `seconds`, at the session's clock rate.
@@ -997,6 +1031,18 @@ pub struct Summary {
     pub span_stats: Vec<SpanStats>,
 }
 
+/// What the timeline draws from (see [`Model::timeline_inputs`]).
+pub struct TimelineInputs {
+    /// Chunks, oldest first.
+    pub chunks: Vec<Arc<Chunk>>,
+    /// Lanes in drawing order: id, name, open spans outermost first.
+    pub lanes: Vec<(u16, String, Vec<OpenSpan>)>,
+    /// Host time now.
+    pub now: u64,
+    /// Host ticks per second.
+    pub ticks_per_second: u64,
+}
+
 /// What the viewer keeps of the stream, as `--json` reports it.
 #[derive(Clone, Debug, Serialize)]
 pub struct HistorySummary {
@@ -1090,9 +1136,10 @@ impl Summary {
 #[cfg(test)]
 mod tests {
     use typhon_live_core::init::write_init;
-    use typhon_live_core::{Decoder, Metadata, NameTable};
+    use typhon_live_core::{Metadata, NameTable};
 
     use super::*;
+    use crate::testing::{feed, nested_stream};
 
     fn init(session_id: u64) -> Vec<u8> {
         let names: NameTable<4, 64> = NameTable::new();
@@ -1105,18 +1152,6 @@ mod tests {
         let n = write_init(&mut out, 0, &meta, &names, std::iter::empty()).unwrap();
         out.truncate(n);
         out
-    }
-
-    fn feed(model: &mut Model, mut bytes: &[u8]) {
-        let mut buf = vec![0u8; 4096];
-        let mut decoder = Decoder::new(&mut buf);
-        while !bytes.is_empty() {
-            let n = decoder.feed(bytes);
-            bytes = &bytes[n..];
-            while let Some(frame) = decoder.next().unwrap() {
-                model.on_frame(&frame).unwrap();
-            }
-        }
     }
 
     #[test]
@@ -1167,51 +1202,10 @@ mod tests {
         assert_eq!(model.restarts, 1);
     }
 
-    /// 100 ticks of an outer span holding two inner ones (100 and 200
-    /// µs), from the core's exporter.
-    fn nested_stream() -> Vec<u8> {
-        use typhon_live_core::{Exporter, LaneKind, Lanes};
-        let lanes = Lanes::<2, 1024>::new();
-        let mut names: NameTable<8, 128> = NameTable::new();
-        let lane = lanes
-            .claim(names.intern("Main").unwrap(), LaneKind::Main)
-            .unwrap();
-        let (outer, inner) = (
-            names.intern("outer").unwrap(),
-            names.intern("inner").unwrap(),
-        );
-        let mut scratch = vec![0u8; 1 << 16];
-        let meta = Metadata {
-            ticks_per_second: 1_000_000,
-            session_id: 9,
-            ..Metadata::default()
-        };
-        let mut exporter: Exporter<'_, 2> = Exporter::new(meta, &mut scratch);
-        exporter.attach().unwrap();
-        let mut out = vec![0u8; exporter.min_block_buffer()];
-        let mut stream = Vec::new();
-        for t in 0..100u64 {
-            let at = 1_000 + t * 1_000;
-            lane.tick_start(t, at);
-            let o = lane.begin(outer, at);
-            let a = lane.begin(inner, at + 100);
-            lane.end(a, at + 200, None);
-            let b = lane.begin(inner, at + 300);
-            lane.end(b, at + 500, Some(t));
-            lane.end(o, at + 900, None);
-            lane.tick_end(t, at + 950, t == 42);
-            exporter.request_drain();
-            while let Some(frame) = exporter.poll(at + 999, &lanes, &names, &mut out).unwrap() {
-                stream.extend_from_slice(&out[..frame.len]);
-            }
-        }
-        stream
-    }
-
     #[test]
     fn the_history_keeps_every_span_and_knows_self_times() {
         let mut model = Model::default();
-        feed(&mut model, &nested_stream());
+        feed(&mut model, &nested_stream(0..100));
         model.close_chunk();
         let stats = model.span_stats();
         let names: Vec<&str> = stats.iter().map(|s| s.name.as_str()).collect();

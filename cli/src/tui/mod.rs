@@ -2,5 +2,8 @@
 //! in `model/` imports ratatui, so a consumer without a terminal (the
 //! relay, `--json`) reuses the model.
 
+pub mod action;
+pub mod keymap;
+pub mod ui_state;
 pub mod view;
 pub mod widgets;

@@ -9,6 +9,16 @@ use ratatui::widgets::{Block, Borders, Paragraph, Row, Sparkline, Table};
 use ratatui::Frame;
 
 use crate::model::{Connection, Summary};
+use crate::tui::keymap::{help, KEYS};
+use crate::tui::widgets::timeline::Timeline;
+
+/// The timeline part of the view: the widget, and what the window shows.
+pub struct TimelineView<'a> {
+    /// The widget.
+    pub timeline: Timeline<'a>,
+    /// Live or paused, and the window's length.
+    pub status: String,
+}
 
 fn ms(v: Option<f64>) -> String {
     v.map_or_else(|| "-".into(), |v| format!("{v:.2} ms"))
@@ -23,21 +33,31 @@ fn human(v: f64) -> String {
     }
 }
 
-/// Draws the whole view.
-pub fn draw(frame: &mut Frame<'_>, s: &Summary) {
+/// Draws the whole view: the header, the timeline if given, the panels
+/// of the summary.
+pub fn draw(frame: &mut Frame<'_>, s: &Summary, timeline: Option<&TimelineView<'_>>) {
     let rows = Layout::default()
         .direction(Direction::Vertical)
         .constraints([
             Constraint::Length(3),
+            Constraint::Percentage(if timeline.is_some() { 45 } else { 0 }),
             Constraint::Min(8),
-            Constraint::Length(8),
+            Constraint::Length(if timeline.is_some() { 7 } else { 8 }),
         ])
         .split(frame.area());
     draw_header(frame, rows[0], s);
+    if let Some(view) = timeline {
+        let block = Block::default()
+            .borders(Borders::ALL)
+            .title(format!(" timeline: {} ", view.status));
+        let inner = block.inner(rows[1]);
+        frame.render_widget(block, rows[1]);
+        frame.render_widget(&view.timeline, inner);
+    }
     let middle = Layout::default()
         .direction(Direction::Horizontal)
         .constraints([Constraint::Percentage(40), Constraint::Percentage(60)])
-        .split(rows[1]);
+        .split(rows[2]);
     let left = Layout::default()
         .direction(Direction::Vertical)
         .constraints([Constraint::Min(4), Constraint::Length(9)])
@@ -50,7 +70,7 @@ pub fn draw(frame: &mut Frame<'_>, s: &Summary) {
         .split(middle[1]);
     draw_top_spans(frame, right[0], s);
     draw_open_spans(frame, right[1], s);
-    draw_gauges(frame, rows[2], s);
+    draw_gauges(frame, rows[3], s);
 }
 
 fn draw_header(frame: &mut Frame<'_>, area: Rect, s: &Summary) {
@@ -97,7 +117,7 @@ fn draw_header(frame: &mut Frame<'_>, area: Rect, s: &Summary) {
             Style::default().fg(Color::Magenta),
         ));
     }
-    let help = Line::from(" q quits");
+    let help = Line::from(format!(" {}", help(KEYS)));
     frame.render_widget(
         Paragraph::new(vec![Line::from(line), help])
             .block(Block::default().borders(Borders::BOTTOM)),
@@ -408,7 +428,9 @@ mod tests {
         }
         let summary = model.summary(Instant::now());
         let mut terminal = Terminal::new(TestBackend::new(120, 32)).unwrap();
-        terminal.draw(|frame| super::draw(frame, &summary)).unwrap();
+        terminal
+            .draw(|frame| super::draw(frame, &summary, None))
+            .unwrap();
         let screen: String = terminal
             .backend()
             .buffer()

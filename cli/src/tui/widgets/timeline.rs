@@ -204,14 +204,14 @@ impl Widget for &Timeline<'_> {
 }
 
 impl Timeline<'_> {
-    /// Tick starts, numbered where there is room; overrunning ticks red.
+    /// Tick starts, numbered where the number fits inside its tick;
+    /// overrunning ticks red.
     fn render_ruler(&self, plot: Rect, buf: &mut Buffer) {
         let ticks = self
             .chunks
             .iter()
             .flat_map(|c| c.ticks.iter())
             .filter(|t| t.end >= self.start && t.start < self.end);
-        let mut free_from = plot.x as i64;
         for tick in ticks {
             let (x0, x1) = (self.column(plot, tick.start), self.column(plot, tick.end));
             let style = if tick.overrun {
@@ -227,9 +227,9 @@ impl Timeline<'_> {
             if (plot.x as i64..plot.right() as i64).contains(&x0) {
                 buf[(x0 as u16, plot.y)].set_char('┃').set_style(style);
                 let label = format!("{}", tick.tick);
-                if x0 + 1 >= free_from && x0 + 1 + (label.len() as i64) < plot.right() as i64 {
+                let room = (x1.min(plot.right() as i64) - x0 - 1).max(0) as usize;
+                if label.len() < room {
                     buf.set_string(x0 as u16 + 1, plot.y, &label, style);
-                    free_from = x0 + 2 + label.len() as i64;
                 }
             }
         }
@@ -282,7 +282,10 @@ impl Timeline<'_> {
             .filter(|i| i.lane == lane && i.time >= self.start && i.time < self.end);
         for instant in instants {
             let x = self.column(plot, instant.time);
-            if (plot.x as i64..plot.right() as i64).contains(&x) {
+            // On blank cells only: a span's name stays readable.
+            if (plot.x as i64..plot.right() as i64).contains(&x)
+                && buf[(x as u16, y)].symbol() == " "
+            {
                 buf[(x as u16, y)]
                     .set_char('◆')
                     .set_style(Style::default().fg(Color::Yellow));

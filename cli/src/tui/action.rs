@@ -1,0 +1,28 @@
+//! What a key asks of the view.
+
+/// A user's request, from a key (see [`super::keymap`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Action {
+    /// Leave.
+    Quit,
+    /// Stop the picture (the stream is still read), or follow it again.
+    TogglePause,
+    /// The window one tick back or forward (pauses).
+    StepBack,
+    /// See `StepBack`.
+    StepForward,
+    /// The window one window back or forward (pauses).
+    PageBack,
+    /// See `PageBack`.
+    PageForward,
+    /// The oldest part of the history (pauses).
+    Oldest,
+    /// Follow the live edge again.
+    Live,
+    /// The worst (longest) tick in the history (pauses).
+    WorstTick,
+    /// Half or twice the time across the window.
+    ZoomIn,
+    /// See `ZoomIn`.
+    ZoomOut,
+}
