@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
-use crate::cmd::{attach, convert, demo, inspect, record};
+use crate::cmd::{attach, convert, demo, inspect, record, view};
 use typhon_live_cli::error::CliError;
 use typhon_live_cli::source::file;
 
@@ -54,6 +54,14 @@ enum Command {
         /// Stop after this many seconds.
         #[arg(long, value_parser = seconds)]
         duration: Option<Duration>,
+    },
+    /// Open a trace file in the live view's screen, paused at its end.
+    View {
+        /// The trace file.
+        file: PathBuf,
+        /// One JSON summary of the file instead of the screen.
+        #[arg(long)]
+        json: bool,
     },
     /// Describe a trace file: header, metadata, counts, lanes, damage.
     Inspect {
@@ -117,6 +125,7 @@ fn run(cli: Cli) -> Result<(), CliError> {
             output,
             duration,
         } => record::run(&addr, &output, duration),
+        Command::View { file, json } => view::run(&file, json),
         Command::Inspect { file } => {
             let (report, was_damaged) = inspect::report(&file)?;
             print!("{report}");

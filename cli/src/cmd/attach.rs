@@ -3,29 +3,21 @@
 use std::io::{IsTerminal, Write};
 use std::time::{Duration, Instant};
 
-use ratatui::crossterm::event::{self, Event};
-use ratatui::DefaultTerminal;
 use typhon_live_core::{DecodeError, Frame};
 
 use typhon_live_cli::error::CliError;
 use typhon_live_cli::model::history::DEFAULT_HISTORY_BYTES;
 use typhon_live_cli::model::{Connection, Model};
 use typhon_live_cli::source::live::{self, Backoff, Consumer, End, Flow};
-use typhon_live_cli::tui::keymap::{self, KEYS};
-use typhon_live_cli::tui::ui_state::{Scene, UiState};
-use typhon_live_cli::tui::view::{self, TimelineView};
-use typhon_live_cli::tui::widgets::timeline::{Timeline, TimelineLane};
+use typhon_live_cli::tui::app::Screen;
 
 /// How often the view is redrawn.
 const REFRESH: Duration = Duration::from_millis(250);
 
 /// Where the view goes.
 enum Output {
-    /// Full-screen terminal UI, and what the keys made of it.
-    Terminal {
-        terminal: DefaultTerminal,
-        ui: UiState,
-    },
+    /// Full-screen terminal UI.
+    Terminal(Screen),
     /// One line a second, text or JSON.
     Lines { json: bool, last: Option<Instant> },
 }
@@ -33,11 +25,7 @@ enum Output {
 impl Output {
     fn new(json: bool) -> Result<Output, CliError> {
         if !json && std::io::stdout().is_terminal() {
-            let terminal = ratatui::try_init().map_err(|e| CliError::Terminal(e.to_string()))?;
-            Ok(Output::Terminal {
-                terminal,
-                ui: UiState::default(),
-            })
+            Ok(Output::Terminal(Screen::open()?))
         } else {
             Ok(Output::Lines { json, last: None })
         }
@@ -45,37 +33,7 @@ impl Output {
 
     fn show(&mut self, model: &mut Model, force: bool) {
         match self {
-            Output::Terminal { terminal, ui } => {
-                let summary = model.summary(Instant::now());
-                let inputs = model.timeline_inputs(Instant::now());
-                let scene = Scene {
-                    chunks: &inputs.chunks,
-                    now: inputs.now,
-                    ticks_per_second: inputs.ticks_per_second,
-                };
-                let (start, end, chunks) = ui.window(&scene);
-                let lanes: Vec<TimelineLane<'_>> = inputs
-                    .lanes
-                    .iter()
-                    .map(|(id, name, open)| TimelineLane {
-                        id: *id,
-                        name,
-                        open,
-                    })
-                    .collect();
-                let timeline = TimelineView {
-                    timeline: Timeline {
-                        chunks,
-                        lanes: &lanes,
-                        names: model.names(),
-                        start,
-                        end,
-                        now: inputs.now,
-                    },
-                    status: ui.status(&scene),
-                };
-                let _ = terminal.draw(|frame| view::draw(frame, &summary, Some(&timeline)));
-            }
+            Output::Terminal(screen) => screen.draw(model, Instant::now()),
             Output::Lines { json, last } => {
                 if !force && last.is_some_and(|t| t.elapsed() < Duration::from_secs(1)) {
                     return;
@@ -94,31 +52,13 @@ impl Output {
         }
     }
 
-    /// Reads the keys pressed since the last call and does what they ask
-    /// (see `tui::keymap`); whether one asked to quit, and whether any
-    /// changed the view.
+    /// The keys pressed since the last call, done (see `tui::keymap`):
+    /// whether one asked to quit, and whether any changed the view.
     fn keys(&mut self, model: &Model) -> (bool, bool) {
-        let Output::Terminal { ui, .. } = self else {
-            return (false, false);
-        };
-        let (mut quit, mut changed) = (false, false);
-        while event::poll(Duration::ZERO).unwrap_or(false) {
-            let Ok(Event::Key(key)) = event::read() else {
-                continue;
-            };
-            let Some(action) = keymap::lookup(KEYS, &key) else {
-                continue;
-            };
-            let inputs = model.timeline_inputs(Instant::now());
-            let scene = Scene {
-                chunks: &inputs.chunks,
-                now: inputs.now,
-                ticks_per_second: inputs.ticks_per_second,
-            };
-            quit |= ui.apply(action, &scene);
-            changed = true;
+        match self {
+            Output::Terminal(screen) => screen.keys(model, Duration::ZERO),
+            Output::Lines { .. } => (false, false),
         }
-        (quit, changed)
     }
 
     /// Whether the user asked to quit; other keys act as usual.
@@ -127,8 +67,8 @@ impl Output {
     }
 
     fn finish(self) {
-        if let Output::Terminal { .. } = self {
-            ratatui::restore();
+        if let Output::Terminal(screen) = self {
+            screen.close();
         }
     }
 }

@@ -5,3 +5,4 @@ pub mod convert;
 pub mod demo;
 pub mod inspect;
 pub mod record;
+pub mod view;

@@ -93,6 +93,11 @@ pub enum Connection {
         /// Why.
         reason: String,
     },
+    /// Read from a trace file.
+    File {
+        /// The file.
+        path: String,
+    },
 }
 
 /// What the viewer refused to keep because a cap was reached.
@@ -156,6 +161,9 @@ pub struct Model {
     names: HashMap<u32, String>,
     name_bytes: usize,
     lanes: BTreeMap<u16, Lane>,
+    /// Every lane this session has described, and its latest name and
+    /// kind: the timeline draws a lane's past after it was released.
+    known_lanes: BTreeMap<u16, (u32, Option<LaneKind>)>,
     /// An Init arrived in this session (frames before it, after a damaged
     /// or missed Init, are read with names shown as ids).
     init_seen: bool,
@@ -224,6 +232,7 @@ impl Default for Model {
             names: HashMap::new(),
             name_bytes: 0,
             lanes: BTreeMap::new(),
+            known_lanes: BTreeMap::new(),
             init_seen: false,
             refused: Refused::default(),
             reconnects: 0,
@@ -296,13 +305,26 @@ impl Model {
             Some(LaneKind::Worker | LaneKind::Pool) => 1,
             _ => 2,
         };
-        let mut lanes: Vec<_> = self.lanes.iter().collect();
-        lanes.sort_by_key(|(&id, lane)| (order(lane.kind), id));
+        // Lanes described by an Init or Definitions, released or not,
+        // and lanes only seen in a Catch-up.
+        let mut lanes: BTreeMap<u16, (u32, Option<LaneKind>)> = self.known_lanes.clone();
+        for (&id, lane) in &self.lanes {
+            lanes.entry(id).or_insert((lane.name, lane.kind));
+        }
+        let mut lanes: Vec<_> = lanes.into_iter().collect();
+        lanes.sort_by_key(|&(id, (_, kind))| (order(kind), id));
         TimelineInputs {
             chunks,
             lanes: lanes
                 .into_iter()
-                .map(|(&id, lane)| (id, self.name(lane.name), lane.open.clone()))
+                .map(|(id, (name, _))| {
+                    let open = self
+                        .lanes
+                        .get(&id)
+                        .map(|l| l.open.clone())
+                        .unwrap_or_default();
+                    (id, self.name(name), open)
+                })
                 .collect(),
             now: self.host_time(now),
             ticks_per_second: self.ticks_per_second,
@@ -599,6 +621,14 @@ impl Model {
         self.history.push(std::mem::take(&mut self.chunk));
     }
 
+    /// The stream is over (a file read to its end): what was being
+    /// collected goes into the history.
+    pub fn flush_history(&mut self) {
+        if self.chunk.records() > 0 {
+            self.close_chunk();
+        }
+    }
+
     /// The host clock now, extrapolated from the last time seen while the
     /// session is live.
     fn host_time(&self, now: Instant) -> u64 {
@@ -635,6 +665,10 @@ impl Model {
             row.name = info.name;
             row.kind = Some(info.kind);
             current.insert(info.id, row);
+            // Bounded like `lanes`: slot ids are u16s and a slot keeps one
+            // entry.
+            self.known_lanes
+                .insert(info.id, (info.name, Some(info.kind)));
         }
         self.lanes = current;
     }
@@ -1094,6 +1128,7 @@ impl Summary {
                 )
             }
             Connection::Ended { reason } => format!("ended: {reason}"),
+            Connection::File { path } => format!("file {path}"),
         };
         let ms = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.2}"));
         format!(

@@ -3,6 +3,7 @@
 //! relay, `--json`) reuses the model.
 
 pub mod action;
+pub mod app;
 pub mod keymap;
 pub mod ui_state;
 pub mod view;

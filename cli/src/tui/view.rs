@@ -94,6 +94,7 @@ fn draw_header(frame: &mut Frame<'_>, area: Rect, s: &Summary) {
             Color::Yellow,
         ),
         Connection::Ended { reason } => (format!("ended: {reason}"), Color::Red),
+        Connection::File { path } => (format!("file {path}"), Color::Cyan),
     };
     let mut line = vec![
         Span::styled(

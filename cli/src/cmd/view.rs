@@ -1,0 +1,94 @@
+//! `typhon-live view FILE`: a recorded trace in the live view's screen,
+//! paused at its end, to scroll back through, step tick by tick, and find
+//! the worst tick in. The record → view path is how a run is looked at
+//! after the fact.
+
+use std::io::{IsTerminal, Write};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use typhon_live_cli::error::CliError;
+use typhon_live_cli::model::{Connection, Model};
+use typhon_live_cli::source::file;
+use typhon_live_cli::tui::action::Action;
+use typhon_live_cli::tui::app::Screen;
+use typhon_live_cli::tui::ui_state::Scene;
+
+/// The history a file may fill: the whole file when it fits, its last
+/// part when not (the view says which).
+pub const VIEW_HISTORY_BYTES: usize = 2 << 30;
+
+/// Reads `path` into a model and shows it: the screen on a terminal, else
+/// one summary (`--json`: as JSON).
+pub fn run(path: &Path, json: bool) -> Result<(), CliError> {
+    let mut model = load(path)?;
+    if json || !std::io::stdout().is_terminal() {
+        let summary = model.summary(Instant::now());
+        let line = if json {
+            serde_json::to_string(&summary).unwrap_or_default()
+        } else {
+            summary.line()
+        };
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "{line}");
+        return Ok(());
+    }
+    let mut screen = Screen::open()?;
+    // Paused at the end of the file.
+    let inputs = model.timeline_inputs(Instant::now());
+    screen.ui.apply(
+        Action::TogglePause,
+        &Scene {
+            chunks: &inputs.chunks,
+            now: inputs.now,
+            ticks_per_second: inputs.ticks_per_second,
+        },
+    );
+    loop {
+        screen.draw(&mut model, Instant::now());
+        let (quit, _) = screen.keys(&model, Duration::from_millis(250));
+        if quit {
+            break;
+        }
+    }
+    screen.close();
+    Ok(())
+}
+
+/// The model of the whole file (as much as [`VIEW_HISTORY_BYTES`] holds),
+/// with a notice saying what it holds and where the file is damaged.
+fn load(path: &Path) -> Result<Model, CliError> {
+    let bytes = file::read(path)?;
+    let mut model = Model::with_history(f64::INFINITY, VIEW_HISTORY_BYTES);
+    let damage = file::frames(&bytes, |frame| model.on_frame(frame));
+    model.flush_history();
+    // After the frames: a Shutdown in the file says "ended".
+    model.connection = Connection::File {
+        path: path.display().to_string(),
+    };
+    let history = model.history();
+    let held = format!(
+        "{} records, {:.1} MiB",
+        history.records(),
+        history.bytes() as f64 / (1 << 20) as f64
+    );
+    let mut notice = if history.evicted_records() > 0 {
+        format!(
+            "the file is larger than the view's {} GiB: its last part is shown ({held}; {} earlier records left out)",
+            VIEW_HISTORY_BYTES >> 30,
+            history.evicted_records()
+        )
+    } else {
+        format!("the whole file is shown ({held})")
+    };
+    if let Some(first) = damage.first() {
+        notice.push_str(&format!(
+            "; damaged in {} places, the first at byte {}: {}",
+            damage.len(),
+            first.offset,
+            first.error
+        ));
+    }
+    model.notice = Some(notice);
+    Ok(model)
+}

@@ -1,0 +1,100 @@
+//! The terminal screen both `attach` and `view FILE` drive: it draws the
+//! model (the timeline as [`UiState`] says, and the summary panels) and
+//! turns keys into actions on the view state. Drawing reads the model; the
+//! only state keys change is the view's.
+
+use std::time::{Duration, Instant};
+
+use ratatui::crossterm::event::{self, Event};
+use ratatui::DefaultTerminal;
+
+use crate::error::CliError;
+use crate::model::Model;
+use crate::tui::keymap::{self, KEYS};
+use crate::tui::ui_state::{Scene, UiState};
+use crate::tui::view::{self, TimelineView};
+use crate::tui::widgets::timeline::{Timeline, TimelineLane};
+
+/// The full-screen terminal UI.
+pub struct Screen {
+    terminal: DefaultTerminal,
+    /// Live or paused, and the window.
+    pub ui: UiState,
+}
+
+impl Screen {
+    /// Takes over the terminal (raw mode, alternate screen).
+    pub fn open() -> Result<Screen, CliError> {
+        let terminal = ratatui::try_init().map_err(|e| CliError::Terminal(e.to_string()))?;
+        Ok(Screen {
+            terminal,
+            ui: UiState::default(),
+        })
+    }
+
+    /// Draws `model` as of `now`.
+    pub fn draw(&mut self, model: &mut Model, now: Instant) {
+        let summary = model.summary(now);
+        let inputs = model.timeline_inputs(now);
+        let scene = Scene {
+            chunks: &inputs.chunks,
+            now: inputs.now,
+            ticks_per_second: inputs.ticks_per_second,
+        };
+        let (start, end, chunks) = self.ui.window(&scene);
+        let lanes: Vec<TimelineLane<'_>> = inputs
+            .lanes
+            .iter()
+            .map(|(id, name, open)| TimelineLane {
+                id: *id,
+                name,
+                open,
+            })
+            .collect();
+        let timeline = TimelineView {
+            timeline: Timeline {
+                chunks,
+                lanes: &lanes,
+                names: model.names(),
+                start,
+                end,
+                now: inputs.now,
+            },
+            status: self.ui.status(&scene),
+        };
+        let _ = self
+            .terminal
+            .draw(|frame| view::draw(frame, &summary, Some(&timeline)));
+    }
+
+    /// Reads the keys pressed, waiting up to `wait` for the first, and does
+    /// what they ask; whether one asked to quit, and whether any changed
+    /// the view.
+    pub fn keys(&mut self, model: &Model, wait: Duration) -> (bool, bool) {
+        let (mut quit, mut changed) = (false, false);
+        let mut wait = wait;
+        while event::poll(wait).unwrap_or(false) {
+            wait = Duration::ZERO;
+            let Ok(Event::Key(key)) = event::read() else {
+                continue;
+            };
+            let Some(action) = keymap::lookup(KEYS, &key) else {
+                continue;
+            };
+            let inputs = model.timeline_inputs(Instant::now());
+            let scene = Scene {
+                chunks: &inputs.chunks,
+                now: inputs.now,
+                ticks_per_second: inputs.ticks_per_second,
+            };
+            quit |= self.ui.apply(action, &scene);
+            changed = true;
+        }
+        (quit, changed)
+    }
+
+    /// Gives the terminal back.
+    pub fn close(self) {
+        ratatui::restore();
+    }
+}

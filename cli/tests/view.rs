@@ -1,0 +1,164 @@
+//! `typhon-live view FILE` driven like a user would: in a pseudo-terminal
+//! (`script`, from util-linux), with keys typed into it. The screen is
+//! rebuilt from what the program wrote (cursor moves and text, as
+//! ratatui's crossterm backend writes them) and checked.
+
+mod common;
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use common::{temp, BIN};
+use typhon_live_core::{Exporter, LaneKind, Lanes, Metadata, NameTable};
+
+/// 40 ticks of 1 ms on a main lane, each a "Frame" span holding a
+/// "Physics" span, except tick 20, which stalls for 50 ms in "LoadLevel".
+fn trace_with_a_stall() -> Vec<u8> {
+    let lanes = Lanes::<2, 1024>::new();
+    let mut names: NameTable<8, 128> = NameTable::new();
+    let lane = lanes
+        .claim(names.intern("GameLoop").unwrap(), LaneKind::Main)
+        .unwrap();
+    let frame = names.intern("Frame").unwrap();
+    let physics = names.intern("Physics").unwrap();
+    let load = names.intern("LoadLevel").unwrap();
+    let mut scratch = vec![0u8; 1 << 16];
+    let meta = Metadata {
+        ticks_per_second: 1_000_000,
+        session_id: 0x7e57,
+        process_name: "stall",
+        ..Metadata::default()
+    };
+    let mut exporter: Exporter<'_, 2> = Exporter::new(meta, &mut scratch);
+    exporter.attach().unwrap();
+    let mut out = vec![0u8; exporter.min_block_buffer()];
+    let mut stream = Vec::new();
+    let mut at = 1_000;
+    for t in 0..40u64 {
+        let len = if t == 20 { 50_000 } else { 1_000 };
+        lane.tick_start(t, at);
+        let f = lane.begin(frame, at);
+        let inner = lane.begin(if t == 20 { load } else { physics }, at + 100);
+        lane.end(inner, at + len - 200, None);
+        lane.end(f, at + len - 100, None);
+        lane.tick_end(t, at + len - 50, t == 20);
+        exporter.request_drain();
+        while let Some(f) = exporter.poll(at + len, &lanes, &names, &mut out).unwrap() {
+            stream.extend_from_slice(&out[..f.len]);
+        }
+        at += len;
+    }
+    exporter.stop();
+    while let Some(f) = exporter.poll(at + 1, &lanes, &names, &mut out).unwrap() {
+        stream.extend_from_slice(&out[..f.len]);
+    }
+    stream
+}
+
+/// The screen a terminal of `rows` × `cols` shows after `output`: cursor
+/// positioning (`ESC[r;cH`) and text; other escape sequences (colours,
+/// modes) change nothing here.
+fn screen(output: &[u8], rows: usize, cols: usize) -> Vec<String> {
+    let text = String::from_utf8_lossy(output);
+    let mut grid = vec![vec![' '; cols]; rows];
+    let (mut r, mut c) = (0usize, 0usize);
+    let mut chars = text.chars().peekable();
+    while let Some(ch) = chars.next() {
+        if ch == '\u{1b}' {
+            if chars.peek() != Some(&'[') {
+                continue;
+            }
+            chars.next();
+            let mut params = String::new();
+            let mut end = ' ';
+            for p in chars.by_ref() {
+                if p.is_ascii_alphabetic() || p == '@' || p == '~' {
+                    end = p;
+                    break;
+                }
+                params.push(p);
+            }
+            if end == 'H' {
+                let mut it = params.split(';').map(|n| n.parse::<usize>().unwrap_or(1));
+                r = it.next().unwrap_or(1).saturating_sub(1);
+                c = it.next().unwrap_or(1).saturating_sub(1);
+            }
+            continue;
+        }
+        if ch == '\r' || ch == '\n' {
+            continue;
+        }
+        if r < rows && c < cols {
+            grid[r][c] = ch;
+        }
+        c += 1;
+    }
+    grid.into_iter()
+        .map(|row| row.into_iter().collect())
+        .collect()
+}
+
+#[test]
+fn view_opens_a_file_paused_at_its_end_and_w_finds_the_stall() {
+    if Command::new("script").arg("--version").output().is_err() {
+        println!("skipped: script (util-linux) not installed");
+        return;
+    }
+    let path = temp("stall.tlt");
+    std::fs::write(&path, trace_with_a_stall()).unwrap();
+    let (rows, cols) = (40, 120);
+    let command = format!(
+        "stty rows {rows} cols {cols}; exec {BIN} view {}",
+        path.display()
+    );
+    let mut child = Command::new("script")
+        .args(["-qfec", &command, "/dev/null"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("script starts");
+    let mut keys = child.stdin.take().unwrap();
+    let typist = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(1_500));
+        let _ = keys.write_all(b"w");
+        let _ = keys.flush();
+        std::thread::sleep(Duration::from_millis(1_000));
+        let _ = keys.write_all(b"q");
+        let _ = keys.flush();
+        // Held open until the view quits: an early EOF would end `script`.
+        std::thread::sleep(Duration::from_secs(3));
+    });
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while child.try_wait().unwrap().is_none() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "view did not quit on q"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let output = child.wait_with_output().unwrap();
+    typist.join().unwrap();
+    assert!(output.status.success());
+    // The terminal is given back: the alternate screen is left at the end.
+    let out = &output.stdout;
+    let leave = b"\x1b[?1049l";
+    assert!(
+        out.windows(leave.len()).any(|w| w == leave),
+        "the terminal was not restored"
+    );
+    let lines = screen(out, rows, cols);
+    let shown = lines.join("\n");
+    assert!(
+        shown.contains(&format!("file {}", path.display())),
+        "{shown}"
+    );
+    assert!(shown.contains("the whole file is shown"), "{shown}");
+    // `w`: the worst tick, 20, numbered on the ruler, its spans in the
+    // window, and the view paused there.
+    assert!(shown.contains("PAUSED at"), "{shown}");
+    assert!(shown.contains("┃20"), "{shown}");
+    assert!(shown.contains("LoadLevel"), "{shown}");
+    let _ = std::fs::remove_file(&path);
+}
