@@ -100,14 +100,14 @@ fn screen(output: &[u8], rows: usize, cols: usize) -> Vec<String> {
 }
 
 #[test]
-fn view_opens_a_file_paused_at_its_end_and_w_finds_the_stall() {
+fn view_opens_a_file_paused_at_its_end_and_finds_the_stall_by_its_name() {
     if Command::new("script").arg("--version").output().is_err() {
         println!("skipped: script (util-linux) not installed");
         return;
     }
     let path = temp("stall.tlt");
     std::fs::write(&path, trace_with_a_stall()).unwrap();
-    let (rows, cols) = (40, 120);
+    let (rows, cols) = (40, 180);
     let command = format!(
         "stty rows {rows} cols {cols}; exec {BIN} view {}",
         path.display()
@@ -122,7 +122,11 @@ fn view_opens_a_file_paused_at_its_end_and_w_finds_the_stall() {
     let mut keys = child.stdin.take().unwrap();
     let typist = std::thread::spawn(move || {
         std::thread::sleep(Duration::from_millis(1_500));
-        let _ = keys.write_all(b"w");
+        // Filter the span names to "load", then jump to its longest.
+        let _ = keys.write_all(b"/load\r");
+        let _ = keys.flush();
+        std::thread::sleep(Duration::from_millis(500));
+        let _ = keys.write_all(b"m");
         let _ = keys.flush();
         std::thread::sleep(Duration::from_millis(1_000));
         let _ = keys.write_all(b"q");
@@ -155,10 +159,16 @@ fn view_opens_a_file_paused_at_its_end_and_w_finds_the_stall() {
         "{shown}"
     );
     assert!(shown.contains("the whole file is shown"), "{shown}");
-    // `w`: the worst tick, 20, numbered on the ruler, its spans in the
-    // window, and the view paused there.
+    // `/load`: the list narrowed to LoadLevel, its statistics (one span
+    // of 49.7 ms); `m`: its tick, 20, numbered on the ruler, paused there.
+    assert!(
+        shown.contains("spans over the history matching \"load\""),
+        "{shown}"
+    );
+    assert!(shown.contains("LoadLevel over the history"), "{shown}");
+    assert!(shown.contains("count 1  total 49.700"), "{shown}");
+    assert!(shown.contains("max 49.700 in tick 20 (m)"), "{shown}");
     assert!(shown.contains("PAUSED at"), "{shown}");
     assert!(shown.contains("┃20"), "{shown}");
-    assert!(shown.contains("LoadLevel"), "{shown}");
     let _ = std::fs::remove_file(&path);
 }

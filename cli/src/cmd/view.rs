@@ -42,6 +42,7 @@ pub fn run(path: &Path, json: bool) -> Result<(), CliError> {
             chunks: &inputs.chunks,
             now: inputs.now,
             ticks_per_second: inputs.ticks_per_second,
+            spans: &[],
         },
     );
     loop {

@@ -274,25 +274,7 @@ impl History {
     /// The exact distribution of span name `name`'s durations over the
     /// history.
     pub fn distribution(&self, name: u32) -> Distribution {
-        let mut durations = Vec::new();
-        let (mut self_time, mut max, mut max_at) = (0u64, 0u64, 0u64);
-        for chunk in &self.chunks {
-            let Some(t) = chunk.totals.get(&name) else {
-                continue;
-            };
-            self_time = self_time.saturating_add(t.self_time);
-            if durations.is_empty() || t.max > max {
-                (max, max_at) = (t.max, t.max_at);
-            }
-            durations.extend(
-                chunk
-                    .spans
-                    .iter()
-                    .filter(|s| s.name == name)
-                    .map(|s| s.duration),
-            );
-        }
-        Distribution::of(&mut durations, self_time, max_at)
+        distribution(self.chunks.iter().map(|c| &**c), name)
     }
 
     /// The longest tick held.
@@ -312,6 +294,29 @@ impl History {
             .find(|t| t.start <= time && time <= t.end)
             .copied()
     }
+}
+
+/// The exact distribution of span name `name`'s durations over `chunks`.
+pub fn distribution<'a>(chunks: impl Iterator<Item = &'a Chunk>, name: u32) -> Distribution {
+    let mut durations = Vec::new();
+    let (mut self_time, mut max, mut max_at) = (0u64, 0u64, 0u64);
+    for chunk in chunks {
+        let Some(t) = chunk.totals.get(&name) else {
+            continue;
+        };
+        self_time = self_time.saturating_add(t.self_time);
+        if durations.is_empty() || t.max > max {
+            (max, max_at) = (t.max, t.max_at);
+        }
+        durations.extend(
+            chunk
+                .spans
+                .iter()
+                .filter(|s| s.name == name)
+                .map(|s| s.duration),
+        );
+    }
+    Distribution::of(&mut durations, self_time, max_at)
 }
 
 #[cfg(test)]

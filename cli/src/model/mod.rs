@@ -161,9 +161,6 @@ pub struct Model {
     names: HashMap<u32, String>,
     name_bytes: usize,
     lanes: BTreeMap<u16, Lane>,
-    /// Every lane this session has described, and its latest name and
-    /// kind: the timeline draws a lane's past after it was released.
-    known_lanes: BTreeMap<u16, (u32, Option<LaneKind>)>,
     /// An Init arrived in this session (frames before it, after a damaged
     /// or missed Init, are read with names shown as ids).
     init_seen: bool,
@@ -232,7 +229,6 @@ impl Default for Model {
             names: HashMap::new(),
             name_bytes: 0,
             lanes: BTreeMap::new(),
-            known_lanes: BTreeMap::new(),
             init_seen: false,
             refused: Refused::default(),
             reconnects: 0,
@@ -305,26 +301,13 @@ impl Model {
             Some(LaneKind::Worker | LaneKind::Pool) => 1,
             _ => 2,
         };
-        // Lanes described by an Init or Definitions, released or not,
-        // and lanes only seen in a Catch-up.
-        let mut lanes: BTreeMap<u16, (u32, Option<LaneKind>)> = self.known_lanes.clone();
-        for (&id, lane) in &self.lanes {
-            lanes.entry(id).or_insert((lane.name, lane.kind));
-        }
-        let mut lanes: Vec<_> = lanes.into_iter().collect();
-        lanes.sort_by_key(|&(id, (_, kind))| (order(kind), id));
+        let mut lanes: Vec<_> = self.lanes.iter().collect();
+        lanes.sort_by_key(|(&id, lane)| (order(lane.kind), id));
         TimelineInputs {
             chunks,
             lanes: lanes
                 .into_iter()
-                .map(|(id, (name, _))| {
-                    let open = self
-                        .lanes
-                        .get(&id)
-                        .map(|l| l.open.clone())
-                        .unwrap_or_default();
-                    (id, self.name(name), open)
-                })
+                .map(|(&id, lane)| (id, self.name(lane.name), lane.open.clone()))
                 .collect(),
             now: self.host_time(now),
             ticks_per_second: self.ticks_per_second,
@@ -654,23 +637,17 @@ impl Model {
         *self = keep;
     }
 
+    /// Names the lanes an Init or Definitions describes. A lane released
+    /// since keeps its row (its counts, its past on the timeline); a slot
+    /// used again takes the new name.
     fn set_lanes(&mut self, lanes: impl Iterator<Item = typhon_live_core::LaneInfo>) {
-        let mut current = BTreeMap::new();
         for info in lanes {
-            if current.len() >= MAX_LANES {
-                self.refused.lanes += 1;
+            let Some(row) = self.lane(info.id) else {
                 continue;
-            }
-            let mut row = self.lanes.remove(&info.id).unwrap_or_default();
+            };
             row.name = info.name;
             row.kind = Some(info.kind);
-            current.insert(info.id, row);
-            // Bounded like `lanes`: slot ids are u16s and a slot keeps one
-            // entry.
-            self.known_lanes
-                .insert(info.id, (info.name, Some(info.kind)));
         }
-        self.lanes = current;
     }
 
     fn on_event(&mut self, lane: u16, event: &Event) {
@@ -806,7 +783,7 @@ impl Model {
 
     /// Per name over the history: the totals add up as chunks come and go;
     /// the maximum is the largest of the chunks' held.
-    fn span_stats(&self) -> Vec<SpanStats> {
+    pub fn span_stats(&self) -> Vec<SpanStats> {
         let mut max: HashMap<u32, u64> = HashMap::new();
         for chunk in self.history.chunks() {
             for (&name, t) in &chunk.totals {
@@ -820,6 +797,7 @@ impl Model {
             .totals()
             .iter()
             .map(|(&name, t)| SpanStats {
+                id: name,
                 name: self.name(name),
                 count: t.count,
                 total_ms: ms(t.total),
@@ -1095,6 +1073,9 @@ pub struct HistorySummary {
 /// One span name's statistics over the history.
 #[derive(Clone, Debug, Serialize)]
 pub struct SpanStats {
+    /// The span's name id.
+    #[serde(skip)]
+    pub id: u32,
     /// The span's name.
     pub name: String,
     /// Spans that ended.

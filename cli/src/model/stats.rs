@@ -90,8 +90,10 @@ pub struct Distribution {
     pub max: u64,
     /// See `max`.
     pub max_at: u64,
-    /// Counts of durations in [`HISTOGRAM_BUCKETS`] equal-width buckets
-    /// from the shortest to the longest.
+    /// Counts of durations in [`HISTOGRAM_BUCKETS`] buckets from the
+    /// shortest to the longest, on a log scale (each bucket a fixed
+    /// multiple of the one before): a stall 1 000 times the usual keeps
+    /// the usual visible.
     pub histogram: Vec<u64>,
     /// The shortest duration: where the histogram starts.
     pub min: u64,
@@ -113,9 +115,12 @@ impl Distribution {
         let total = durations.iter().fold(0u64, |a, &d| a.saturating_add(d));
         let (min, max) = (durations[0], durations[count - 1]);
         let mut histogram = vec![0u64; HISTOGRAM_BUCKETS];
-        let width = (max - min) / HISTOGRAM_BUCKETS as u64 + 1;
+        // Bucket of d: where ln(d) lies between ln(min) and ln(max), from 1.
+        let (low, high) = ((min.max(1) as f64).ln(), (max.max(1) as f64).ln());
+        let span = (high - low).max(f64::EPSILON);
         for &d in durations.iter() {
-            histogram[(((d - min) / width) as usize).min(HISTOGRAM_BUCKETS - 1)] += 1;
+            let at = ((d.max(1) as f64).ln() - low) / span * HISTOGRAM_BUCKETS as f64;
+            histogram[(at as usize).min(HISTOGRAM_BUCKETS - 1)] += 1;
         }
         Distribution {
             count: count as u64,
@@ -148,12 +153,9 @@ mod tests {
         assert_eq!(d.mean, 500.5);
         assert_eq!((d.self_time, d.max_at), (123, 42));
         assert_eq!(d.histogram.iter().sum::<u64>(), 1000);
-        // Equal-width buckets of 32 (the last one short): flat.
-        assert!(
-            d.histogram[..31].iter().all(|&n| n == 32),
-            "{:?}",
-            d.histogram
-        );
+        // Log buckets: 1 alone in the first, ever more per bucket after.
+        assert_eq!(d.histogram[0], 1, "{:?}", d.histogram);
+        assert!(d.histogram[31] > d.histogram[16], "{:?}", d.histogram);
     }
 
     #[test]

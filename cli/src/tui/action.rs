@@ -25,4 +25,12 @@ pub enum Action {
     ZoomIn,
     /// See `ZoomIn`.
     ZoomOut,
+    /// The span name above or below in the list.
+    SelectUp,
+    /// See `SelectUp`.
+    SelectDown,
+    /// Type a filter for the span names (Enter or Esc ends it).
+    Filter,
+    /// The tick of the selected span name's longest span (pauses).
+    JumpToMax,
 }

@@ -9,10 +9,13 @@ use ratatui::crossterm::event::{self, Event};
 use ratatui::DefaultTerminal;
 
 use crate::error::CliError;
+use crate::model::history;
 use crate::model::Model;
 use crate::tui::keymap::{self, KEYS};
 use crate::tui::ui_state::{Scene, UiState};
-use crate::tui::view::{self, TimelineView};
+use crate::tui::view::{self, Panes};
+use crate::tui::widgets::span_stats::SpanDetail;
+use crate::tui::widgets::span_table::SpanTable;
 use crate::tui::widgets::timeline::{Timeline, TimelineLane};
 
 /// The full-screen terminal UI.
@@ -36,12 +39,27 @@ impl Screen {
     pub fn draw(&mut self, model: &mut Model, now: Instant) {
         let summary = model.summary(now);
         let inputs = model.timeline_inputs(now);
+        let list = self.ui.span_list(&summary.span_stats);
+        let ids: Vec<u32> = list.iter().map(|s| s.id).collect();
         let scene = Scene {
             chunks: &inputs.chunks,
             now: inputs.now,
             ticks_per_second: inputs.ticks_per_second,
+            spans: &ids,
         };
         let (start, end, chunks) = self.ui.window(&scene);
+        // The selected name's distribution, over what the window draws
+        // from: the live history, or what a pause pinned.
+        let selected = self.ui.selected_row(list.len());
+        let distribution =
+            selected.map(|row| history::distribution(chunks.iter().map(|c| &**c), list[row].id));
+        let max_tick = distribution.as_ref().and_then(|d| {
+            chunks
+                .iter()
+                .flat_map(|c| c.ticks.iter())
+                .find(|t| t.start <= d.max_at && d.max_at <= t.end)
+                .map(|t| t.tick)
+        });
         let lanes: Vec<TimelineLane<'_>> = inputs
             .lanes
             .iter()
@@ -51,7 +69,7 @@ impl Screen {
                 open,
             })
             .collect();
-        let timeline = TimelineView {
+        let panes = Panes {
             timeline: Timeline {
                 chunks,
                 lanes: &lanes,
@@ -61,10 +79,24 @@ impl Screen {
                 now: inputs.now,
             },
             status: self.ui.status(&scene),
+            spans: SpanTable {
+                rows: &list,
+                selected,
+                filter: &self.ui.filter,
+                filtering: self.ui.filtering,
+            },
+            detail: selected
+                .zip(distribution.as_ref())
+                .map(|(row, d)| SpanDetail {
+                    name: &list[row].name,
+                    distribution: d,
+                    ticks_per_second: inputs.ticks_per_second,
+                    max_tick,
+                }),
         };
         let _ = self
             .terminal
-            .draw(|frame| view::draw(frame, &summary, Some(&timeline)));
+            .draw(|frame| view::draw(frame, &summary, Some(&panes)));
     }
 
     /// Reads the keys pressed, waiting up to `wait` for the first, and does
@@ -78,14 +110,22 @@ impl Screen {
             let Ok(Event::Key(key)) = event::read() else {
                 continue;
             };
+            if self.ui.filtering && key.kind == event::KeyEventKind::Press {
+                self.ui.type_filter(key.code);
+                changed = true;
+                continue;
+            }
             let Some(action) = keymap::lookup(KEYS, &key) else {
                 continue;
             };
             let inputs = model.timeline_inputs(Instant::now());
+            let stats = model.span_stats();
+            let ids: Vec<u32> = self.ui.span_list(&stats).iter().map(|s| s.id).collect();
             let scene = Scene {
                 chunks: &inputs.chunks,
                 now: inputs.now,
                 ticks_per_second: inputs.ticks_per_second,
+                spans: &ids,
             };
             quit |= self.ui.apply(action, &scene);
             changed = true;

@@ -50,6 +50,10 @@ pub const KEYS: &[Binding] = &[
     bind(KeyCode::Char('+'), Action::ZoomIn, "+/-", "zoom"),
     bind(KeyCode::Char('='), Action::ZoomIn, "", ""),
     bind(KeyCode::Char('-'), Action::ZoomOut, "", ""),
+    bind(KeyCode::Up, Action::SelectUp, "↑/↓", "span"),
+    bind(KeyCode::Down, Action::SelectDown, "", ""),
+    bind(KeyCode::Char('/'), Action::Filter, "/", "filter"),
+    bind(KeyCode::Char('m'), Action::JumpToMax, "m", "its max"),
 ];
 
 /// What `event` asks, if it is a key press of the table.
@@ -92,7 +96,8 @@ mod tests {
         );
         assert_eq!(
             help(KEYS),
-            "q quit  space pause  ←/→ tick  PgUp/PgDn screen  Home/End oldest/live  w worst tick  +/- zoom"
+            "q quit  space pause  ←/→ tick  PgUp/PgDn screen  Home/End oldest/live  w worst tick  \
+             +/- zoom  ↑/↓ span  / filter  m its max"
         );
     }
 }

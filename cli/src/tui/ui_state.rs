@@ -4,7 +4,8 @@
 
 use std::sync::Arc;
 
-use crate::model::history::{Chunk, TickRecord};
+use crate::model::history::{self, Chunk, TickRecord};
+use crate::model::SpanStats;
 
 use super::action::Action;
 
@@ -34,6 +35,8 @@ pub struct Scene<'a> {
     pub now: u64,
     /// Host ticks per second.
     pub ticks_per_second: u64,
+    /// The span name ids of the list, as shown (filtered).
+    pub spans: &'a [u32],
 }
 
 impl Scene<'_> {
@@ -55,6 +58,12 @@ pub struct UiState {
     /// The window's length once the user zoomed; before, the last
     /// [`DEFAULT_TICKS`] ticks.
     zoom: Option<u64>,
+    /// The selected row of the span name list.
+    pub selected: usize,
+    /// Shown are the span names containing this (case folded).
+    pub filter: String,
+    /// Keys type into the filter.
+    pub filtering: bool,
 }
 
 impl Default for UiState {
@@ -62,6 +71,9 @@ impl Default for UiState {
         UiState {
             mode: Mode::Live,
             zoom: None,
+            selected: 0,
+            filter: String::new(),
+            filtering: false,
         }
     }
 }
@@ -107,6 +119,45 @@ impl UiState {
             end,
             pinned: scene.chunks.to_vec(),
         };
+    }
+
+    /// The span names the list shows: those matching the filter.
+    pub fn span_list<'s>(&self, stats: &'s [SpanStats]) -> Vec<&'s SpanStats> {
+        let filter = self.filter.to_lowercase();
+        stats
+            .iter()
+            .filter(|s| filter.is_empty() || s.name.to_lowercase().contains(&filter))
+            .collect()
+    }
+
+    /// The selected row of a list of `len` rows.
+    pub fn selected_row(&self, len: usize) -> Option<usize> {
+        (len > 0).then(|| self.selected.min(len - 1))
+    }
+
+    /// A key typed while filtering: a character adds to the filter,
+    /// Backspace takes one off, Enter or Esc ends the typing.
+    pub fn type_filter(&mut self, key: ratatui::crossterm::event::KeyCode) {
+        use ratatui::crossterm::event::KeyCode;
+        match key {
+            KeyCode::Char(c) => self.filter.push(c),
+            KeyCode::Backspace => {
+                self.filter.pop();
+            }
+            KeyCode::Enter | KeyCode::Esc => self.filtering = false,
+            _ => {}
+        }
+        self.selected = 0;
+    }
+
+    /// Shows `tick` whole, paused, with room around it.
+    fn show_tick(&mut self, tick: TickRecord, scene: &Scene<'_>) {
+        let len = self.window_len(scene);
+        if tick.duration() * 4 > len * 3 {
+            self.zoom = Some(tick.duration() * 4 / 3 + 1);
+        }
+        let len = self.window_len(scene);
+        self.pause_at(tick.end.saturating_add(len / 8), scene);
     }
 
     /// One line saying what the window shows.
@@ -155,14 +206,38 @@ impl UiState {
             Action::PageForward => self.pause_at(end.saturating_add(len), scene),
             Action::Oldest => self.pause_at(scene.oldest().saturating_add(len), scene),
             Action::WorstTick => {
-                if let Some(worst) = scene.ticks().max_by_key(|t| t.duration()) {
-                    // The whole tick, with room around it.
-                    if worst.duration() * 4 > len * 3 {
-                        self.zoom = Some(worst.duration() * 4 / 3 + 1);
-                    }
-                    let len = self.window_len(scene);
-                    self.pause_at(worst.end.saturating_add(len / 8), scene);
+                if let Some(&worst) = scene.ticks().max_by_key(|t| t.duration()) {
+                    self.show_tick(worst, scene);
                 }
+            }
+            Action::SelectUp => self.selected = self.selected.saturating_sub(1),
+            Action::SelectDown => {
+                self.selected = (self.selected + 1).min(scene.spans.len().saturating_sub(1));
+            }
+            Action::Filter => self.filtering = true,
+            Action::JumpToMax => {
+                let Some(&name) = self
+                    .selected_row(scene.spans.len())
+                    .and_then(|row| scene.spans.get(row))
+                else {
+                    return false;
+                };
+                let d = history::distribution(scene.chunks.iter().map(|c| &**c), name);
+                if d.count == 0 {
+                    return false;
+                }
+                let tick = scene
+                    .ticks()
+                    .find(|t| t.start <= d.max_at && d.max_at <= t.end)
+                    .copied();
+                // The span's own extent when no tick holds it.
+                let tick = tick.unwrap_or(TickRecord {
+                    tick: 0,
+                    start: d.max_at,
+                    end: d.max_at.saturating_add(d.max),
+                    overrun: false,
+                });
+                self.show_tick(tick, scene);
             }
             Action::ZoomIn => self.zoom = Some((len / 2).max(10)),
             Action::ZoomOut => {
@@ -202,6 +277,7 @@ mod tests {
             chunks: &chunks,
             now: 13_000,
             ticks_per_second: 1_000_000,
+            spans: &[],
         };
         let mut ui = UiState::default();
         // Live: the last four ticks (9 started at 12 000... 6 at 9 000).
@@ -230,6 +306,84 @@ mod tests {
     }
 
     #[test]
+    fn m_jumps_to_the_tick_of_the_selected_names_longest_span() {
+        let mut chunks = chunks();
+        let mut extra = Chunk::default();
+        // Name 3's spans: short ones, and its longest inside tick 5.
+        for (start, duration) in [(500, 10), (5_200, 3_000), (10_100, 20)] {
+            extra.push_span(
+                history::SpanRecord {
+                    start,
+                    duration,
+                    arg: 0,
+                    id: start as u32,
+                    parent: 0,
+                    name: 3,
+                    lane: 0,
+                    has_arg: false,
+                },
+                duration,
+            );
+        }
+        chunks.push(Arc::new(extra));
+        let scene = Scene {
+            chunks: &chunks,
+            now: 13_000,
+            ticks_per_second: 1_000_000,
+            spans: &[7, 3],
+        };
+        let mut ui = UiState::default();
+        ui.apply(Action::SelectDown, &scene);
+        ui.apply(Action::SelectDown, &scene);
+        assert_eq!(ui.selected_row(scene.spans.len()), Some(1));
+        ui.apply(Action::JumpToMax, &scene);
+        let (start, end, _) = ui.window(&scene);
+        assert!(
+            start <= 5_000 && end >= 9_000,
+            "tick 5 whole: {start}..{end}"
+        );
+        assert!(matches!(ui.mode, Mode::Paused { .. }));
+    }
+
+    #[test]
+    fn the_filter_is_typed_and_narrows_the_list() {
+        use ratatui::crossterm::event::KeyCode;
+        let stats: Vec<SpanStats> = ["Physics", "AI", "Query<Brain>"]
+            .iter()
+            .enumerate()
+            .map(|(id, name)| SpanStats {
+                id: id as u32,
+                name: (*name).to_owned(),
+                count: 1,
+                total_ms: 1.0,
+                self_ms: 1.0,
+                mean_ms: 1.0,
+                max_ms: 1.0,
+            })
+            .collect();
+        let mut ui = UiState {
+            filtering: true,
+            ..UiState::default()
+        };
+        for key in [
+            KeyCode::Char('A'),
+            KeyCode::Char('x'),
+            KeyCode::Backspace,
+            KeyCode::Char('i'),
+        ] {
+            ui.type_filter(key);
+        }
+        let shown: Vec<&str> = ui
+            .span_list(&stats)
+            .iter()
+            .map(|s| s.name.as_str())
+            .collect();
+        assert_eq!(shown, ["AI", "Query<Brain>"]);
+        ui.type_filter(KeyCode::Enter);
+        assert!(!ui.filtering);
+    }
+
+    #[test]
     fn a_paused_window_keeps_its_chunks_while_the_history_moves_on() {
         let chunks = chunks();
         let mut ui = UiState::default();
@@ -237,6 +391,7 @@ mod tests {
             chunks: &chunks,
             now: 13_000,
             ticks_per_second: 1_000_000,
+            spans: &[],
         };
         ui.apply(Action::TogglePause, &scene);
         // The stream goes on: the history is now something else entirely.
@@ -245,6 +400,7 @@ mod tests {
             chunks: &later,
             now: 99_000,
             ticks_per_second: 1_000_000,
+            spans: &[],
         };
         let (_, end, drawn) = ui.window(&scene);
         assert_eq!(end, 13_000);
@@ -272,6 +428,7 @@ mod with_a_model {
             chunks: &inputs.chunks,
             now: inputs.now,
             ticks_per_second: inputs.ticks_per_second,
+            spans: &[],
         };
         let (start, end, chunks) = ui.window(&scene);
         let lanes: Vec<TimelineLane<'_>> = inputs
@@ -311,6 +468,7 @@ mod with_a_model {
             chunks: &inputs.chunks,
             now: inputs.now,
             ticks_per_second: inputs.ticks_per_second,
+            spans: &[],
         });
     }
 

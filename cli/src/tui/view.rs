@@ -10,14 +10,21 @@ use ratatui::Frame;
 
 use crate::model::{Connection, Summary};
 use crate::tui::keymap::{help, KEYS};
+use crate::tui::widgets::span_stats::SpanDetail;
+use crate::tui::widgets::span_table::SpanTable;
 use crate::tui::widgets::timeline::Timeline;
 
-/// The timeline part of the view: the widget, and what the window shows.
-pub struct TimelineView<'a> {
-    /// The widget.
+/// The panes drawn from the history: the timeline, the span names, the
+/// selected name's statistics.
+pub struct Panes<'a> {
+    /// The timeline widget.
     pub timeline: Timeline<'a>,
     /// Live or paused, and the window's length.
     pub status: String,
+    /// The span names over the history.
+    pub spans: SpanTable<'a>,
+    /// The selected name's statistics, if a name is selected.
+    pub detail: Option<SpanDetail<'a>>,
 }
 
 fn ms(v: Option<f64>) -> String {
@@ -33,31 +40,73 @@ fn human(v: f64) -> String {
     }
 }
 
-/// Draws the whole view: the header, the timeline if given, the panels
-/// of the summary.
-pub fn draw(frame: &mut Frame<'_>, s: &Summary, timeline: Option<&TimelineView<'_>>) {
+/// Draws the whole view: the header, the panes from the history if
+/// given, the panels of the summary.
+pub fn draw(frame: &mut Frame<'_>, s: &Summary, panes: Option<&Panes<'_>>) {
+    let Some(panes) = panes else {
+        return draw_summary(frame, s);
+    };
     let rows = Layout::default()
         .direction(Direction::Vertical)
         .constraints([
             Constraint::Length(3),
-            Constraint::Percentage(if timeline.is_some() { 45 } else { 0 }),
-            Constraint::Min(8),
-            Constraint::Length(if timeline.is_some() { 7 } else { 8 }),
+            Constraint::Percentage(40),
+            Constraint::Min(10),
+            Constraint::Length(6),
         ])
         .split(frame.area());
     draw_header(frame, rows[0], s);
-    if let Some(view) = timeline {
-        let block = Block::default()
-            .borders(Borders::ALL)
-            .title(format!(" timeline: {} ", view.status));
-        let inner = block.inner(rows[1]);
-        frame.render_widget(block, rows[1]);
-        frame.render_widget(&view.timeline, inner);
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .title(format!(" timeline: {} ", panes.status));
+    let inner = block.inner(rows[1]);
+    frame.render_widget(block, rows[1]);
+    frame.render_widget(&panes.timeline, inner);
+    let middle = Layout::default()
+        .direction(Direction::Horizontal)
+        .constraints([
+            Constraint::Percentage(30),
+            Constraint::Percentage(35),
+            Constraint::Percentage(35),
+        ])
+        .split(rows[2]);
+    let left = Layout::default()
+        .direction(Direction::Vertical)
+        .constraints([Constraint::Min(4), Constraint::Length(9)])
+        .split(middle[0]);
+    draw_lanes(frame, left[0], s);
+    draw_stats(frame, left[1], s);
+    frame.render_widget(&panes.spans, middle[1]);
+    let right = Layout::default()
+        .direction(Direction::Vertical)
+        .constraints([Constraint::Min(6), Constraint::Length(6)])
+        .split(middle[2]);
+    match &panes.detail {
+        Some(detail) => frame.render_widget(detail, right[0]),
+        None => frame.render_widget(
+            Paragraph::new("no span yet").block(Block::default().borders(Borders::ALL)),
+            right[0],
+        ),
     }
+    draw_open_spans(frame, right[1], s);
+    draw_gauges(frame, rows[3], s);
+}
+
+/// The summary alone: lanes, stream, top spans, open spans, gauges.
+fn draw_summary(frame: &mut Frame<'_>, s: &Summary) {
+    let rows = Layout::default()
+        .direction(Direction::Vertical)
+        .constraints([
+            Constraint::Length(3),
+            Constraint::Min(8),
+            Constraint::Length(8),
+        ])
+        .split(frame.area());
+    draw_header(frame, rows[0], s);
     let middle = Layout::default()
         .direction(Direction::Horizontal)
         .constraints([Constraint::Percentage(40), Constraint::Percentage(60)])
-        .split(rows[2]);
+        .split(rows[1]);
     let left = Layout::default()
         .direction(Direction::Vertical)
         .constraints([Constraint::Min(4), Constraint::Length(9)])
@@ -70,7 +119,7 @@ pub fn draw(frame: &mut Frame<'_>, s: &Summary, timeline: Option<&TimelineView<'
         .split(middle[1]);
     draw_top_spans(frame, right[0], s);
     draw_open_spans(frame, right[1], s);
-    draw_gauges(frame, rows[3], s);
+    draw_gauges(frame, rows[2], s);
 }
 
 fn draw_header(frame: &mut Frame<'_>, area: Rect, s: &Summary) {
