@@ -13,6 +13,8 @@ use typhon_live_cli::tui::app::Screen;
 
 /// How often the view is redrawn.
 const REFRESH: Duration = Duration::from_millis(250);
+/// The shortest time between two redraws that keys ask for.
+const KEY_REDRAW: Duration = Duration::from_millis(33);
 
 /// Where the view goes.
 enum Output {
@@ -77,6 +79,8 @@ struct Viewer {
     model: Model,
     output: Output,
     last_draw: Instant,
+    /// A key changed the view since the last draw.
+    dirty: bool,
     deadline: Option<Instant>,
     quit: bool,
 }
@@ -107,9 +111,13 @@ impl Consumer for Viewer {
             self.quit = true;
             return Flow::Stop;
         }
-        // A key redraws at once; otherwise at most every REFRESH.
-        if changed || self.last_draw.elapsed() >= REFRESH {
+        // A key redraws at once (at most ~30 times a second: a held key
+        // must not starve the reading); otherwise every REFRESH.
+        self.dirty |= changed;
+        let since = self.last_draw.elapsed();
+        if (self.dirty && since >= KEY_REDRAW) || since >= REFRESH {
             self.last_draw = Instant::now();
+            self.dirty = false;
             self.output.show(&mut self.model, false);
         }
         Flow::Continue
@@ -128,6 +136,7 @@ pub fn run(
         model: Model::with_history(history_seconds, DEFAULT_HISTORY_BYTES),
         output: Output::new(json)?,
         last_draw: Instant::now(),
+        dirty: false,
         deadline: duration.map(|d| Instant::now() + d),
         quit: false,
     };

@@ -1257,6 +1257,26 @@ mod tests {
     }
 
     #[test]
+    fn a_long_stream_stays_within_the_history_budget() {
+        let budget = 64 << 10;
+        let mut model = Model::with_history(60.0, budget);
+        let mut peak = 0;
+        for part in 0..10u64 {
+            feed(&mut model, &nested_stream(part * 500..(part + 1) * 500));
+            peak = peak.max(model.history().bytes());
+        }
+        assert!(peak <= budget, "{peak} bytes held, budget {budget}");
+        let history = model.history_summary();
+        assert!(history.evicted_records > 0);
+        // 5 000 ticks of 1 ms were sent; what fits is kept, and said.
+        assert!(
+            history.seconds > 0.1 && history.seconds < 5.0,
+            "{history:?}"
+        );
+        assert_eq!(model.events, 5_000 * 5);
+    }
+
+    #[test]
     fn an_unknown_frame_kind_is_skipped_and_is_not_a_gap() {
         let mut model = Model::default();
         let mut bytes = init(7);

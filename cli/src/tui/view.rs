@@ -72,7 +72,7 @@ pub fn draw(frame: &mut Frame<'_>, s: &Summary, panes: Option<&Panes<'_>>) {
         .split(rows[2]);
     let left = Layout::default()
         .direction(Direction::Vertical)
-        .constraints([Constraint::Min(4), Constraint::Length(9)])
+        .constraints([Constraint::Min(4), Constraint::Length(10)])
         .split(middle[0]);
     draw_lanes(frame, left[0], s);
     draw_stats(frame, left[1], s);
@@ -248,6 +248,20 @@ fn draw_stats(frame: &mut Frame<'_>, area: Rect, s: &Summary) {
             } else {
                 Style::default()
             },
+        )),
+        Line::from(Span::styled(
+            format!(
+                "history    {:.1} s  {:.1} of {} MiB{}",
+                s.history.seconds,
+                s.history.bytes as f64 / (1 << 20) as f64,
+                s.history.budget_bytes >> 20,
+                if s.history.evicted_records > 0 {
+                    format!("  ({} older records let go)", s.history.evicted_records)
+                } else {
+                    String::new()
+                }
+            ),
+            Style::default(),
         )),
     ];
     frame.render_widget(

@@ -74,7 +74,9 @@ impl Timeline<'_> {
     /// Column of host time `t` within `plot` (may lie outside it).
     fn column(&self, plot: Rect, t: u64) -> i64 {
         let width = self.end.saturating_sub(self.start).max(1) as f64;
-        plot.x as i64 + ((t as f64 - self.start as f64) * plot.width as f64 / width).floor() as i64
+        let offset = ((t as f64 - self.start as f64) * plot.width as f64 / width).floor();
+        // Far outside (a hostile time): clamped, the cast saturates.
+        (plot.x as i64).saturating_add(offset as i64)
     }
 
     /// The visible spans of `lane`, with their depths.
@@ -407,6 +409,56 @@ mod tests {
         assert_eq!(buf[(LABEL + 30, 3)].bg, Color::Red);
         assert_eq!(buf[(LABEL + 10, 1)].bg, COLOURS[0]);
         assert_eq!(buf[(LABEL + 6, 2)].bg, COLOURS[1]);
+    }
+
+    #[test]
+    fn hostile_spans_draw_clipped_and_never_panic() {
+        let mut chunk = Chunk::default();
+        // A parent cycle, a chain deeper than anything drawn, times at the
+        // ends of the clock, a span of the whole clock.
+        chunk.push_span(span(1, 2, 0, 10, 20), 0);
+        chunk.push_span(span(2, 1, 0, 5, 30), 0);
+        for id in 100..10_100 {
+            chunk.push_span(span(id, id + 1, 1, 40, 50), 0);
+        }
+        chunk.push_span(span(20_000, 0, 2, u64::MAX - 5, u64::MAX), 0);
+        chunk.push_span(span(20_001, 0, 2, 0, u64::MAX), 0);
+        chunk.push_tick(TickRecord {
+            tick: u64::MAX,
+            start: u64::MAX - 1,
+            end: 3,
+            overrun: true,
+        });
+        let names = HashMap::new();
+        let open = [OpenSpan {
+            id: 7,
+            name: 9,
+            start: u64::MAX,
+        }];
+        let lanes = [TimelineLane {
+            id: 0,
+            name: "a lane whose name is far too long to fit",
+            open: &open,
+        }];
+        let chunks = [Arc::new(chunk)];
+        for (start, end) in [(0, 100), (0, u64::MAX), (u64::MAX - 10, u64::MAX), (50, 40)] {
+            let timeline = Timeline {
+                chunks: &chunks,
+                lanes: &lanes,
+                names: &names,
+                start,
+                end,
+                now: u64::MAX,
+            };
+            for area in [
+                Rect::new(0, 0, 60, 10),
+                Rect::new(0, 0, 3, 1),
+                Rect::new(5, 5, 40, 3),
+            ] {
+                let mut buf = Buffer::empty(Rect::new(0, 0, 80, 20));
+                (&timeline).render(area, &mut buf);
+            }
+        }
     }
 
     #[test]
