@@ -273,6 +273,47 @@ fn model_ingest(stream: &[u8], samples: usize) -> f64 {
     rates[rates.len() / 2]
 }
 
+/// Milliseconds to draw the timeline of `model` into a 200 × 40 buffer:
+/// the last `window` host ticks (median of 11 draws).
+fn timeline_draw_ms(model: &typhon_live_cli::model::Model, window: Option<u64>) -> f64 {
+    use ratatui::buffer::Buffer;
+    use ratatui::layout::Rect;
+    use ratatui::widgets::Widget;
+    use typhon_live_cli::tui::widgets::timeline::{Timeline, TimelineLane};
+
+    let inputs = model.timeline_inputs(Instant::now());
+    let lanes: Vec<TimelineLane<'_>> = inputs
+        .lanes
+        .iter()
+        .map(|(id, name, open)| TimelineLane {
+            id: *id,
+            name,
+            open,
+        })
+        .collect();
+    let oldest = inputs.chunks.first().map_or(0, |c| c.first);
+    let start = window.map_or(oldest, |w| inputs.now.saturating_sub(w));
+    let timeline = Timeline {
+        chunks: &inputs.chunks,
+        lanes: &lanes,
+        names: model.names(),
+        start,
+        end: inputs.now,
+        now: inputs.now,
+    };
+    let area = Rect::new(0, 0, 200, 40);
+    let mut times = Vec::new();
+    for _ in 0..11 {
+        let mut buf = Buffer::empty(area);
+        let started = Instant::now();
+        (&timeline).render(area, &mut buf);
+        times.push(started.elapsed().as_secs_f64() * 1e3);
+        black_box(&buf);
+    }
+    times.sort_by(f64::total_cmp);
+    times[5]
+}
+
 struct Row {
     what: &'static str,
     typhon: String,
@@ -537,6 +578,26 @@ fn main() {
             Compression::Auto,
         );
         let ingest = model_ingest(&stream, if quick { 3 } else { 11 });
+        // The timeline over that whole stream's history.
+        let mut model = typhon_live_cli::model::Model::default();
+        let mut buf = vec![0u8; 16 << 20];
+        let mut decoder = Decoder::new(&mut buf);
+        let mut rest = &stream[..];
+        while !rest.is_empty() {
+            let n = decoder.feed(rest);
+            rest = &rest[n..];
+            while let Ok(Some(frame)) = decoder.next() {
+                let _ = model.on_frame(&frame);
+            }
+        }
+        model.flush_history();
+        println!(
+            "timeline draw, 200 x 40, over {} records ({:.1} MiB): last 4 ms {:.2} ms, the whole history {:.2} ms",
+            model.history().records(),
+            model.history().bytes() as f64 / (1 << 20) as f64,
+            timeline_draw_ms(&model, Some(4_000_000)),
+            timeline_draw_ms(&model, None)
+        );
         let (keep_up, _) = lossless_ladder(seconds, MAX_RING_EVENTS, live::model_run_at);
         println!("{}", keep_up_row(keep_up, ingest).typhon);
         return;

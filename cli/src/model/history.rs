@@ -106,6 +106,12 @@ pub struct Chunk {
     pub ticks: Vec<TickRecord>,
     /// Per span name, its spans' totals.
     pub totals: Totals,
+    /// The lanes its spans are on, and its longest span: a view zoomed
+    /// out so far that the chunk is narrower than a cell draws it as one
+    /// mark per lane without reading its spans, unless one is that long.
+    pub lanes: Vec<u16>,
+    /// See `lanes`.
+    pub longest: u64,
 }
 
 impl Chunk {
@@ -124,6 +130,7 @@ impl Chunk {
             + self.gauges.capacity() * size_of::<GaugeRecord>()
             + self.ticks.capacity() * size_of::<TickRecord>()
             + self.totals.capacity() * (size_of::<u32>() + size_of::<NameTotals>() + 1)
+            + self.lanes.capacity() * size_of::<u16>()
     }
 
     fn note_time(&mut self, time: u64) {
@@ -146,6 +153,10 @@ impl Chunk {
             .entry(span.name)
             .or_default()
             .add_span(span.start, span.duration, self_time);
+        if !self.lanes.contains(&span.lane) {
+            self.lanes.push(span.lane);
+        }
+        self.longest = self.longest.max(span.duration);
         self.spans.push(span);
     }
 
@@ -204,6 +215,7 @@ impl History {
         chunk.gauges.shrink_to_fit();
         chunk.ticks.shrink_to_fit();
         chunk.totals.shrink_to_fit();
+        chunk.lanes.shrink_to_fit();
         self.bytes += chunk.bytes();
         stats::add(&mut self.totals, &chunk.totals);
         let newest_end = chunk.last;

@@ -79,20 +79,39 @@ impl Timeline<'_> {
         (plot.x as i64).saturating_add(offset as i64)
     }
 
-    /// The visible spans of `lane`, with their depths.
-    fn bars(&self, lane: &TimelineLane<'_>) -> Vec<Bar> {
+    /// The visible spans of `lane`, with their depths. A chunk narrower
+    /// than a column of `plot`, whose spans are all that short too, is one
+    /// folded mark: zoomed out over a long history, a draw reads the
+    /// chunks, not every span.
+    fn bars(&self, lane: &TimelineLane<'_>, plot: Rect) -> Vec<Bar> {
+        let column = self.end.saturating_sub(self.start) / u64::from(plot.width.max(1));
         let visible = |s: &SpanRecord| {
             s.lane == lane.id
                 && s.start < self.end
                 && s.start.saturating_add(s.duration) >= self.start
         };
-        let spans: Vec<&SpanRecord> = self
+        let mut folded = Vec::new();
+        let mut spans: Vec<&SpanRecord> = Vec::new();
+        for chunk in self
             .chunks
             .iter()
             .filter(|c| c.last >= self.start && c.earliest_start < self.end)
-            .flat_map(|c| c.spans.iter())
-            .filter(|s| visible(s))
-            .collect();
+        {
+            let narrow = chunk.last.saturating_sub(chunk.first) < column && chunk.longest < column;
+            if narrow {
+                if chunk.lanes.contains(&lane.id) && chunk.first < self.end {
+                    folded.push(Bar {
+                        start: chunk.first,
+                        end: chunk.first,
+                        depth: 0,
+                        name: 0,
+                        open: false,
+                    });
+                }
+                continue;
+            }
+            spans.extend(chunk.spans.iter().filter(|s| visible(s)));
+        }
         let parents: HashMap<u32, u32> = spans.iter().map(|s| (s.id, s.parent)).collect();
         let mut depths: HashMap<u32, usize> = HashMap::new();
         let mut bars: Vec<Bar> = spans
@@ -105,6 +124,7 @@ impl Timeline<'_> {
                 open: false,
             })
             .collect();
+        bars.extend(folded);
         for (depth, open) in lane.open.iter().enumerate() {
             if open.start < self.end && self.now >= self.start {
                 bars.push(Bar {
@@ -181,7 +201,7 @@ impl Widget for &Timeline<'_> {
             if y >= area.bottom() {
                 break;
             }
-            let bars = self.bars(lane);
+            let bars = self.bars(lane, plot);
             let deepest = bars.iter().map(|b| b.depth).max().unwrap_or(0);
             // Rows for this lane: its depth, but leave one for each lane
             // after it.
@@ -459,6 +479,53 @@ mod tests {
                 (&timeline).render(area, &mut buf);
             }
         }
+    }
+
+    #[test]
+    fn zoomed_out_chunks_fold_and_long_spans_still_show() {
+        // 200 chunks of 50 short spans (1 µs each, 2 µs apart), and in the
+        // last one a long span covering them all.
+        let mut chunks = Vec::new();
+        for c in 0..200u64 {
+            let mut chunk = Chunk::default();
+            for i in 0..50u64 {
+                let at = c * 100 + i * 2;
+                chunk.push_span(span((c * 50 + i) as u32 + 1, 0, 1, at, at + 1), 1);
+            }
+            if c == 199 {
+                chunk.push_span(span(100_000, 0, 0, 0, 19_990), 0);
+            }
+            chunks.push(Arc::new(chunk));
+        }
+        let names: HashMap<u32, String> = [(0, "Long"), (1, "short")]
+            .into_iter()
+            .map(|(id, n)| (id, n.to_owned()))
+            .collect();
+        let lanes = [TimelineLane {
+            id: 0,
+            name: "main",
+            open: &[],
+        }];
+        let timeline = Timeline {
+            chunks: &chunks,
+            lanes: &lanes,
+            names: &names,
+            start: 0,
+            end: 20_000,
+            now: 20_000,
+        };
+        // 40 columns of 500 µs: every chunk (100 µs) is narrower than one.
+        let area = Rect::new(0, 0, LABEL + 40, 3);
+        let mut buf = Buffer::empty(area);
+        (&timeline).render(area, &mut buf);
+        let rows = rows(&buf);
+        let plot = &rows[1][LABEL as usize..];
+        assert!(plot.starts_with("Long"), "{plot:?}");
+        // The long span covers row 1; its short neighbours fold into marks
+        // where nothing else is drawn.
+        let bar_cells = plot.chars().filter(|&c| c != ' ').count();
+        assert!(bar_cells >= 4, "{plot:?}");
+        assert_eq!(buf[(LABEL + 20, 1)].bg, COLOURS[0]);
     }
 
     #[test]
