@@ -279,18 +279,10 @@ fn timeline_draw_ms(model: &typhon_live_cli::model::Model, window: Option<u64>) 
     use ratatui::buffer::Buffer;
     use ratatui::layout::Rect;
     use ratatui::widgets::Widget;
-    use typhon_live_cli::tui::widgets::timeline::{Timeline, TimelineLane};
+    use typhon_live_cli::tui::widgets::timeline::{lanes_of, Timeline};
 
     let inputs = model.timeline_inputs(Instant::now());
-    let lanes: Vec<TimelineLane<'_>> = inputs
-        .lanes
-        .iter()
-        .map(|(id, name, open)| TimelineLane {
-            id: *id,
-            name,
-            open,
-        })
-        .collect();
+    let lanes = lanes_of(&inputs);
     let oldest = inputs.chunks.first().map_or(0, |c| c.first);
     let start = window.map_or(oldest, |w| inputs.now.saturating_sub(w));
     let timeline = Timeline {

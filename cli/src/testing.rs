@@ -1,6 +1,7 @@
 //! Fixtures the unit tests share: streams from the core's exporter, fed
 //! to a model as a connection would.
 
+use ratatui::buffer::Buffer;
 use typhon_live_core::{Decoder, Metadata, NameTable};
 
 use crate::model::Model;
@@ -57,4 +58,16 @@ pub fn feed(model: &mut Model, mut bytes: &[u8]) {
             model.on_frame(&frame).unwrap();
         }
     }
+}
+
+/// The symbols of `buf`, one line per row.
+pub fn buffer_text(buf: &Buffer) -> String {
+    (0..buf.area.height)
+        .map(|y| {
+            (0..buf.area.width)
+                .map(|x| buf[(buf.area.x + x, buf.area.y + y)].symbol())
+                .collect::<String>()
+                + "\n"
+        })
+        .collect()
 }

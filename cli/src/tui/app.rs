@@ -16,7 +16,7 @@ use crate::tui::ui_state::{Scene, UiState};
 use crate::tui::view::{self, Panes};
 use crate::tui::widgets::span_stats::SpanDetail;
 use crate::tui::widgets::span_table::SpanTable;
-use crate::tui::widgets::timeline::{Timeline, TimelineLane};
+use crate::tui::widgets::timeline::{lanes_of, Timeline};
 
 /// The full-screen terminal UI.
 pub struct Screen {
@@ -60,15 +60,7 @@ impl Screen {
                 .find(|t| t.start <= d.max_at && d.max_at <= t.end)
                 .map(|t| t.tick)
         });
-        let lanes: Vec<TimelineLane<'_>> = inputs
-            .lanes
-            .iter()
-            .map(|(id, name, open)| TimelineLane {
-                id: *id,
-                name,
-                open,
-            })
-            .collect();
+        let lanes = lanes_of(&inputs);
         let panes = Panes {
             timeline: Timeline {
                 chunks,

@@ -418,8 +418,8 @@ mod with_a_model {
 
     use super::*;
     use crate::model::Model;
-    use crate::testing::{feed, nested_stream};
-    use crate::tui::widgets::timeline::{Timeline, TimelineLane};
+    use crate::testing::{buffer_text, feed, nested_stream};
+    use crate::tui::widgets::timeline::{lanes_of, Timeline};
 
     /// The timeline of `model` as `ui` shows it, as text.
     fn picture(model: &Model, ui: &UiState) -> (String, u64) {
@@ -431,15 +431,7 @@ mod with_a_model {
             spans: &[],
         };
         let (start, end, chunks) = ui.window(&scene);
-        let lanes: Vec<TimelineLane<'_>> = inputs
-            .lanes
-            .iter()
-            .map(|(id, name, open)| TimelineLane {
-                id: *id,
-                name,
-                open,
-            })
-            .collect();
+        let lanes = lanes_of(&inputs);
         let timeline = Timeline {
             chunks,
             lanes: &lanes,
@@ -451,15 +443,7 @@ mod with_a_model {
         let area = Rect::new(0, 0, 94, 4);
         let mut buf = Buffer::empty(area);
         (&timeline).render(area, &mut buf);
-        let text = (0..area.height)
-            .map(|y| {
-                (0..area.width)
-                    .map(|x| buf[(x, y)].symbol())
-                    .collect::<String>()
-                    + "\n"
-            })
-            .collect();
-        (text, end)
+        (buffer_text(&buf), end)
     }
 
     fn scene_of(model: &Model, f: impl FnOnce(&Scene<'_>)) {

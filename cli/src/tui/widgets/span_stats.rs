@@ -101,14 +101,7 @@ mod tests {
         let area = Rect::new(0, 0, 70, 8);
         let mut buf = Buffer::empty(area);
         (&detail).render(area, &mut buf);
-        let text: String = (0..area.height)
-            .map(|y| {
-                (0..area.width)
-                    .map(|x| buf[(x, y)].symbol())
-                    .collect::<String>()
-                    + "\n"
-            })
-            .collect();
+        let text = crate::testing::buffer_text(&buf);
         assert!(text.contains("Physics over the history"), "{text}");
         assert!(
             text.contains("count 1000  total 500.500  self 400.000  mean 0.500"),

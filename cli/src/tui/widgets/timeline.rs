@@ -20,6 +20,7 @@ use ratatui::widgets::Widget;
 use typhon_live_core::OpenSpan;
 
 use crate::model::history::{Chunk, SpanRecord};
+use crate::model::TimelineInputs;
 
 /// Columns of the lane labels.
 const LABEL: u16 = 14;
@@ -43,6 +44,19 @@ pub struct TimelineLane<'a> {
     pub name: &'a str,
     /// Spans open on it, outermost first.
     pub open: &'a [OpenSpan],
+}
+
+/// The lanes of `inputs`, as the timeline takes them.
+pub fn lanes_of(inputs: &TimelineInputs) -> Vec<TimelineLane<'_>> {
+    inputs
+        .lanes
+        .iter()
+        .map(|(id, name, open)| TimelineLane {
+            id: *id,
+            name,
+            open,
+        })
+        .collect()
 }
 
 /// The timeline of `[start, end)` of host time.
@@ -336,12 +350,9 @@ mod tests {
 
     /// The symbols of each row of `buf`.
     fn rows(buf: &Buffer) -> Vec<String> {
-        (0..buf.area.height)
-            .map(|y| {
-                (0..buf.area.width)
-                    .map(|x| buf[(x, y)].symbol().to_owned())
-                    .collect::<String>()
-            })
+        crate::testing::buffer_text(buf)
+            .lines()
+            .map(str::to_owned)
             .collect()
     }
 
