@@ -360,7 +360,9 @@ impl Model {
         }
         if frame.is_sequenced() {
             if let Some(expected) = self.expected_seq {
-                self.frames_dropped += u64::from(frame.seq.wrapping_sub(expected));
+                self.frames_dropped = self
+                    .frames_dropped
+                    .saturating_add(u64::from(frame.seq.wrapping_sub(expected)));
             }
             self.expected_seq = Some(frame.seq.wrapping_add(1));
         }
@@ -435,9 +437,9 @@ impl Model {
                 self.block_events += u64::from(block.records);
                 self.advance_host_now(block.last_time);
                 for (lane, dropped) in block.drops() {
-                    self.events_dropped += u64::from(dropped);
+                    self.events_dropped = self.events_dropped.saturating_add(u64::from(dropped));
                     if let Some(row) = self.lane(lane) {
-                        row.dropped += u64::from(dropped);
+                        row.dropped = row.dropped.saturating_add(u64::from(dropped));
                     }
                 }
                 // Taken out while its events are read into the model.
@@ -689,7 +691,7 @@ impl Model {
                 if let Some((_, totals)) = self.spans.back_mut() {
                     if totals.len() < MAX_SPAN_NAMES || totals.contains_key(&name) {
                         let entry = totals.entry(name).or_default();
-                        entry.0 += duration;
+                        entry.0 = entry.0.saturating_add(duration);
                         entry.1 += 1;
                     } else {
                         self.refused.span_names += 1;
@@ -843,8 +845,8 @@ impl Model {
         for (_, bucket) in &self.spans {
             for (&name, &(duration, count)) in bucket {
                 let entry = totals.entry(name).or_default();
-                entry.0 += duration;
-                entry.1 += count;
+                entry.0 = entry.0.saturating_add(duration);
+                entry.1 = entry.1.saturating_add(count);
             }
         }
         let mut top: Vec<SpanTotal> = totals

@@ -130,3 +130,177 @@ impl Screen {
         ratatui::restore();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::time::Instant;
+
+    use ratatui::buffer::Buffer;
+    use ratatui::layout::Rect;
+    use ratatui::widgets::Widget;
+    use typhon_live_core::block::{max_block_frame_len, write_block};
+    use typhon_live_core::definitions::write_definitions;
+    use typhon_live_core::init::write_init;
+    use typhon_live_core::{
+        BlockBuilder, Event, GaugeValue, LaneInfo, LaneKind, Lanes, Metadata, NameTable,
+    };
+
+    use crate::model::Model;
+    use crate::testing::feed;
+    use crate::tui::action::Action;
+    use crate::tui::ui_state::{Scene, UiState};
+    use crate::tui::widgets::timeline::{lanes_of, Timeline};
+
+    /// A xorshift generator: the same "random" stream every run.
+    struct Dice(u64);
+
+    impl Dice {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+
+        /// Mostly small numbers, sometimes anything.
+        fn value(&mut self) -> u64 {
+            match self.next() % 8 {
+                0 => self.next(),
+                1 => u64::MAX - self.next() % 16,
+                _ => self.next() % 100_000,
+            }
+        }
+    }
+
+    /// Blocks of random events (times going backwards, huge durations,
+    /// parent cycles, unknown names and lanes), lanes renamed by
+    /// Definitions between them: the model takes them, the timeline and
+    /// the statistics draw them at random windows and keys, nothing
+    /// panics and the history stays within its budget.
+    #[test]
+    fn random_streams_are_drawn_without_a_panic() {
+        for seed in [0x9e37_79b9_7f4a_7c15, 1, 0xdead_beef, u64::MAX / 3, 42] {
+            draw_a_random_stream(seed);
+        }
+    }
+
+    fn draw_a_random_stream(seed: u64) {
+        let mut dice = Dice(seed);
+        let names: NameTable<8, 256> = NameTable::new();
+        let lanes = Lanes::<2, 16>::new();
+        let meta = Metadata {
+            ticks_per_second: 1_000_000,
+            ..Metadata::default()
+        };
+        let mut stream = Vec::new();
+        let mut out = vec![0u8; 1 << 16];
+        let n = write_init(&mut out, 0, &meta, &names, lanes.iter()).unwrap();
+        stream.extend_from_slice(&out[..n]);
+        for seq in 1..200u32 {
+            let mut scratch = vec![0u8; 8192];
+            let mut block = BlockBuilder::new(&mut scratch);
+            for _ in 0..40 {
+                let lane = (dice.next() % 4) as u16;
+                let event = match dice.next() % 5 {
+                    0 => Event::Span {
+                        start: dice.value(),
+                        duration: dice.value(),
+                        name: (dice.next() % 12) as u32,
+                        id: (dice.next() % 50) as u32 + 1,
+                        parent: (dice.next() % 50) as u32,
+                        arg: Some(dice.value()),
+                    },
+                    1 => Event::Instant {
+                        time: dice.value(),
+                        name: (dice.next() % 12) as u32,
+                        payload: dice.value(),
+                    },
+                    2 => Event::Gauge {
+                        time: dice.value(),
+                        gauge: (dice.next() % 12) as u32,
+                        value: GaugeValue::Float(f64::from_bits(dice.next())),
+                    },
+                    3 => Event::TickStart {
+                        time: dice.value(),
+                        tick: dice.next() % 20,
+                    },
+                    _ => Event::TickEnd {
+                        time: dice.value(),
+                        tick: dice.next() % 20,
+                        overrun: dice.next() % 2 == 0,
+                    },
+                };
+                block.push(lane, &event);
+            }
+            let mut frame = vec![0u8; max_block_frame_len(8192, 1)];
+            let n = write_block(&mut frame, seq * 2, &block, &[(1, 3)]).unwrap();
+            stream.extend_from_slice(&frame[..n]);
+            // The lanes renamed: slot 0 and 1 under new names and kinds.
+            let mut renamed: NameTable<8, 256> = NameTable::new();
+            let lane_name = renamed.intern(&format!("lane-{seq}")).unwrap();
+            let infos = [
+                LaneInfo {
+                    id: 0,
+                    name: lane_name,
+                    kind: LaneKind::Worker,
+                },
+                LaneInfo {
+                    id: 1,
+                    name: lane_name,
+                    kind: LaneKind::Main,
+                },
+            ];
+            let n = write_definitions(&mut out, seq * 2 + 1, &renamed, 0, infos.iter().copied())
+                .unwrap();
+            stream.extend_from_slice(&out[..n]);
+        }
+        let mut model = Model::with_history(60.0, 256 << 10);
+        feed(&mut model, &stream);
+        assert!(model.history().bytes() <= 256 << 10);
+        let summary = model.summary(Instant::now());
+        let mut ui = UiState::default();
+        let keys = [
+            Action::TogglePause,
+            Action::StepBack,
+            Action::WorstTick,
+            Action::ZoomOut,
+            Action::PageBack,
+            Action::SelectDown,
+            Action::JumpToMax,
+            Action::ZoomIn,
+            Action::Oldest,
+            Action::StepForward,
+            Action::PageForward,
+            Action::Live,
+        ];
+        let ids: Vec<u32> = summary.span_stats.iter().map(|s| s.id).collect();
+        for round in 0..60 {
+            let inputs = model.timeline_inputs(Instant::now());
+            let scene = Scene {
+                chunks: &inputs.chunks,
+                now: inputs.now,
+                ticks_per_second: inputs.ticks_per_second,
+                spans: &ids,
+            };
+            ui.apply(keys[round % keys.len()], &scene);
+            let (start, end, chunks): (u64, u64, &[Arc<_>]) = ui.window(&scene);
+            let lanes = lanes_of(&inputs);
+            let timeline = Timeline {
+                chunks,
+                lanes: &lanes,
+                names: model.names(),
+                start,
+                end,
+                now: inputs.now,
+            };
+            let area = Rect::new(0, 0, 100, 12);
+            let mut buf = Buffer::empty(area);
+            (&timeline).render(area, &mut buf);
+            let _ = ui.status(&scene);
+            for id in &ids {
+                let _ = model.history().distribution(*id);
+            }
+        }
+    }
+}

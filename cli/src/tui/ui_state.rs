@@ -153,8 +153,11 @@ impl UiState {
     /// Shows `tick` whole, paused, with room around it.
     fn show_tick(&mut self, tick: TickRecord, scene: &Scene<'_>) {
         let len = self.window_len(scene);
-        if tick.duration() * 4 > len * 3 {
-            self.zoom = Some(tick.duration() * 4 / 3 + 1);
+        // Wider than three quarters of the window: zoom out to fit it (in
+        // u128: a hostile tick may span the whole clock).
+        let (duration, len) = (u128::from(tick.duration()), u128::from(len));
+        if duration * 4 > len * 3 {
+            self.zoom = Some(u64::try_from(duration * 4 / 3 + 1).unwrap_or(u64::MAX));
         }
         let len = self.window_len(scene);
         self.pause_at(tick.end.saturating_add(len / 8), scene);
