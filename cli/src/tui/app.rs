@@ -228,7 +228,7 @@ mod tests {
                     _ => Event::TickEnd {
                         time: dice.value(),
                         tick: dice.next() % 20,
-                        overrun: dice.next() % 2 == 0,
+                        overrun: dice.next().is_multiple_of(2),
                     },
                 };
                 block.push(lane, &event);
