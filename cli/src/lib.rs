@@ -1,7 +1,7 @@
-//! The parts of the `typhon-live` command that need neither a terminal nor
-//! a command line, as a library: where frames come from ([`source`]), what
-//! a viewer knows ([`model`]), and its errors. The benchmarks measure the
-//! viewer through it; the relay will reuse it.
+//! The `typhon-live` command's viewer as a library: where frames come from
+//! ([`source`]), what a viewer knows and keeps ([`model`]), the terminal
+//! screen ([`tui`]), and its errors. The subcommands (`src/cmd/`) drive it;
+//! the benchmarks measure it; the relay will reuse the model.
 #![deny(missing_docs)]
 
 pub mod error;

@@ -1,5 +1,7 @@
-//! What a viewer knows about a live session, built frame by frame, and the
-//! summary the live view, the summary lines and `--json` show.
+//! What a viewer knows about a session, built frame by frame
+//! ([`Model::on_frame`] is the only write path): the live aggregates, the
+//! history of every record ([`history`]) with its statistics ([`stats`]),
+//! and the summary the screen, the summary lines and `--json` show.
 
 pub mod history;
 pub mod stats;

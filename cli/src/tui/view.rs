@@ -1,6 +1,7 @@
-//! The live view: a full-screen terminal UI drawn from a [`Summary`].
-//! Drawing is a pure function of the summary, so tests render it into
-//! ratatui's `TestBackend`.
+//! The screen's layout: the header, the panes drawn from the history
+//! ([`Panes`]: timeline, span names, statistics) and the panels of the
+//! [`Summary`]. Drawing is a pure function of what it is given, so tests
+//! render it into ratatui's `TestBackend`.
 
 use ratatui::layout::{Constraint, Direction, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};
