@@ -41,8 +41,9 @@ impl Output {
                     return;
                 }
                 *last = Some(Instant::now());
-                let summary = model.summary(Instant::now());
+                let mut summary = model.summary(Instant::now());
                 let line = if *json {
+                    model.fill_percentiles(&mut summary.span_stats);
                     serde_json::to_string(&summary).unwrap_or_default()
                 } else {
                     summary.line()

@@ -23,8 +23,9 @@ pub const VIEW_HISTORY_BYTES: usize = 2 << 30;
 pub fn run(path: &Path, json: bool) -> Result<(), CliError> {
     let mut model = load(path)?;
     if json || !std::io::stdout().is_terminal() {
-        let summary = model.summary(Instant::now());
+        let mut summary = model.summary(Instant::now());
         let line = if json {
+            model.fill_percentiles(&mut summary.span_stats);
             serde_json::to_string(&summary).unwrap_or_default()
         } else {
             summary.line()

@@ -808,10 +808,36 @@ impl Model {
                 self_ms: ms(t.self_time),
                 mean_ms: ms(t.total) / t.count.max(1) as f64,
                 max_ms: ms(max.get(&name).copied().unwrap_or(0)),
+                p50_ms: None,
+                p90_ms: None,
+                p99_ms: None,
             })
             .collect();
         stats.sort_by(|a, b| b.total_ms.total_cmp(&a.total_ms).then(a.name.cmp(&b.name)));
         stats
+    }
+
+    /// Fills in every name's exact percentiles over the history, in one
+    /// pass over its spans, unless it holds more than
+    /// [`PERCENTILE_SPANS`] (then they stay `None`: the screen computes
+    /// them for the selected name only).
+    pub fn fill_percentiles(&self, stats: &mut [SpanStats]) {
+        let chunks = self.history.chunks();
+        if chunks.iter().map(|c| c.spans.len()).sum::<usize>() > PERCENTILE_SPANS {
+            return;
+        }
+        let mut durations: HashMap<u32, Vec<u64>> = HashMap::new();
+        for span in chunks.iter().flat_map(|c| c.spans.iter()) {
+            durations.entry(span.name).or_default().push(span.duration);
+        }
+        let ms = |ticks: u64| self.seconds(ticks) * 1e3;
+        for s in stats {
+            if let Some(d) = durations.get_mut(&s.id) {
+                let d = stats::Distribution::of(d, 0, 0);
+                (s.p50_ms, s.p90_ms, s.p99_ms) =
+                    (Some(ms(d.p50)), Some(ms(d.p90)), Some(ms(d.p99)));
+            }
+        }
     }
 
     fn summarise(&self, now: Instant) -> Summary {
@@ -1092,7 +1118,19 @@ pub struct SpanStats {
     pub mean_ms: f64,
     /// The longest, in milliseconds.
     pub max_ms: f64,
+    /// Exact nearest-rank percentiles over the history, in milliseconds:
+    /// filled in for `--json` ([`Model::fill_percentiles`]) while the
+    /// history holds at most [`PERCENTILE_SPANS`] spans, else `null`.
+    pub p50_ms: Option<f64>,
+    /// See `p50_ms`.
+    pub p90_ms: Option<f64>,
+    /// See `p50_ms`.
+    pub p99_ms: Option<f64>,
 }
+
+/// Spans the history may hold for [`Model::fill_percentiles`] to read them
+/// all: about 50 ms of sorting once a second at most.
+pub const PERCENTILE_SPANS: usize = 1 << 20;
 
 impl Summary {
     /// The one-line form, for a view that is not a terminal.
@@ -1237,6 +1275,15 @@ mod tests {
         assert!((outer.self_ms - 60.0).abs() < 1e-9, "{outer:?}");
         assert!((inner.self_ms - inner.total_ms).abs() < 1e-9, "{inner:?}");
         assert!((inner.max_ms - 0.2).abs() < 1e-9, "{inner:?}");
+        // For --json: exact percentiles of every name.
+        let mut stats = stats;
+        model.fill_percentiles(&mut stats);
+        let close = |v: Option<f64>, want: f64| v.is_some_and(|v| (v - want).abs() < 1e-9);
+        assert!(
+            close(stats[1].p50_ms, 0.1) && close(stats[1].p99_ms, 0.2),
+            "{stats:?}"
+        );
+        assert!(close(stats[0].p90_ms, 0.9), "{stats:?}");
         // Exact percentiles over the history: half 100 µs, half 200.
         let inner_id = 2;
         let d = model.history().distribution(inner_id);

@@ -362,6 +362,9 @@ mod tests {
                 self_ms: 1.0,
                 mean_ms: 1.0,
                 max_ms: 1.0,
+                p50_ms: None,
+                p90_ms: None,
+                p99_ms: None,
             })
             .collect();
         let mut ui = UiState {
