@@ -41,13 +41,7 @@ impl Output {
                     return;
                 }
                 *last = Some(Instant::now());
-                let mut summary = model.summary(Instant::now());
-                let line = if *json {
-                    model.fill_percentiles(&mut summary.span_stats);
-                    serde_json::to_string(&summary).unwrap_or_default()
-                } else {
-                    summary.line()
-                };
+                let line = model.summary_line(Instant::now(), *json);
                 let mut out = std::io::stdout().lock();
                 let _ = writeln!(out, "{line}");
                 let _ = out.flush();

@@ -23,13 +23,7 @@ pub const VIEW_HISTORY_BYTES: usize = 2 << 30;
 pub fn run(path: &Path, json: bool) -> Result<(), CliError> {
     let mut model = load(path)?;
     if json || !std::io::stdout().is_terminal() {
-        let mut summary = model.summary(Instant::now());
-        let line = if json {
-            model.fill_percentiles(&mut summary.span_stats);
-            serde_json::to_string(&summary).unwrap_or_default()
-        } else {
-            summary.line()
-        };
+        let line = model.summary_line(Instant::now(), json);
         let mut out = std::io::stdout().lock();
         let _ = writeln!(out, "{line}");
         return Ok(());
@@ -37,15 +31,9 @@ pub fn run(path: &Path, json: bool) -> Result<(), CliError> {
     let mut screen = Screen::open()?;
     // Paused at the end of the file.
     let inputs = model.timeline_inputs(Instant::now());
-    screen.ui.apply(
-        Action::TogglePause,
-        &Scene {
-            chunks: &inputs.chunks,
-            now: inputs.now,
-            ticks_per_second: inputs.ticks_per_second,
-            spans: &[],
-        },
-    );
+    screen
+        .ui
+        .apply(Action::TogglePause, &Scene::new(&inputs, &[]));
     loop {
         screen.draw(&mut model, Instant::now());
         let (quit, _) = screen.keys(&model, Duration::from_millis(250));

@@ -291,21 +291,29 @@ impl History {
 
     /// The longest tick held.
     pub fn worst_tick(&self) -> Option<TickRecord> {
-        self.chunks
-            .iter()
-            .flat_map(|c| c.ticks.iter())
-            .max_by_key(|t| t.duration())
-            .copied()
+        worst_tick(self.chunks.iter().map(|c| &**c))
     }
 
     /// The tick that was running at host time `time`, if one is held.
     pub fn tick_at(&self, time: u64) -> Option<TickRecord> {
-        self.chunks
-            .iter()
-            .flat_map(|c| c.ticks.iter())
-            .find(|t| t.start <= time && time <= t.end)
-            .copied()
+        tick_at(self.chunks.iter().map(|c| &**c), time)
     }
+}
+
+/// The longest tick of `chunks`.
+pub fn worst_tick<'a>(chunks: impl Iterator<Item = &'a Chunk>) -> Option<TickRecord> {
+    chunks
+        .flat_map(|c| c.ticks.iter())
+        .max_by_key(|t| t.duration())
+        .copied()
+}
+
+/// The tick of `chunks` that was running at host time `time`.
+pub fn tick_at<'a>(chunks: impl Iterator<Item = &'a Chunk>, time: u64) -> Option<TickRecord> {
+    chunks
+        .flat_map(|c| c.ticks.iter())
+        .find(|t| t.start <= time && time <= t.end)
+        .copied()
 }
 
 /// The exact distribution of span name `name`'s durations over `chunks`.

@@ -817,6 +817,18 @@ impl Model {
         stats
     }
 
+    /// The summary as of `now` as one line: JSON (with the span
+    /// percentiles) for `--json`, else the text form.
+    pub fn summary_line(&mut self, now: Instant, json: bool) -> String {
+        let mut summary = self.summary(now);
+        if json {
+            self.fill_percentiles(&mut summary.span_stats);
+            serde_json::to_string(&summary).unwrap_or_default()
+        } else {
+            summary.line()
+        }
+    }
+
     /// Fills in every name's exact percentiles over the history, in one
     /// pass over its spans, unless it holds more than
     /// [`PERCENTILE_SPANS`] (then they stay `None`: the screen computes

@@ -41,25 +41,16 @@ impl Screen {
         let inputs = model.timeline_inputs(now);
         let list = self.ui.span_list(&summary.span_stats);
         let ids: Vec<u32> = list.iter().map(|s| s.id).collect();
-        let scene = Scene {
-            chunks: &inputs.chunks,
-            now: inputs.now,
-            ticks_per_second: inputs.ticks_per_second,
-            spans: &ids,
-        };
+        let scene = Scene::new(&inputs, &ids);
         let (start, end, chunks) = self.ui.window(&scene);
         // The selected name's distribution, over what the window draws
         // from: the live history, or what a pause pinned.
         let selected = self.ui.selected_row(list.len());
         let distribution =
             selected.map(|row| history::distribution(chunks.iter().map(|c| &**c), list[row].id));
-        let max_tick = distribution.as_ref().and_then(|d| {
-            chunks
-                .iter()
-                .flat_map(|c| c.ticks.iter())
-                .find(|t| t.start <= d.max_at && d.max_at <= t.end)
-                .map(|t| t.tick)
-        });
+        let max_tick = distribution
+            .as_ref()
+            .and_then(|d| history::tick_at(chunks.iter().map(|c| &**c), d.max_at).map(|t| t.tick));
         let lanes = lanes_of(&inputs);
         let panes = Panes {
             timeline: Timeline {
@@ -113,12 +104,7 @@ impl Screen {
             let inputs = model.timeline_inputs(Instant::now());
             let stats = model.span_stats();
             let ids: Vec<u32> = self.ui.span_list(&stats).iter().map(|s| s.id).collect();
-            let scene = Scene {
-                chunks: &inputs.chunks,
-                now: inputs.now,
-                ticks_per_second: inputs.ticks_per_second,
-                spans: &ids,
-            };
+            let scene = Scene::new(&inputs, &ids);
             quit |= self.ui.apply(action, &scene);
             changed = true;
         }
@@ -277,12 +263,7 @@ mod tests {
         let ids: Vec<u32> = summary.span_stats.iter().map(|s| s.id).collect();
         for round in 0..60 {
             let inputs = model.timeline_inputs(Instant::now());
-            let scene = Scene {
-                chunks: &inputs.chunks,
-                now: inputs.now,
-                ticks_per_second: inputs.ticks_per_second,
-                spans: &ids,
-            };
+            let scene = Scene::new(&inputs, &ids);
             ui.apply(keys[round % keys.len()], &scene);
             let (start, end, chunks): (u64, u64, &[Arc<_>]) = ui.window(&scene);
             let lanes = lanes_of(&inputs);

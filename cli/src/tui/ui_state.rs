@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use crate::model::history::{self, Chunk, TickRecord};
-use crate::model::SpanStats;
+use crate::model::{SpanStats, TimelineInputs};
 
 use super::action::Action;
 
@@ -39,9 +39,23 @@ pub struct Scene<'a> {
     pub spans: &'a [u32],
 }
 
-impl Scene<'_> {
+impl<'a> Scene<'a> {
+    /// The scene of `inputs`, with the span list's name ids `spans`.
+    pub fn new(inputs: &'a TimelineInputs, spans: &'a [u32]) -> Scene<'a> {
+        Scene {
+            chunks: &inputs.chunks,
+            now: inputs.now,
+            ticks_per_second: inputs.ticks_per_second,
+            spans,
+        }
+    }
+
+    fn chunks(&self) -> impl Iterator<Item = &Chunk> {
+        self.chunks.iter().map(|c| &**c)
+    }
+
     fn ticks(&self) -> impl Iterator<Item = &TickRecord> {
-        self.chunks.iter().flat_map(|c| c.ticks.iter())
+        self.chunks().flat_map(|c| c.ticks.iter())
     }
 
     /// Host time of the oldest record.
@@ -209,7 +223,7 @@ impl UiState {
             Action::PageForward => self.pause_at(end.saturating_add(len), scene),
             Action::Oldest => self.pause_at(scene.oldest().saturating_add(len), scene),
             Action::WorstTick => {
-                if let Some(&worst) = scene.ticks().max_by_key(|t| t.duration()) {
+                if let Some(worst) = history::worst_tick(scene.chunks()) {
                     self.show_tick(worst, scene);
                 }
             }
@@ -225,16 +239,12 @@ impl UiState {
                 else {
                     return false;
                 };
-                let d = history::distribution(scene.chunks.iter().map(|c| &**c), name);
+                let d = history::distribution(scene.chunks(), name);
                 if d.count == 0 {
                     return false;
                 }
-                let tick = scene
-                    .ticks()
-                    .find(|t| t.start <= d.max_at && d.max_at <= t.end)
-                    .copied();
                 // The span's own extent when no tick holds it.
-                let tick = tick.unwrap_or(TickRecord {
+                let tick = history::tick_at(scene.chunks(), d.max_at).unwrap_or(TickRecord {
                     tick: 0,
                     start: d.max_at,
                     end: d.max_at.saturating_add(d.max),
@@ -430,12 +440,7 @@ mod with_a_model {
     /// The timeline of `model` as `ui` shows it, as text.
     fn picture(model: &Model, ui: &UiState) -> (String, u64) {
         let inputs = model.timeline_inputs(Instant::now());
-        let scene = Scene {
-            chunks: &inputs.chunks,
-            now: inputs.now,
-            ticks_per_second: inputs.ticks_per_second,
-            spans: &[],
-        };
+        let scene = Scene::new(&inputs, &[]);
         let (start, end, chunks) = ui.window(&scene);
         let lanes = lanes_of(&inputs);
         let timeline = Timeline {
@@ -454,12 +459,7 @@ mod with_a_model {
 
     fn scene_of(model: &Model, f: impl FnOnce(&Scene<'_>)) {
         let inputs = model.timeline_inputs(Instant::now());
-        f(&Scene {
-            chunks: &inputs.chunks,
-            now: inputs.now,
-            ticks_per_second: inputs.ticks_per_second,
-            spans: &[],
-        });
+        f(&Scene::new(&inputs, &[]));
     }
 
     #[test]
