@@ -172,3 +172,17 @@ fn view_opens_a_file_paused_at_its_end_and_finds_the_stall_by_its_name() {
     assert!(shown.contains("┃20"), "{shown}");
     let _ = std::fs::remove_file(&path);
 }
+
+#[test]
+fn view_refuses_a_file_that_is_not_a_trace() {
+    let path = temp("not-a-trace.tlt");
+    std::fs::write(&path, b"HTTP/1.1 200 OK\r\n\r\nnot a trace").unwrap();
+    let out = Command::new(BIN).arg("view").arg(&path).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{stderr}");
+    assert!(
+        stderr.contains("is not a readable typhon-live trace"),
+        "{stderr}"
+    );
+    let _ = std::fs::remove_file(&path);
+}

@@ -81,15 +81,7 @@ pub fn to_chrome(path: &Path) -> Result<(Value, Vec<Damage>), CliError> {
         }
         Ok(())
     });
-    if frames_read == 0 {
-        let reason = damage.first().map_or("no frame".into(), |d| {
-            format!("byte {}: {}", d.offset, d.error)
-        });
-        return Err(CliError::BadTrace {
-            path: path.into(),
-            reason,
-        });
-    }
+    file::require_frames(path, frames_read, &damage)?;
     Ok((
         json!({ "traceEvents": out, "displayTimeUnit": "ms" }),
         damage,

@@ -155,15 +155,7 @@ pub fn report(path: &Path) -> Result<(String, bool), CliError> {
         }
         Ok(())
     });
-    if frames_read == 0 {
-        let reason = damage.first().map_or("no frame".into(), |d| {
-            format!("byte {}: {}", d.offset, d.error)
-        });
-        return Err(CliError::BadTrace {
-            path: path.into(),
-            reason,
-        });
-    }
+    file::require_frames(path, frames_read, &damage)?;
     let header = header.unwrap_or_else(|| {
         "session     unknown: no readable Init (see damage); clock assumed 1e9 ticks per second\n"
             .into()

@@ -50,7 +50,12 @@ pub fn run(path: &Path, json: bool) -> Result<(), CliError> {
 fn load(path: &Path) -> Result<Model, CliError> {
     let bytes = file::read(path)?;
     let mut model = Model::with_history(f64::INFINITY, VIEW_HISTORY_BYTES);
-    let damage = file::frames(&bytes, |frame| model.on_frame(frame));
+    let mut frames_read = 0u64;
+    let damage = file::frames(&bytes, |frame| {
+        frames_read += 1;
+        model.on_frame(frame)
+    });
+    file::require_frames(path, frames_read, &damage)?;
     model.flush_history();
     // After the frames: a Shutdown in the file says "ended".
     model.connection = Connection::File {

@@ -23,6 +23,21 @@ pub fn read(path: &Path) -> Result<Vec<u8>, CliError> {
     })
 }
 
+/// A file of which not one frame could be read is not a trace: the error
+/// names its first damage.
+pub fn require_frames(path: &Path, frames_read: u64, damage: &[Damage]) -> Result<(), CliError> {
+    if frames_read > 0 {
+        return Ok(());
+    }
+    let reason = damage.first().map_or("no frame".into(), |d| {
+        format!("byte {}: {}", d.offset, d.error)
+    });
+    Err(CliError::BadTrace {
+        path: path.into(),
+        reason,
+    })
+}
+
 /// Hands every frame of `bytes` to `on_frame` (with its payload errors
 /// reported as damage) and returns the damage found.
 pub fn frames(
