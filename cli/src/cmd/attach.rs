@@ -19,7 +19,7 @@ const KEY_REDRAW: Duration = Duration::from_millis(33);
 /// Where the view goes.
 enum Output {
     /// Full-screen terminal UI.
-    Terminal(Screen),
+    Terminal(Box<Screen>),
     /// One line a second, text or JSON.
     Lines { json: bool, last: Option<Instant> },
 }
@@ -27,7 +27,7 @@ enum Output {
 impl Output {
     fn new(json: bool) -> Result<Output, CliError> {
         if !json && std::io::stdout().is_terminal() {
-            Ok(Output::Terminal(Screen::open()?))
+            Ok(Output::Terminal(Box::new(Screen::open()?)))
         } else {
             Ok(Output::Lines { json, last: None })
         }

@@ -3,26 +3,61 @@
 //! turns keys into actions on the view state. Drawing reads the model; the
 //! only state keys change is the view's.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ratatui::crossterm::event::{self, Event};
 use ratatui::DefaultTerminal;
 
 use crate::error::CliError;
-use crate::model::history;
+use crate::model::history::{self, Chunk};
+use crate::model::stats::Distribution;
 use crate::model::Model;
 use crate::tui::keymap::{self, KEYS};
-use crate::tui::ui_state::{Scene, UiState};
+use crate::tui::ui_state::{Mode, Scene, UiState};
 use crate::tui::view::{self, Panes};
 use crate::tui::widgets::span_stats::SpanDetail;
 use crate::tui::widgets::span_table::SpanTable;
 use crate::tui::widgets::timeline::{lanes_of, Timeline};
+
+/// While live, the selected name's distribution is read again at most
+/// this often: it reads every span of the name in the history.
+const DISTRIBUTION_REFRESH: Duration = Duration::from_secs(1);
+
+/// The selected name's distribution, and what it was computed over.
+struct Computed {
+    name: u32,
+    /// The first and last chunk (held, so that their addresses stay
+    /// theirs) and the count: the same set of chunks again.
+    first: Option<Arc<Chunk>>,
+    last: Option<Arc<Chunk>>,
+    chunks: usize,
+    at: Instant,
+    distribution: Distribution,
+}
+
+impl Computed {
+    /// Still right for `name` over `chunks`: the same chunks, or, live, a
+    /// reading under [`DISTRIBUTION_REFRESH`] old.
+    fn fits(&self, name: u32, chunks: &[Arc<Chunk>], live: bool) -> bool {
+        let same = |held: &Option<Arc<Chunk>>, now: Option<&Arc<Chunk>>| match (held, now) {
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+            (None, None) => true,
+            _ => false,
+        };
+        let same_chunks = self.chunks == chunks.len()
+            && same(&self.first, chunks.first())
+            && same(&self.last, chunks.last());
+        self.name == name && (same_chunks || live && self.at.elapsed() < DISTRIBUTION_REFRESH)
+    }
+}
 
 /// The full-screen terminal UI.
 pub struct Screen {
     terminal: DefaultTerminal,
     /// Live or paused, and the window.
     pub ui: UiState,
+    computed: Option<Computed>,
 }
 
 impl Screen {
@@ -32,6 +67,7 @@ impl Screen {
         Ok(Screen {
             terminal,
             ui: UiState::default(),
+            computed: None,
         })
     }
 
@@ -46,8 +82,25 @@ impl Screen {
         // The selected name's distribution, over what the window draws
         // from: the live history, or what a pause pinned.
         let selected = self.ui.selected_row(list.len());
-        let distribution =
-            selected.map(|row| history::distribution(chunks.iter().map(|c| &**c), list[row].id));
+        if let Some(row) = selected {
+            let name = list[row].id;
+            let live = matches!(self.ui.mode, Mode::Live);
+            if !self
+                .computed
+                .as_ref()
+                .is_some_and(|c| c.fits(name, chunks, live))
+            {
+                self.computed = Some(Computed {
+                    name,
+                    first: chunks.first().cloned(),
+                    last: chunks.last().cloned(),
+                    chunks: chunks.len(),
+                    at: Instant::now(),
+                    distribution: history::distribution(chunks.iter().map(|c| &**c), name),
+                });
+            }
+        }
+        let distribution = selected.and_then(|_| self.computed.as_ref().map(|c| &c.distribution));
         let max_tick = distribution
             .as_ref()
             .and_then(|d| history::tick_at(chunks.iter().map(|c| &**c), d.max_at).map(|t| t.tick));
@@ -137,6 +190,36 @@ mod tests {
     use crate::tui::action::Action;
     use crate::tui::ui_state::{Scene, UiState};
     use crate::tui::widgets::timeline::{lanes_of, Timeline};
+
+    #[test]
+    fn a_computed_distribution_is_kept_for_the_same_chunks_and_briefly_while_live() {
+        use super::Computed;
+        use crate::model::history::Chunk;
+        use crate::model::stats::Distribution;
+        let (a, b) = (Arc::new(Chunk::default()), Arc::new(Chunk::default()));
+        let computed = Computed {
+            name: 7,
+            first: Some(Arc::clone(&a)),
+            last: Some(Arc::clone(&b)),
+            chunks: 2,
+            at: Instant::now(),
+            distribution: Distribution::default(),
+        };
+        let same = [Arc::clone(&a), Arc::clone(&b)];
+        let moved_on = [Arc::clone(&b), Arc::new(Chunk::default())];
+        assert!(computed.fits(7, &same, false));
+        assert!(!computed.fits(8, &same, false), "another name");
+        assert!(!computed.fits(7, &moved_on, false), "paused elsewhere");
+        assert!(
+            computed.fits(7, &moved_on, true),
+            "live, under a second old"
+        );
+        let old = Computed {
+            at: Instant::now() - std::time::Duration::from_secs(2),
+            ..computed
+        };
+        assert!(!old.fits(7, &moved_on, true), "live, stale");
+    }
 
     /// A xorshift generator: the same "random" stream every run.
     struct Dice(u64);
