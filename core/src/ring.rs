@@ -136,6 +136,13 @@ pub struct EventRing<const N: usize> {
     /// The producer's last look at `tail`: it reads the consumer's cache
     /// line again only when the ring looks full, not on every push.
     tail_seen: AtomicU32,
+    /// [`EventRing::passed_half`]'s schedule (producer-owned): it reads
+    /// the consumer's index once `head` is half a ring past this.
+    look_from: AtomicU32,
+    /// One past the consumer's index when `passed_half` last said yes (0:
+    /// never), so that a ring that stays past half is told once, and a ring
+    /// the consumer drained and that fills again is told again.
+    told_at: AtomicU32,
     dropped: AtomicU32,
     /// Capacity in use is `N >> shrink`. Zero by default, so that a ring
     /// in a `static` stays all zeroes: in `.bss`, not in the binary.
@@ -163,6 +170,8 @@ impl<const N: usize> EventRing<N> {
             head: AtomicU32::new(0),
             tail: AtomicU32::new(0),
             tail_seen: AtomicU32::new(0),
+            look_from: AtomicU32::new(0),
+            told_at: AtomicU32::new(0),
             dropped: AtomicU32::new(0),
             shrink: AtomicU32::new(0),
             slots: [const { Slot::new() }; N],
@@ -230,21 +239,30 @@ impl<const N: usize> EventRing<N> {
     /// Producer side, after a push: whether the ring just passed half
     /// full, so that a host can wake its consumer early instead of letting
     /// the ring fill while the consumer sleeps. Costs two loads of
-    /// producer-owned words per call; once every `N / 2` or so pushes it
-    /// reads the consumer's index, and answers `true` at most once per
-    /// crossing.
+    /// producer-owned words per call; at most once every `N / 2` pushes it
+    /// reads the consumer's index. It answers `true` once per crossing: not
+    /// again while the ring stays past half with the consumer idle, again
+    /// once the consumer has taken events and the ring fills past half.
     #[inline]
     pub fn passed_half(&self) -> bool {
         let half = self.capacity() / 2;
         let head = self.head.load(Ordering::Relaxed);
-        // The estimate only grows between looks at the consumer's index,
-        // so it equals half the capacity once per look.
-        if head.wrapping_sub(self.tail_seen.load(Ordering::Relaxed)) as usize != half {
+        if (head.wrapping_sub(self.look_from.load(Ordering::Relaxed)) as usize) < half {
             return false;
         }
         let tail = self.tail.load(Ordering::Acquire);
         self.tail_seen.store(tail, Ordering::Relaxed);
-        head.wrapping_sub(tail) as usize >= half
+        let past = head.wrapping_sub(tail) as usize >= half;
+        // The next look: half a ring of pushes from now if past half, else
+        // when the ring could first reach half (the consumer's index plus
+        // half). Either way the distance starts below half again.
+        self.look_from
+            .store(if past { head } else { tail }, Ordering::Relaxed);
+        let new = past && self.told_at.load(Ordering::Relaxed) != tail.wrapping_add(1);
+        if new {
+            self.told_at.store(tail.wrapping_add(1), Ordering::Relaxed);
+        }
+        new
     }
 
     /// Consumer side: takes the oldest event.
@@ -446,6 +464,19 @@ mod tests {
             told += usize::from(ring.passed_half());
         }
         assert_eq!(told, 1);
+        // Past half, drained, past half again (never full in between): told
+        // again each time. The early-wake test of the std transport lost
+        // events when the second crossing went untold.
+        let ring = EventRing::<8>::new();
+        for round in 0..5 {
+            let mut told = 0;
+            for i in 0..5 {
+                assert!(ring.push(&instant(i)));
+                told += usize::from(ring.passed_half());
+            }
+            assert_eq!(told, 1, "round {round}");
+            while ring.pop().is_some() {}
+        }
         // A consumer that keeps up: never told.
         let ring = EventRing::<8>::new();
         for i in 0..100 {
@@ -465,6 +496,8 @@ mod tests {
         assert_eq!(ring.head.load(Ordering::Relaxed), 0);
         assert_eq!(ring.tail.load(Ordering::Relaxed), 0);
         assert_eq!(ring.tail_seen.load(Ordering::Relaxed), 0);
+        assert_eq!(ring.look_from.load(Ordering::Relaxed), 0);
+        assert_eq!(ring.told_at.load(Ordering::Relaxed), 0);
         assert_eq!(ring.dropped.load(Ordering::Relaxed), 0);
         assert_eq!(ring.shrink.load(Ordering::Relaxed), 0);
         assert_eq!(ring.capacity(), 4);
