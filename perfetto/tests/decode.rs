@@ -1,0 +1,455 @@
+//! The writer's output read back by an independent decoder: rust-protobuf
+//! types that protoc generates from Perfetto's own `.proto` files
+//! (`perfetto_protos`), read the way trace_processor reads a trace:
+//! interned names per sequence, reset where a packet clears them; track
+//! events sorted by time, then nested per track.
+
+use std::collections::HashMap;
+
+use perfetto_protos::trace::Trace;
+use perfetto_protos::track_event::track_event::Type;
+use protobuf::Message;
+use typhon_live_core::{
+    Decoder, Exporter, FrameKind, GaugeValue, LaneKind, Lanes, Metadata, NameTable, Payload,
+};
+use typhon_live_perfetto::{TraceWriter, SEQUENCE_ID, SUBSTITUTE_PID};
+
+const CLEARED: u32 = 1;
+const NEEDS: u32 = 2;
+
+/// A slice as a reader nests it.
+#[derive(Clone, Debug, PartialEq)]
+struct Slice {
+    track: String,
+    name: String,
+    start: u64,
+    end: u64,
+    depth: usize,
+    args: Vec<(String, String)>,
+}
+
+/// A point event (instant or counter value).
+#[derive(Clone, Debug, PartialEq)]
+struct Point {
+    track: String,
+    name: String,
+    time: u64,
+    value: String,
+    args: Vec<(String, String)>,
+}
+
+/// What a reader makes of a trace.
+#[derive(Debug, Default)]
+struct Read {
+    process: Vec<(i32, String)>,
+    /// uuid → (name, kind): "thread", "counter", "track", "process".
+    tracks: HashMap<u64, (String, &'static str)>,
+    slices: Vec<Slice>,
+    instants: Vec<Point>,
+    counters: Vec<Point>,
+    /// Index, among track-event packets, of each packet that says data
+    /// was lost before it.
+    dropped_before: Vec<usize>,
+    packets: usize,
+}
+
+fn read(bytes: &[u8]) -> Read {
+    let trace = Trace::parse_from_bytes(bytes).expect("the whole file is one Trace");
+    let mut read = Read::default();
+    let mut event_names: HashMap<u64, String> = HashMap::new();
+    let mut arg_names: HashMap<u64, String> = HashMap::new();
+    let mut cleared = false;
+    // (time, file order, track, type, name, args, value)
+    let mut events = Vec::new();
+    for packet in &trace.packet {
+        read.packets += 1;
+        assert_eq!(packet.trusted_packet_sequence_id(), SEQUENCE_ID);
+        let flags = packet.sequence_flags();
+        if flags & CLEARED != 0 {
+            event_names.clear();
+            arg_names.clear();
+            cleared = true;
+        }
+        if packet.previous_packet_dropped() {
+            assert!(
+                flags & CLEARED != 0,
+                "a loss must clear the interned state"
+            );
+            read.dropped_before.push(events.len());
+        }
+        for name in &packet.interned_data.event_names {
+            event_names.insert(name.iid(), name.name().to_owned());
+        }
+        for name in &packet.interned_data.debug_annotation_names {
+            arg_names.insert(name.iid(), name.name().to_owned());
+        }
+        if packet.has_track_descriptor() {
+            let d = packet.track_descriptor();
+            let entry = if d.process.is_some() {
+                read.process
+                    .push((d.process.pid(), d.process.process_name().to_owned()));
+                (d.process.process_name().to_owned(), "process")
+            } else if d.thread.is_some() {
+                assert!(d.thread.pid() > 0 && d.thread.tid() > 0);
+                (d.thread.thread_name().to_owned(), "thread")
+            } else if d.counter.is_some() {
+                (d.name().to_owned(), "counter")
+            } else {
+                (d.name().to_owned(), "track")
+            };
+            assert!(
+                read.tracks.insert(d.uuid(), entry).is_none(),
+                "uuid {} described twice",
+                d.uuid()
+            );
+        }
+        if packet.has_track_event() {
+            assert!(cleared && flags & NEEDS != 0, "{packet:?}");
+            let e = packet.track_event();
+            assert!(
+                read.tracks.contains_key(&e.track_uuid()),
+                "track {} used before its descriptor",
+                e.track_uuid()
+            );
+            let name = e.has_name_iid().then(|| {
+                event_names
+                    .get(&e.name_iid())
+                    .unwrap_or_else(|| panic!("iid {} not interned", e.name_iid()))
+                    .clone()
+            });
+            let args: Vec<(String, String)> = e
+                .debug_annotations
+                .iter()
+                .map(|a| {
+                    let value = if a.has_uint_value() {
+                        a.uint_value().to_string()
+                    } else if a.has_bool_value() {
+                        a.bool_value().to_string()
+                    } else {
+                        panic!("unexpected annotation {a:?}")
+                    };
+                    (arg_names[&a.name_iid()].clone(), value)
+                })
+                .collect();
+            let value = if e.has_counter_value() {
+                e.counter_value().to_string()
+            } else if e.has_double_counter_value() {
+                e.double_counter_value().to_string()
+            } else {
+                String::new()
+            };
+            events.push((
+                packet.timestamp(),
+                events.len(),
+                e.track_uuid(),
+                e.type_(),
+                name,
+                args,
+                value,
+            ));
+        }
+    }
+    // A reader sorts by time; the file's order decides ties.
+    events.sort_by_key(|e| (e.0, e.1));
+    let mut open: HashMap<u64, Vec<Slice>> = HashMap::new();
+    for (time, _, track, kind, name, args, value) in events {
+        let track_name = read.tracks[&track].0.clone();
+        match kind {
+            Type::TYPE_SLICE_BEGIN => {
+                let stack = open.entry(track).or_default();
+                stack.push(Slice {
+                    track: track_name,
+                    name: name.expect("a begin has a name"),
+                    start: time,
+                    end: 0,
+                    depth: stack.len(),
+                    args,
+                });
+            }
+            Type::TYPE_SLICE_END => {
+                let mut slice = open
+                    .get_mut(&track)
+                    .and_then(Vec::pop)
+                    .expect("an end has a begin");
+                slice.end = time;
+                read.slices.push(slice);
+            }
+            Type::TYPE_INSTANT => read.instants.push(Point {
+                track: track_name,
+                name: name.unwrap(),
+                time,
+                value,
+                args,
+            }),
+            Type::TYPE_COUNTER => read.counters.push(Point {
+                track: track_name,
+                name: String::new(),
+                time,
+                value,
+                args,
+            }),
+            other => panic!("unexpected type {other:?}"),
+        }
+    }
+    assert!(open.values().all(Vec::is_empty), "unended slices: {open:?}");
+    read.slices.sort_by_key(|s| (s.track.clone(), s.start, s.depth));
+    read
+}
+
+/// The frames of a recorded run, each its own buffer, with the tick (ms)
+/// whose drain wrote it.
+struct Run {
+    frames: Vec<(u64, Vec<u8>)>,
+    worker_lanes: Vec<u16>,
+}
+
+/// 20 ticks of 1 ms at a 1 MHz clock: `outer` holding two `inner`s (the
+/// first beginning on the same tick as `outer`), a tick per pass (7
+/// overran), two gauges, a worker's `job` instant and `work` span. At 10
+/// the worker lane is released and its slot claimed as `worker-b`; at 14
+/// the worker floods its ring, so the next Block counts drops.
+fn run() -> Run {
+    let lanes = Lanes::<4, 1024>::new();
+    assert_eq!(lanes.set_ring_capacity(128), 4);
+    let mut names: NameTable<16, 256> = NameTable::new();
+    let main = lanes
+        .claim(names.intern("Main").unwrap(), LaneKind::Main)
+        .unwrap();
+    let mut worker = lanes
+        .claim(names.intern("worker-a").unwrap(), LaneKind::Worker)
+        .unwrap();
+    let [outer, inner, job, work, queue, load] =
+        ["outer", "inner", "job", "work", "queue.depth", "load"].map(|n| names.intern(n).unwrap());
+    let mut scratch = vec![0u8; 1 << 16];
+    let meta = Metadata {
+        ticks_per_second: 1_000_000,
+        session_id: 77,
+        process_id: 4242,
+        process_name: "perfetto test",
+        ..Metadata::default()
+    };
+    let mut exporter: Exporter<'_, 4> = Exporter::new(meta, &mut scratch);
+    exporter.attach().unwrap();
+    let mut out = vec![0u8; exporter.min_block_buffer()];
+    let mut run = Run {
+        frames: Vec::new(),
+        worker_lanes: vec![worker.id()],
+    };
+    let mut poll = |exporter: &mut Exporter<'_, 4>, names: &NameTable<16, 256>, t, now| {
+        exporter.request_drain();
+        while let Some(frame) = exporter.poll(now, &lanes, names, &mut out).unwrap() {
+            run.frames.push((t, out[..frame.len].to_vec()));
+        }
+    };
+    for t in 0..20u64 {
+        let at = 1_000 + t * 1_000;
+        main.tick_start(t, at);
+        let o = main.begin(outer, at);
+        let a = main.begin(inner, at);
+        main.end(a, at + 200, Some(t));
+        let b = main.begin(inner, at + 300);
+        main.end(b, at + 500, None);
+        main.end(o, at + 900, None);
+        main.gauge(queue, at + 10, GaugeValue::Int(t as i64));
+        main.gauge(load, at + 20, GaugeValue::Float(t as f64 / 2.0));
+        main.tick_end(t, at + 950, t == 7);
+        worker.instant(job, at + 50, t);
+        let w = worker.begin(work, at + 100);
+        worker.end(w, at + 400, None);
+        if t == 14 {
+            for i in 0..300 {
+                worker.instant(job, at + 600 + i, 1_000 + i);
+            }
+        }
+        poll(&mut exporter, &names, t, at + 999);
+        if t == 10 {
+            drop(worker);
+            poll(&mut exporter, &names, t, at + 999);
+            worker = lanes
+                .claim(names.intern("worker-b").unwrap(), LaneKind::Worker)
+                .unwrap();
+            run.worker_lanes.push(worker.id());
+        }
+    }
+    drop(poll);
+    run
+}
+
+fn kind_of(frame: &[u8]) -> u8 {
+    let mut buf = vec![0u8; 1 << 16];
+    let mut decoder = Decoder::new(&mut buf);
+    assert_eq!(decoder.feed(frame), frame.len());
+    decoder.next().unwrap().unwrap().kind
+}
+
+fn convert(frames: &[&[u8]]) -> (Vec<u8>, typhon_live_perfetto::WriterStats) {
+    let mut writer = TraceWriter::new();
+    let mut out = Vec::new();
+    let mut buf = vec![0u8; 1 << 16];
+    let mut decoder = Decoder::new(&mut buf);
+    for bytes in frames {
+        let mut rest = *bytes;
+        while !rest.is_empty() {
+            let n = decoder.feed(rest);
+            rest = &rest[n..];
+            while let Ok(Some(frame)) = decoder.next() {
+                let _ = writer.frame(&frame, &mut out);
+            }
+        }
+    }
+    writer.finish(&mut out);
+    (out, writer.stats())
+}
+
+/// Events dropped as the Blocks of `frames` count them, by the core's
+/// decoder.
+fn drops_counted(frames: &[&[u8]]) -> u64 {
+    let mut total = 0;
+    for bytes in frames {
+        let mut buf = vec![0u8; 1 << 16];
+        let mut decoder = Decoder::new(&mut buf);
+        decoder.feed(bytes);
+        if let Ok(Payload::Block(block)) = decoder.next().unwrap().unwrap().parse() {
+            total += block.drops().map(|(_, n)| u64::from(n)).sum::<u64>();
+        }
+    }
+    total
+}
+
+#[test]
+fn every_lane_span_tick_gauge_and_loss_reads_back_as_perfetto_means_it() {
+    let run = run();
+    assert_eq!(
+        run.worker_lanes[0], run.worker_lanes[1],
+        "worker-b reuses worker-a's slot"
+    );
+    // The Blocks drained at tick 17 never arrive: a sequence gap.
+    let lost: Vec<usize> = (0..run.frames.len())
+        .filter(|&i| run.frames[i].0 == 17 && kind_of(&run.frames[i].1) == FrameKind::Block.to_byte())
+        .collect();
+    assert!(!lost.is_empty());
+    let kept: Vec<&[u8]> = (0..run.frames.len())
+        .filter(|i| !lost.contains(i))
+        .map(|i| run.frames[i].1.as_slice())
+        .collect();
+    let dropped = drops_counted(&kept);
+    assert!(dropped > 100, "the flood overflowed the ring: {dropped}");
+
+    let (bytes, stats) = convert(&kept);
+    let read = read(&bytes);
+    assert_eq!(stats.packets as usize, read.packets);
+    assert_eq!(read.process, [(4242, "perfetto test".to_owned())]);
+    let mut threads: Vec<&str> = read
+        .tracks
+        .values()
+        .filter(|t| t.1 == "thread")
+        .map(|t| t.0.as_str())
+        .collect();
+    threads.sort_unstable();
+    assert_eq!(threads, ["Main", "worker-a", "worker-b"], "a reused lane is a new track");
+
+    let ms = |t: u64| (1_000 + t * 1_000) * 1_000; // a tick's start, ns
+    let ticks: Vec<u64> = (0..20).filter(|&t| t != 17).collect();
+    let arg = |k: &str, v: &str| (k.to_owned(), v.to_owned());
+    let mut expected = Vec::new();
+    for &t in &ticks {
+        let slice = |track: &str, name: &str, start: u64, end: u64, depth, args| Slice {
+            track: track.into(),
+            name: name.into(),
+            start,
+            end,
+            depth,
+            args,
+        };
+        expected.push(slice("Main", "outer", ms(t), ms(t) + 900_000, 0, vec![]));
+        expected.push(slice("Main", "inner", ms(t), ms(t) + 200_000, 1, vec![arg("arg", &t.to_string())]));
+        expected.push(slice("Main", "inner", ms(t) + 300_000, ms(t) + 500_000, 1, vec![]));
+        let tick_name = if t == 7 { "overrun tick" } else { "tick" };
+        expected.push(slice(
+            "Ticks",
+            tick_name,
+            ms(t),
+            ms(t) + 950_000,
+            0,
+            vec![arg("tick", &t.to_string()), arg("overrun", &(t == 7).to_string())],
+        ));
+        let worker = if t <= 10 { "worker-a" } else { "worker-b" };
+        expected.push(slice(worker, "work", ms(t) + 100_000, ms(t) + 400_000, 0, vec![]));
+    }
+    expected.sort_by_key(|s| (s.track.clone(), s.start, s.depth));
+    assert_eq!(read.slices, expected);
+
+    let queue: Vec<(u64, String)> = read
+        .counters
+        .iter()
+        .filter(|c| c.track == "queue.depth")
+        .map(|c| (c.time, c.value.clone()))
+        .collect();
+    let want: Vec<(u64, String)> = ticks.iter().map(|&t| (ms(t) + 10_000, t.to_string())).collect();
+    assert_eq!(queue, want);
+    let load: Vec<String> = read
+        .counters
+        .iter()
+        .filter(|c| c.track == "load")
+        .map(|c| c.value.clone())
+        .collect();
+    assert_eq!(load, ticks.iter().map(|&t| (t as f64 / 2.0).to_string()).collect::<Vec<_>>());
+
+    let jobs = read.instants.iter().filter(|i| i.name == "job").count();
+    assert_eq!(jobs as u64, 19 + 300 - dropped);
+
+    // Two losses, each said on the packet after it: the flood's drops and
+    // the gap.
+    let losses: Vec<&Point> = read.instants.iter().filter(|i| i.name == "data lost").collect();
+    assert_eq!(read.dropped_before.len(), 2, "{losses:?}");
+    assert_eq!(losses.len(), 2);
+    assert_eq!(losses[0].args, [arg("frames", "0"), arg("events", &dropped.to_string())]);
+    assert_eq!(losses[1].args, [arg("frames", &lost.len().to_string()), arg("events", "0")]);
+    // Marked where the data before them ends: the last tick's end.
+    assert_eq!(losses[0].time, ms(13) + 950_000);
+    assert_eq!(losses[1].time, ms(16) + 950_000);
+    let last = |track: &str| {
+        read.counters
+            .iter()
+            .rfind(|c| c.track == track)
+            .map(|c| c.value.clone())
+    };
+    assert_eq!(last("events lost"), Some(dropped.to_string()));
+    assert_eq!(last("frames lost"), Some(lost.len().to_string()));
+    assert_eq!((stats.events_lost, stats.frames_lost), (dropped, lost.len() as u64));
+}
+
+#[test]
+fn a_new_session_is_a_new_process_and_every_init_clears_the_names() {
+    let run = run();
+    let frames: Vec<&[u8]> = run.frames.iter().map(|f| f.1.as_slice()).collect();
+    // The same run twice: the second Init has the same session id (a
+    // reconnect), so one process; its sequence numbers start over, which
+    // is a gap.
+    let twice: Vec<&[u8]> = frames.iter().chain(frames.iter()).copied().collect();
+    let (bytes, _) = convert(&twice);
+    let read = read(&bytes);
+    assert_eq!(read.process.len(), 1);
+    let clears = Trace::parse_from_bytes(&bytes)
+        .unwrap()
+        .packet
+        .iter()
+        .filter(|p| p.sequence_flags() & CLEARED != 0)
+        .count();
+    // The first packet, the repeated Init, and the flood's loss twice.
+    assert_eq!(clears, 4);
+}
+
+#[test]
+fn a_stream_without_init_cut_mid_frame_converts_what_it_has() {
+    let run = run();
+    let mut bytes: Vec<u8> = run.frames.iter().skip(1).flat_map(|f| f.1.clone()).collect();
+    bytes.truncate(bytes.len() - 7);
+    let (out, stats) = convert(&[&bytes]);
+    let read = read(&out);
+    assert_eq!(read.process.len(), 1);
+    assert!(read.process[0].0 >= SUBSTITUTE_PID, "{:?}", read.process);
+    // Names show as ids, times as ns.
+    assert!(read.slices.iter().any(|s| s.name.starts_with('#')));
+    assert!(stats.spans > 50 && stats.sessions == 0, "{stats:?}");
+}
