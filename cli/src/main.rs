@@ -51,6 +51,10 @@ enum Command {
         /// The trace file to write.
         #[arg(short, long)]
         output: PathBuf,
+        /// What to write [default: perfetto for a .pftrace or
+        /// .perfetto-trace file, else tlt].
+        #[arg(long, value_enum)]
+        format: Option<record::Format>,
         /// Stop after this many seconds.
         #[arg(long, value_parser = seconds)]
         duration: Option<Duration>,
@@ -83,6 +87,9 @@ enum Command {
 
 #[derive(Clone, Copy, ValueEnum)]
 enum Format {
+    /// Perfetto's protobuf trace, .pftrace (ui.perfetto.dev,
+    /// trace_processor).
+    Perfetto,
     /// Chrome Trace Event JSON (ui.perfetto.dev, chrome://tracing).
     Chrome,
 }
@@ -123,8 +130,12 @@ fn run(cli: Cli) -> Result<(), CliError> {
         Command::Record {
             addr,
             output,
+            format,
             duration,
-        } => record::run(&addr, &output, duration),
+        } => {
+            let format = format.unwrap_or_else(|| record::Format::for_path(&output));
+            record::run(&addr, &output, format, duration)
+        }
         Command::View { file, json } => view::run(&file, json),
         Command::Inspect { file } => {
             let (report, was_damaged) = inspect::report(&file)?;
@@ -151,6 +162,18 @@ fn run(cli: Cli) -> Result<(), CliError> {
                 path: output.clone(),
                 reason: e.to_string(),
             })?;
+            if !damage.is_empty() {
+                return Err(damaged(&file, &damage));
+            }
+            Ok(())
+        }
+        Command::Convert {
+            file,
+            to: Format::Perfetto,
+            output,
+        } => {
+            let (stats, damage) = convert::to_perfetto(&file, &output)?;
+            eprintln!("{}", convert::perfetto_summary(&output, &stats));
             if !damage.is_empty() {
                 return Err(damaged(&file, &damage));
             }

@@ -256,7 +256,11 @@ impl Profiler {
         Ok(profiler)
     }
 
-    fn wait_for_viewer(&self, timeout: Duration) -> bool {
+    /// Waits at most `timeout` for a viewer to attach; whether one has.
+    /// What `start` does with `config.live_wait`, for a process that must
+    /// first tell its port (asked for port 0) to whoever will attach: start
+    /// with `live_wait` zero, print [`Profiler::live_addr`], then wait.
+    pub fn wait_for_viewer(&self, timeout: Duration) -> bool {
         let seen = self
             .control
             .viewer_seen

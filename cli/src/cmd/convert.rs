@@ -1,11 +1,15 @@
-//! `typhon-live convert --to chrome`: Chrome Trace Event JSON, which
-//! ui.perfetto.dev and chrome://tracing open.
+//! `typhon-live convert`: Perfetto's protobuf trace (`--to perfetto`),
+//! which ui.perfetto.dev and trace_processor open natively, or Chrome
+//! Trace Event JSON (`--to chrome`), which chrome://tracing opens too.
 
 use std::collections::HashMap;
+use std::fs::File;
+use std::io::{BufWriter, Write};
 use std::path::Path;
 
 use serde_json::{json, Value};
 use typhon_live_core::{Event, GaugeValue, Payload};
+use typhon_live_perfetto::{TraceWriter, WriterStats};
 use typhon_live_std::BlockBuffer;
 
 use typhon_live_cli::error::CliError;
@@ -86,4 +90,66 @@ pub fn to_chrome(path: &Path) -> Result<(Value, Vec<Damage>), CliError> {
         json!({ "traceEvents": out, "displayTimeUnit": "ms" }),
         damage,
     ))
+}
+
+/// Writes the Perfetto trace of `path` to `output`, packet by packet as
+/// the frames are read; returns what was written and lost, and the damage
+/// met on the way.
+pub fn to_perfetto(path: &Path, output: &Path) -> Result<(WriterStats, Vec<Damage>), CliError> {
+    let bytes = file::read(path)?;
+    let file_error = |e: std::io::Error| CliError::File {
+        path: output.into(),
+        reason: e.to_string(),
+    };
+    let mut sink = BufWriter::new(File::create(output).map_err(file_error)?);
+    let mut writer = TraceWriter::new();
+    let (mut out, mut written, mut frames_read) = (Vec::new(), Ok(()), 0u64);
+    let damage = file::frames(&bytes, |frame| {
+        frames_read += 1;
+        let result = writer.frame(frame, &mut out);
+        if written.is_ok() {
+            written = sink.write_all(&out);
+        }
+        out.clear();
+        result
+    });
+    writer.finish(&mut out);
+    written
+        .and_then(|()| sink.write_all(&out))
+        .and_then(|()| sink.flush())
+        .map_err(file_error)?;
+    if let Err(e) = file::require_frames(path, frames_read, &damage) {
+        // Not a trace: no output left behind.
+        drop(sink);
+        let _ = std::fs::remove_file(output);
+        return Err(e);
+    }
+    Ok((writer.stats(), damage))
+}
+
+/// One line saying what a Perfetto conversion wrote and what was lost.
+pub fn perfetto_summary(output: &Path, stats: &WriterStats) -> String {
+    let mut line = format!(
+        "wrote {}: {} packets, {} spans, {} instants, {} counter values, {} ticks",
+        output.display(),
+        stats.packets,
+        stats.spans,
+        stats.instants,
+        stats.counter_values,
+        stats.ticks
+    );
+    if stats.frames_lost + stats.events_lost + stats.damaged_frames > 0 {
+        line += &format!(
+            "; lost {} frames and {} events, {} damaged frames (marked in the trace)",
+            stats.frames_lost, stats.events_lost, stats.damaged_frames
+        );
+    }
+    let refused = stats.names_refused + stats.gauge_values_refused + stats.values_not_finite;
+    if refused > 0 {
+        line += &format!(
+            "; left out {} names over the cap, {} readings of gauges over the cap, {} non-finite readings",
+            stats.names_refused, stats.gauge_values_refused, stats.values_not_finite
+        );
+    }
+    line
 }

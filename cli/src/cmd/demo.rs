@@ -4,6 +4,7 @@
 //! seconds the AI system stalls on purpose for 1.2 s.
 
 use std::hint::black_box;
+use std::io::Write;
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -343,14 +344,12 @@ fn config(opts: &DemoOptions) -> Result<ProfilerConfig, CliError> {
 /// Runs the demo.
 pub fn run(opts: DemoOptions) -> Result<(), CliError> {
     let config = config(&opts)?;
-    if !config.live_wait.is_zero() {
-        println!(
-            "typhon-live demo: waiting up to {} ms for a viewer on {}:{}",
-            config.live_wait.as_millis(),
-            config.bind_address,
-            config.live.unwrap_or_default()
-        );
-    }
+    // Waited for below, once the port (maybe picked by the system) is told.
+    let live_wait = config.live_wait;
+    let config = ProfilerConfig {
+        live_wait: Duration::ZERO,
+        ..config
+    };
     let profiler = metadata(opts.threads, opts.tick_rate)
         .with(|meta| Profiler::start(&config, &meta))
         .map_err(|e| CliError::Profiler(e.to_string()))?;
@@ -366,7 +365,19 @@ pub fn run(opts: DemoOptions) -> Result<(), CliError> {
             .map_err(|e| CliError::Profiler(format!("cannot install the tracing layer: {e}")))?;
     }
     println!("typhon-live demo: listening on {addr}");
-    let _ = std::io::Write::flush(&mut std::io::stdout());
+    let mut stdout = std::io::stdout();
+    if !live_wait.is_zero() {
+        // Whoever read the address may have closed the pipe since.
+        let _ = writeln!(
+            stdout,
+            "typhon-live demo: waiting up to {} ms for a viewer",
+            live_wait.as_millis()
+        );
+    }
+    let _ = stdout.flush();
+    if !live_wait.is_zero() {
+        profiler.wait_for_viewer(live_wait);
+    }
     let stop = Arc::new(AtomicBool::new(false));
     let sim = {
         let stop = Arc::clone(&stop);

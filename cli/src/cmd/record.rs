@@ -1,21 +1,45 @@
 //! `typhon-live record`: the live stream into a trace file, whole frames
-//! only, so the file is valid whenever the command is interrupted.
+//! (or, for a Perfetto trace, whole packets) only, so the file is valid
+//! whenever the command is interrupted.
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use clap::ValueEnum;
 use typhon_live_core::frame::write_raw_frame;
 use typhon_live_core::{DecodeError, Frame, FrameKind};
+use typhon_live_perfetto::TraceWriter;
 
 use typhon_live_cli::error::CliError;
 use typhon_live_cli::source::live::{self, Consumer, End, Flow};
+
+/// What `record` writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// typhon-live's own trace file, the frames as received.
+    Tlt,
+    /// Perfetto's protobuf trace, packets appended as frames arrive.
+    Perfetto,
+}
+
+impl Format {
+    /// Perfetto for a `.pftrace` or `.perfetto-trace` file, else `.tlt`.
+    pub fn for_path(path: &Path) -> Format {
+        match path.extension().and_then(|e| e.to_str()) {
+            Some("pftrace" | "perfetto-trace") => Format::Perfetto,
+            _ => Format::Tlt,
+        }
+    }
+}
 
 struct Recorder<'p> {
     path: &'p Path,
     file: BufWriter<File>,
     out: Vec<u8>,
+    /// Set when writing Perfetto packets rather than frames.
+    perfetto: Option<TraceWriter>,
     bytes: u64,
     frames: u64,
     gaps: u64,
@@ -49,35 +73,56 @@ impl Recorder<'_> {
     }
 }
 
-impl Consumer for Recorder<'_> {
-    fn frame(&mut self, frame: &Frame<'_>) -> Flow {
-        if self.frames == 0 && frame.kind != FrameKind::Init.to_byte() {
-            self.before_init += 1;
-            return Flow::Continue;
+impl Recorder<'_> {
+    /// `frame` into `out`, as the file takes it; the bytes to write.
+    fn encode(&mut self, frame: &Frame<'_>) -> Option<usize> {
+        if let Some(writer) = &mut self.perfetto {
+            self.out.clear();
+            if writer.frame(frame, &mut self.out).is_err() {
+                // Said in the trace (the next packet follows a loss).
+                self.damage += 1;
+            }
+            return Some(self.out.len());
         }
         // Re-sealed exactly as received (kind, sequence number, payload).
         let needed = frame.wire_len();
         if self.out.len() < needed {
             self.out.resize(needed, 0);
         }
-        let Ok(n) = write_raw_frame(
+        write_raw_frame(
             &mut self.out,
             frame.kind,
             frame.flags,
             frame.seq,
             frame.payload,
-        ) else {
-            return Flow::Continue;
-        };
-        if let Err(e) = self
-            .file
+        )
+        .ok()
+    }
+
+    /// The first `n` bytes of `out` to the file, flushed: the file always
+    /// ends on a whole frame or packet.
+    fn write(&mut self, n: usize) -> Result<(), CliError> {
+        self.file
             .write_all(&self.out[..n])
             .and_then(|()| self.file.flush())
-        {
-            self.error = Some(CliError::File {
+            .map_err(|e| CliError::File {
                 path: self.path.into(),
                 reason: e.to_string(),
-            });
+            })
+    }
+}
+
+impl Consumer for Recorder<'_> {
+    fn frame(&mut self, frame: &Frame<'_>) -> Flow {
+        if self.frames == 0 && frame.kind != FrameKind::Init.to_byte() {
+            self.before_init += 1;
+            return Flow::Continue;
+        }
+        let Some(n) = self.encode(frame) else {
+            return Flow::Continue;
+        };
+        if let Err(e) = self.write(n) {
+            self.error = Some(e);
             return Flow::Stop;
         }
         self.bytes += n as u64;
@@ -118,7 +163,12 @@ impl Consumer for Recorder<'_> {
 }
 
 /// Records `addr` into `path` until Shutdown, `duration`, or interruption.
-pub fn run(addr: &str, path: &Path, duration: Option<Duration>) -> Result<(), CliError> {
+pub fn run(
+    addr: &str,
+    path: &Path,
+    format: Format,
+    duration: Option<Duration>,
+) -> Result<(), CliError> {
     let file = File::create(path).map_err(|e| CliError::File {
         path: path.into(),
         reason: e.to_string(),
@@ -132,6 +182,7 @@ pub fn run(addr: &str, path: &Path, duration: Option<Duration>) -> Result<(), Cl
         path,
         file: BufWriter::new(file),
         out: vec![0u8; 1 << 16],
+        perfetto: (format == Format::Perfetto).then(TraceWriter::new),
         bytes: 0,
         frames: 0,
         gaps: 0,
@@ -145,6 +196,17 @@ pub fn run(addr: &str, path: &Path, duration: Option<Duration>) -> Result<(), Cl
         shutdown: false,
     };
     let end = live::read_frames(&mut stream, &mut recorder);
+    if let Some(mut writer) = recorder.perfetto.take() {
+        // What it holds: spans whose root has not ended, a tick not ended.
+        recorder.out.clear();
+        writer.finish(&mut recorder.out);
+        let n = recorder.out.len();
+        if recorder.error.is_none() {
+            recorder.error = recorder.write(n).err();
+            recorder.bytes += n as u64;
+        }
+        eprintln!("{}", super::convert::perfetto_summary(path, &writer.stats()));
+    }
     let why = if recorder.shutdown {
         " (session ended)"
     } else {
