@@ -6,8 +6,10 @@
 //! `cargo run --release -p typhon-live-bench [-- --quick]`; `-- --e2e`
 //! runs only the end-to-end rates, three times each; `-- --keep-up` only
 //! the live view's model against the exporter (`-- --codecs` only the
-//! codec rows).
+//! codec rows); `-- --formats FILE...` the sizes and conversion speeds of
+//! trace files as Perfetto and Chrome JSON.
 
+mod formats;
 mod live;
 
 use std::hint::black_box;
@@ -592,6 +594,14 @@ fn main() {
         );
         let (keep_up, _) = lossless_ladder(seconds, MAX_RING_EVENTS, live::model_run_at);
         println!("{}", keep_up_row(keep_up, ingest).typhon);
+        return;
+    }
+    if std::env::args().any(|a| a == "--formats") {
+        let files: Vec<String> = std::env::args()
+            .skip(1)
+            .filter(|a| !a.starts_with("--"))
+            .collect();
+        formats::print(&files, if quick { 3 } else { 11 });
         return;
     }
     if std::env::args().any(|a| a == "--codecs") {

@@ -173,7 +173,11 @@ fn run(cli: Cli) -> Result<(), CliError> {
             output,
         } => {
             let (stats, damage) = convert::to_perfetto(&file, &output)?;
-            eprintln!("{}", convert::perfetto_summary(&output, &stats));
+            eprintln!(
+                "wrote {}: {}",
+                output.display(),
+                typhon_live_cli::formats::perfetto::summary(&stats)
+            );
             if !damage.is_empty() {
                 return Err(damaged(&file, &damage));
             }

@@ -53,7 +53,15 @@ fn a_live_recording_holds_what_the_processs_own_trace_file_holds() {
     // Not a .pftrace name: the flag decides.
     let live = temp("live.trace");
     let record = Command::new(BIN)
-        .args(["record", &addr, "--format", "perfetto", "--duration", "60", "-o"])
+        .args([
+            "record",
+            &addr,
+            "--format",
+            "perfetto",
+            "--duration",
+            "60",
+            "-o",
+        ])
         .arg(&live)
         .output()
         .unwrap();
@@ -64,7 +72,11 @@ fn a_live_recording_holds_what_the_processs_own_trace_file_holds() {
 
     let converted = temp("own.pftrace");
     let out = convert(&own, &converted);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let (live, file) = (
         read(&std::fs::read(&live).unwrap()),
         read(&std::fs::read(&converted).unwrap()),
@@ -76,7 +88,9 @@ fn a_live_recording_holds_what_the_processs_own_trace_file_holds() {
     } else {
         // A loaded machine made the viewer drop frames: what it has is
         // still the process's.
-        assert!(live_slices.iter().all(|s| file_slices.binary_search(s).is_ok()));
+        assert!(live_slices
+            .iter()
+            .all(|s| file_slices.binary_search(s).is_ok()));
     }
     assert_eq!(live.process, file.process);
     let threads = |r: &Read| {
@@ -91,7 +105,10 @@ fn a_live_recording_holds_what_the_processs_own_trace_file_holds() {
     };
     assert_eq!(threads(&live), threads(&file));
     assert!(threads(&live).len() >= 3, "{:?}", threads(&live));
-    assert!(file.slices.iter().any(|s| s.track == "Ticks" && s.name.contains("tick")));
+    assert!(file
+        .slices
+        .iter()
+        .any(|s| s.track == "Ticks" && s.name.contains("tick")));
     assert!(file.counters.len() > 50);
     for path in [&own, &converted] {
         let _ = std::fs::remove_file(path);
@@ -109,8 +126,7 @@ fn a_perfetto_recording_killed_midway_is_a_valid_trace() {
         .spawn()
         .unwrap();
     let deadline = Instant::now() + Duration::from_secs(20);
-    while std::fs::metadata(&trace).map_or(0, |m| m.len()) < 64 << 10 && Instant::now() < deadline
-    {
+    while std::fs::metadata(&trace).map_or(0, |m| m.len()) < 64 << 10 && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(50));
     }
     record.kill().unwrap(); // as hard an interruption as there is
@@ -129,7 +145,16 @@ fn a_perfetto_recording_killed_midway_is_a_valid_trace() {
 fn a_damaged_file_converts_with_its_losses_marked_and_said() {
     let tlt = temp("damaged.tlt");
     let status = Command::new(BIN)
-        .args(["demo", "--no-view", "--live", "0", "--duration", "1", "--threads", "1"])
+        .args([
+            "demo",
+            "--no-view",
+            "--live",
+            "0",
+            "--duration",
+            "1",
+            "--threads",
+            "1",
+        ])
         .arg("--trace")
         .arg(&tlt)
         .stdout(Stdio::null())

@@ -2,6 +2,7 @@
 //! `Trace.packet` field, names interned, and the sequence flags that tell
 //! a reader when interned names start afresh and where data is missing.
 
+use std::borrow::Cow;
 use std::collections::HashSet;
 
 use prost::encoding::{encode_key, WireType};
@@ -9,7 +10,7 @@ use prost::Message;
 
 use crate::proto::{
     AnnotationValue, CounterValue, DebugAnnotation, DebugAnnotationName, EventName, EventType,
-    InternedData, PacketData, TrackDescriptor, TrackEvent, TracePacket,
+    InternedData, PacketData, TracePacket, TrackDescriptor, TrackEvent,
     SEQ_INCREMENTAL_STATE_CLEARED, SEQ_NEEDS_INCREMENTAL_STATE,
 };
 
@@ -83,9 +84,11 @@ impl Sequence {
     }
 
     /// The next packet starts the interned names afresh (a new Init: its
-    /// ids may mean other names).
+    /// ids may mean other names); names interned from now on go in it or
+    /// later.
     pub(crate) fn clear(&mut self) {
         self.clear_next = true;
+        self.interned.clear();
     }
 
     /// Data was lost: the next packet says so, and clears the state, as a
@@ -93,7 +96,7 @@ impl Sequence {
     /// needs them until one clears it.
     pub(crate) fn lost(&mut self) {
         self.dropped_next = true;
-        self.clear_next = true;
+        self.clear();
     }
 
     /// Writes a track descriptor.
@@ -103,33 +106,53 @@ impl Sequence {
         self.write(out, &packet);
     }
 
-    /// Writes a track event at `time` (ns) on `track`, named `name`
-    /// (iid and text) if it has one, with `args`.
-    pub(crate) fn event(
+    /// Writes a track event without a name (an end, a counter value) at
+    /// `time` (ns) on `track`.
+    pub(crate) fn event(&mut self, out: &mut Vec<u8>, time: u64, track: u64, kind: Kind) {
+        let packet = self.packet(Some(time), true);
+        self.write_event(out, packet, track, kind, None, &[]);
+    }
+
+    /// Writes a track event named by `iid` at `time` (ns) on `track`, with
+    /// `args`; `text` is asked for the first use of `iid` since the state
+    /// was cleared, and interned in this packet.
+    #[allow(clippy::too_many_arguments)] // an event's fields, named
+    pub(crate) fn named<'t>(
         &mut self,
         out: &mut Vec<u8>,
         time: u64,
         track: u64,
         kind: Kind,
-        name: Option<(u64, &str)>,
+        iid: u64,
+        text: impl FnOnce() -> Cow<'t, str>,
         args: &[(Annotation, AnnotationValue)],
     ) {
         let mut packet = self.packet(Some(time), true);
-        if let Some((iid, text)) = name {
-            if self.interned.insert(iid) {
-                packet
-                    .interned_data
-                    .get_or_insert_with(InternedData::default)
-                    .event_names
-                    .push(EventName {
-                        iid: Some(iid),
-                        name: Some(text.to_owned()),
-                    });
-            }
+        if self.interned.insert(iid) {
+            packet
+                .interned_data
+                .get_or_insert_with(InternedData::default)
+                .event_names
+                .push(EventName {
+                    iid: Some(iid),
+                    name: Some(text().into_owned()),
+                });
         }
+        self.write_event(out, packet, track, kind, Some(iid), args);
+    }
+
+    fn write_event(
+        &mut self,
+        out: &mut Vec<u8>,
+        mut packet: TracePacket,
+        track: u64,
+        kind: Kind,
+        name_iid: Option<u64>,
+        args: &[(Annotation, AnnotationValue)],
+    ) {
         let mut event = std::mem::take(&mut self.event);
         event.track_uuid = Some(track);
-        event.name_iid = name.map(|(iid, _)| iid);
+        event.name_iid = name_iid;
         let (kind, counter) = match kind {
             Kind::Begin => (EventType::SliceBegin, None),
             Kind::End => (EventType::SliceEnd, None),
@@ -167,7 +190,6 @@ impl Sequence {
         };
         if std::mem::take(&mut self.clear_next) {
             flags |= SEQ_INCREMENTAL_STATE_CLEARED;
-            self.interned.clear();
             packet.interned_data = Some(InternedData {
                 event_names: Vec::new(),
                 debug_annotation_names: ARGS

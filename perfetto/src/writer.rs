@@ -99,10 +99,10 @@ impl Clock {
     fn ns(&self, ticks: u64) -> u64 {
         match self.ns_per_tick {
             Some(k) => ticks.saturating_mul(k),
-            None => u64::try_from(
-                u128::from(ticks) * 1_000_000_000 / u128::from(self.ticks_per_second),
-            )
-            .unwrap_or(u64::MAX),
+            None => {
+                u64::try_from(u128::from(ticks) * 1_000_000_000 / u128::from(self.ticks_per_second))
+                    .unwrap_or(u64::MAX)
+            }
         }
     }
 }
@@ -392,13 +392,13 @@ impl TraceWriter {
             } => {
                 self.stats.instants += 1;
                 let track = self.lane_track(lane, out);
-                let text = name_of(&self.names, name);
-                self.seq.event(
+                self.seq.named(
                     out,
                     at(time),
                     track,
                     Kind::Instant,
-                    Some((iid(name), &text)),
+                    iid(name),
+                    || name_of(&self.names, name),
                     &[(Annotation::Payload, AnnotationValue::Uint(payload))],
                 );
             }
@@ -416,8 +416,7 @@ impl TraceWriter {
                     return;
                 };
                 self.stats.counter_values += 1;
-                self.seq
-                    .event(out, at(time), track, Kind::Counter(value), None, &[]);
+                self.seq.event(out, at(time), track, Kind::Counter(value));
             }
             Event::TickStart { time, tick } => {
                 let state = self.lanes.entry(lane).or_default();
@@ -436,18 +435,19 @@ impl TraceWriter {
                         self.stats.ticks += 1;
                         let track = self.ticks_track(lane, out);
                         let (iid, text) = if overrun { OVERRUN_TICK } else { TICK };
-                        self.seq.event(
+                        self.seq.named(
                             out,
                             start,
                             track,
                             Kind::Begin,
-                            Some((iid, text)),
+                            iid,
+                            || text.into(),
                             &[
                                 (Annotation::Tick, AnnotationValue::Uint(tick)),
                                 (Annotation::Overrun, AnnotationValue::Bool(overrun)),
                             ],
                         );
-                        self.seq.event(out, at(time), track, Kind::End, None, &[]);
+                        self.seq.event(out, at(time), track, Kind::End);
                     }
                     other => {
                         if let Some((start, number)) = other {
@@ -472,18 +472,25 @@ impl TraceWriter {
     ) {
         self.stats.ticks += 1;
         let track = self.ticks_track(lane, out);
-        let name = if overrun.is_some() {
+        let (iid, text) = if overrun.is_some() {
             TICK_START_LOST
         } else {
             TICK_END_LOST
         };
         let args = [
             (Annotation::Tick, AnnotationValue::Uint(tick)),
-            (Annotation::Overrun, AnnotationValue::Bool(overrun == Some(true))),
+            (
+                Annotation::Overrun,
+                AnnotationValue::Bool(overrun == Some(true)),
+            ),
         ];
-        let args = if overrun.is_some() { &args[..] } else { &args[..1] };
+        let args = if overrun.is_some() {
+            &args[..]
+        } else {
+            &args[..1]
+        };
         self.seq
-            .event(out, time, track, Kind::Instant, Some(name), args);
+            .named(out, time, track, Kind::Instant, iid, || text.into(), args);
     }
 
     /// Writes a lane's held spans and its unended tick.
@@ -508,18 +515,20 @@ impl TraceWriter {
         let (seq, names) = (&mut self.seq, &self.names);
         nesting::order(&mut held, &mut self.stack, |edge| match edge {
             Edge::Begin(span) => {
-                let text = name_of(names, span.name);
-                let arg = span.arg.map(|a| (Annotation::Arg, AnnotationValue::Uint(a)));
-                seq.event(
+                let arg = span
+                    .arg
+                    .map(|a| (Annotation::Arg, AnnotationValue::Uint(a)));
+                seq.named(
                     out,
                     span.start,
                     track,
                     Kind::Begin,
-                    Some((iid(span.name), &text)),
+                    iid(span.name),
+                    || name_of(names, span.name),
                     arg.as_slice(),
                 );
             }
-            Edge::End(time) => seq.event(out, time, track, Kind::End, None, &[]),
+            Edge::End(time) => seq.event(out, time, track, Kind::End),
         });
         held.clear();
         if let Some(state) = self.lanes.get_mut(&lane) {
@@ -557,9 +566,10 @@ impl TraceWriter {
         let uuid = self.uuid();
         let state = self.lanes.entry(lane).or_default();
         state.track = Some(uuid);
-        let name = state
-            .name
-            .map_or_else(|| format!("lane {lane}"), |id| name_of(&self.names, id).into_owned());
+        let name = state.name.map_or_else(
+            || format!("lane {lane}"),
+            |id| name_of(&self.names, id).into_owned(),
+        );
         let tid = self.session.next_tid;
         self.session.next_tid = tid.saturating_add(1);
         self.seq.descriptor(
@@ -590,13 +600,15 @@ impl TraceWriter {
         let name = if self.session.ticks_tracks == 0 {
             "Ticks".to_owned()
         } else {
-            let lane_name = state
-                .name
-                .map_or_else(|| format!("lane {lane}"), |id| name_of(&self.names, id).into_owned());
+            let lane_name = state.name.map_or_else(
+                || format!("lane {lane}"),
+                |id| name_of(&self.names, id).into_owned(),
+            );
             format!("Ticks: {lane_name}")
         };
         self.session.ticks_tracks += 1;
-        self.seq.descriptor(out, child_track(uuid, parent, name, false));
+        self.seq
+            .descriptor(out, child_track(uuid, parent, name, false));
         uuid
     }
 
@@ -612,7 +624,8 @@ impl TraceWriter {
         let uuid = self.uuid();
         self.session.counters.insert(gauge, uuid);
         let name = name_of(&self.names, gauge).into_owned();
-        self.seq.descriptor(out, child_track(uuid, parent, name, true));
+        self.seq
+            .descriptor(out, child_track(uuid, parent, name, true));
         Some(uuid)
     }
 
@@ -640,12 +653,13 @@ impl TraceWriter {
         session.frames_lost += frames;
         session.events_lost += events;
         let time = self.last_time;
-        self.seq.event(
+        self.seq.named(
             out,
             time,
             process,
             Kind::Instant,
-            Some(DATA_LOST),
+            DATA_LOST.0,
+            || DATA_LOST.1.into(),
             &[
                 (Annotation::Frames, AnnotationValue::Uint(frames)),
                 (Annotation::Events, AnnotationValue::Uint(events)),
@@ -656,20 +670,13 @@ impl TraceWriter {
             (events_track, session.events_lost),
         ] {
             let total = CounterValue::Int(i64::try_from(total).unwrap_or(i64::MAX));
-            self.seq
-                .event(out, time, track, Kind::Counter(total), None, &[]);
+            self.seq.event(out, time, track, Kind::Counter(total));
         }
     }
 }
 
 impl Session {
-    fn new(
-        id: Option<u64>,
-        pid: i32,
-        name: &str,
-        ticks_per_second: u64,
-        uuid: u64,
-    ) -> Self {
+    fn new(id: Option<u64>, pid: i32, name: &str, ticks_per_second: u64, uuid: u64) -> Self {
         Session {
             id,
             name: name.to_owned(),

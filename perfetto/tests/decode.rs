@@ -86,7 +86,6 @@ fn run() -> Run {
             run.worker_lanes.push(worker.id());
         }
     }
-    drop(poll);
     run
 }
 
@@ -140,7 +139,9 @@ fn every_lane_span_tick_gauge_and_loss_reads_back_as_perfetto_means_it() {
     );
     // The Blocks drained at tick 17 never arrive: a sequence gap.
     let lost: Vec<usize> = (0..run.frames.len())
-        .filter(|&i| run.frames[i].0 == 17 && kind_of(&run.frames[i].1) == FrameKind::Block.to_byte())
+        .filter(|&i| {
+            run.frames[i].0 == 17 && kind_of(&run.frames[i].1) == FrameKind::Block.to_byte()
+        })
         .collect();
     assert!(!lost.is_empty());
     let kept: Vec<&[u8]> = (0..run.frames.len())
@@ -161,7 +162,11 @@ fn every_lane_span_tick_gauge_and_loss_reads_back_as_perfetto_means_it() {
         .map(|t| t.0.as_str())
         .collect();
     threads.sort_unstable();
-    assert_eq!(threads, ["Main", "worker-a", "worker-b"], "a reused lane is a new track");
+    assert_eq!(
+        threads,
+        ["Main", "worker-a", "worker-b"],
+        "a reused lane is a new track"
+    );
 
     let ms = |t: u64| (1_000 + t * 1_000) * 1_000; // a tick's start, ns
     let ticks: Vec<u64> = (0..20).filter(|&t| t != 17).collect();
@@ -177,8 +182,22 @@ fn every_lane_span_tick_gauge_and_loss_reads_back_as_perfetto_means_it() {
             args,
         };
         expected.push(slice("Main", "outer", ms(t), ms(t) + 900_000, 0, vec![]));
-        expected.push(slice("Main", "inner", ms(t), ms(t) + 200_000, 1, vec![arg("arg", &t.to_string())]));
-        expected.push(slice("Main", "inner", ms(t) + 300_000, ms(t) + 500_000, 1, vec![]));
+        expected.push(slice(
+            "Main",
+            "inner",
+            ms(t),
+            ms(t) + 200_000,
+            1,
+            vec![arg("arg", &t.to_string())],
+        ));
+        expected.push(slice(
+            "Main",
+            "inner",
+            ms(t) + 300_000,
+            ms(t) + 500_000,
+            1,
+            vec![],
+        ));
         let tick_name = if t == 7 { "overrun tick" } else { "tick" };
         expected.push(slice(
             "Ticks",
@@ -186,10 +205,20 @@ fn every_lane_span_tick_gauge_and_loss_reads_back_as_perfetto_means_it() {
             ms(t),
             ms(t) + 950_000,
             0,
-            vec![arg("tick", &t.to_string()), arg("overrun", &(t == 7).to_string())],
+            vec![
+                arg("tick", &t.to_string()),
+                arg("overrun", &(t == 7).to_string()),
+            ],
         ));
         let worker = if t <= 10 { "worker-a" } else { "worker-b" };
-        expected.push(slice(worker, "work", ms(t) + 100_000, ms(t) + 400_000, 0, vec![]));
+        expected.push(slice(
+            worker,
+            "work",
+            ms(t) + 100_000,
+            ms(t) + 400_000,
+            0,
+            vec![],
+        ));
     }
     expected.sort_by_key(|s| (s.track.clone(), s.start, s.depth));
     assert_eq!(read.slices, expected);
@@ -200,7 +229,10 @@ fn every_lane_span_tick_gauge_and_loss_reads_back_as_perfetto_means_it() {
         .filter(|c| c.track == "queue.depth")
         .map(|c| (c.time, c.value.clone()))
         .collect();
-    let want: Vec<(u64, String)> = ticks.iter().map(|&t| (ms(t) + 10_000, t.to_string())).collect();
+    let want: Vec<(u64, String)> = ticks
+        .iter()
+        .map(|&t| (ms(t) + 10_000, t.to_string()))
+        .collect();
     assert_eq!(queue, want);
     let load: Vec<String> = read
         .counters
@@ -208,18 +240,34 @@ fn every_lane_span_tick_gauge_and_loss_reads_back_as_perfetto_means_it() {
         .filter(|c| c.track == "load")
         .map(|c| c.value.clone())
         .collect();
-    assert_eq!(load, ticks.iter().map(|&t| (t as f64 / 2.0).to_string()).collect::<Vec<_>>());
+    assert_eq!(
+        load,
+        ticks
+            .iter()
+            .map(|&t| (t as f64 / 2.0).to_string())
+            .collect::<Vec<_>>()
+    );
 
     let jobs = read.instants.iter().filter(|i| i.name == "job").count();
     assert_eq!(jobs as u64, 19 + 300 - dropped);
 
     // Two losses, each said on the packet after it: the flood's drops and
     // the gap.
-    let losses: Vec<&Point> = read.instants.iter().filter(|i| i.name == "data lost").collect();
+    let losses: Vec<&Point> = read
+        .instants
+        .iter()
+        .filter(|i| i.name == "data lost")
+        .collect();
     assert_eq!(read.dropped_before.len(), 2, "{losses:?}");
     assert_eq!(losses.len(), 2);
-    assert_eq!(losses[0].args, [arg("frames", "0"), arg("events", &dropped.to_string())]);
-    assert_eq!(losses[1].args, [arg("frames", &lost.len().to_string()), arg("events", "0")]);
+    assert_eq!(
+        losses[0].args,
+        [arg("frames", "0"), arg("events", &dropped.to_string())]
+    );
+    assert_eq!(
+        losses[1].args,
+        [arg("frames", &lost.len().to_string()), arg("events", "0")]
+    );
     // Marked where the data before them ends: the last tick's end.
     assert_eq!(losses[0].time, ms(13) + 950_000);
     assert_eq!(losses[1].time, ms(16) + 950_000);
@@ -231,7 +279,10 @@ fn every_lane_span_tick_gauge_and_loss_reads_back_as_perfetto_means_it() {
     };
     assert_eq!(last("events lost"), Some(dropped.to_string()));
     assert_eq!(last("frames lost"), Some(lost.len().to_string()));
-    assert_eq!((stats.events_lost, stats.frames_lost), (dropped, lost.len() as u64));
+    assert_eq!(
+        (stats.events_lost, stats.frames_lost),
+        (dropped, lost.len() as u64)
+    );
 }
 
 #[test]
@@ -258,7 +309,12 @@ fn a_new_session_is_a_new_process_and_every_init_clears_the_names() {
 #[test]
 fn a_stream_without_init_cut_mid_frame_converts_what_it_has() {
     let run = run();
-    let mut bytes: Vec<u8> = run.frames.iter().skip(1).flat_map(|f| f.1.clone()).collect();
+    let mut bytes: Vec<u8> = run
+        .frames
+        .iter()
+        .skip(1)
+        .flat_map(|f| f.1.clone())
+        .collect();
     bytes.truncate(bytes.len() - 7);
     let (out, stats) = convert(&[&bytes]);
     let read = read(&out);

@@ -205,7 +205,11 @@ pub fn run(
             recorder.error = recorder.write(n).err();
             recorder.bytes += n as u64;
         }
-        eprintln!("{}", super::convert::perfetto_summary(path, &writer.stats()));
+        eprintln!(
+            "wrote {}: {}",
+            path.display(),
+            typhon_live_cli::formats::perfetto::summary(&writer.stats())
+        );
     }
     let why = if recorder.shutdown {
         " (session ended)"

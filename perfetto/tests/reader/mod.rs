@@ -74,10 +74,7 @@ pub fn read(bytes: &[u8]) -> Read {
             cleared = true;
         }
         if packet.previous_packet_dropped() {
-            assert!(
-                flags & CLEARED != 0,
-                "a loss must clear the interned state"
-            );
+            assert!(flags & CLEARED != 0, "a loss must clear the interned state");
             read.dropped_before.push(events.len());
         }
         for name in &packet.interned_data.event_names {
@@ -195,7 +192,7 @@ pub fn read(bytes: &[u8]) -> Read {
         }
     }
     assert!(open.values().all(Vec::is_empty), "unended slices: {open:?}");
-    read.slices.sort_by_key(|s| (s.track.clone(), s.start, s.depth));
+    read.slices
+        .sort_by_key(|s| (s.track.clone(), s.start, s.depth));
     read
 }
-
