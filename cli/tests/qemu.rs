@@ -9,6 +9,8 @@
 //! `thumbv7em-none-eabihf` target is missing; `.ci/run` installs both.
 
 mod common;
+#[path = "../../perfetto/tests/reader/mod.rs"]
+mod reader;
 
 use std::collections::HashMap;
 use std::io::{Read, Write};
@@ -537,7 +539,53 @@ fn viewers_come_and_go_then_attach_record_inspect_and_convert_work_on_it() {
     let events = json["traceEvents"].as_array().expect("traceEvents");
     let named = |n: &str| events.iter().filter(|e| e["name"] == n).count();
     assert!(named("control loop") > 50 && named("adc.sample") > 50);
-    for path in [&trace, &chrome] {
+
+    // And as Perfetto: the device (pid 0) as a process of its own, its
+    // lanes as threads, the loop's spans nested, its ticks.
+    let pftrace = temp("qemu.pftrace");
+    let (code, _, stderr) = typhon(&[
+        "convert",
+        trace.to_str().unwrap(),
+        "--to",
+        "perfetto",
+        "-o",
+        pftrace.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    let read = reader::read(&std::fs::read(&pftrace).expect("the .pftrace"));
+    assert_eq!(read.process.len(), 1, "{:?}", read.process);
+    assert_eq!(read.process[0].1, "typhon-live embedded example");
+    let threads: Vec<&str> = read
+        .tracks
+        .values()
+        .filter(|t| t.1 == "thread")
+        .map(|t| t.0.as_str())
+        .collect();
+    assert!(
+        threads.contains(&"main loop") && threads.contains(&"SysTick"),
+        "{threads:?}"
+    );
+    let slices = |name: &str, depth| {
+        read.slices
+            .iter()
+            .filter(|s| s.name == name && s.depth == depth)
+            .count()
+    };
+    assert!(
+        slices("control loop", 0) > 50,
+        "{}",
+        slices("control loop", 0)
+    );
+    assert_eq!(slices("sense", 1), slices("control loop", 0));
+    assert!(slices("tick", 0) > 50);
+    assert!(
+        read.instants
+            .iter()
+            .filter(|i| i.name == "adc.sample")
+            .count()
+            > 50
+    );
+    for path in [&trace, &chrome, &pftrace] {
         let _ = std::fs::remove_file(path);
     }
 }

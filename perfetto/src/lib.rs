@@ -8,7 +8,7 @@
 //!
 //! | typhon-live | Perfetto |
 //! |---|---|
-//! | a session (Init) | a process track: `ProcessDescriptor` with the process's pid and name |
+//! | a session (Init) | a process track: `ProcessDescriptor` with the process's pid and name; a new session id, or the same id with the clock gone back over 1 s (a device that rebooted), is a new one |
 //! | a lane | a thread track: `ThreadDescriptor` with the lane's name; a lane reused under another name gets a new track |
 //! | a span | a slice: `TYPE_SLICE_BEGIN` / `TYPE_SLICE_END` on its lane's track, nesting kept; its argument as the debug annotation `arg` |
 //! | an instant | `TYPE_INSTANT` on its lane's track, with `payload` |
@@ -41,5 +41,6 @@ mod writer;
 
 pub use sequence::SEQUENCE_ID;
 pub use writer::{
-    TraceWriter, WriterStats, MAX_COUNTERS, MAX_HELD, MAX_NAMES, MAX_NAME_BYTES, SUBSTITUTE_PID,
+    TraceWriter, WriterStats, MAX_COUNTERS, MAX_HELD, MAX_NAMES, MAX_NAME_BYTES,
+    RESTART_CLOCK_MARGIN_NS, SUBSTITUTE_PID,
 };

@@ -31,6 +31,11 @@ pub const MAX_HELD: usize = 1 << 18;
 /// so that two such sessions stay two processes.
 pub const SUBSTITUTE_PID: i32 = 0x4000_0000;
 
+/// How far a session's clock must go back after a repeated Init for the
+/// writer to take it as a restart under the same id: 1 s, as `attach`
+/// does.
+pub const RESTART_CLOCK_MARGIN_NS: u64 = 1_000_000_000;
+
 /// Iids of the writer's own event names, above every `NameId + 1`.
 const OWN_NAMES: u64 = 1 << 40;
 const DATA_LOST: (u64, &str) = (OWN_NAMES, "data lost");
@@ -56,8 +61,12 @@ pub struct WriterStats {
     /// Ticks written (slices on a Ticks track, or instants for a tick
     /// whose start or end was lost).
     pub ticks: u64,
-    /// Sessions: Inits with a session id other than the last one's.
+    /// Sessions: Inits with a session id other than the last one's, and
+    /// restarts.
     pub sessions: u64,
+    /// Sessions that started over under the same id (the clock went back
+    /// after an Init).
+    pub restarts: u64,
     /// Frames missing from the sequence numbers.
     pub frames_lost: u64,
     /// Events the process dropped (its Blocks' drop counts).
@@ -111,18 +120,21 @@ impl Clock {
 struct Session {
     /// `None` for data before any Init.
     id: Option<u64>,
+    /// As the Init gave it (`pid` may be a substitute).
+    process_id: u32,
     name: String,
     pid: i32,
     uuid: u64,
     described: bool,
     clock: Clock,
-    next_tid: i32,
     counters: HashMap<NameId, u64>,
     /// Counter tracks of the frames and events lost.
     loss_tracks: Option<(u64, u64)>,
     frames_lost: u64,
     events_lost: u64,
     ticks_tracks: u32,
+    /// Set by a repeated Init: the next Block's time tells a restart.
+    check_clock: bool,
 }
 
 /// A lane of the current session.
@@ -151,6 +163,7 @@ pub struct TraceWriter {
     lanes: HashMap<LaneId, LaneState>,
     held_total: usize,
     next_uuid: u64,
+    next_tid: i32,
     order: u64,
     expected_seq: Option<u32>,
     /// The latest time seen, ns: where a loss is marked.
@@ -184,6 +197,7 @@ impl TraceWriter {
             lanes: HashMap::new(),
             held_total: 0,
             next_uuid: 2,
+            next_tid: 1,
             order: 0,
             expected_seq: None,
             last_time: 0,
@@ -249,6 +263,16 @@ impl TraceWriter {
                 self.set_lanes(defs.lanes(), out);
             }
             Payload::Block(block) => {
+                if std::mem::take(&mut self.session.check_clock)
+                    && self
+                        .session
+                        .clock
+                        .ns(block.first_time)
+                        .saturating_add(RESTART_CLOCK_MARGIN_NS)
+                        < self.last_time
+                {
+                    self.restart(out);
+                }
                 let dropped: u64 = block.drops().map(|(_, n)| u64::from(n)).sum();
                 if dropped > 0 {
                     if self.last_time == 0 {
@@ -284,19 +308,17 @@ impl TraceWriter {
             self.held_total = 0;
             self.names.clear();
             self.name_bytes = 0;
-            self.stats.sessions += 1;
-            let pid = i32::try_from(init.process_id)
-                .ok()
-                .filter(|&pid| pid != 0)
-                .unwrap_or(SUBSTITUTE_PID.saturating_add(self.stats.sessions as i32));
-            let uuid = self.uuid();
-            self.session = Session::new(
-                Some(init.session_id),
-                pid,
+            self.new_session(
+                init.session_id,
+                init.process_id,
                 init.process_name,
                 init.ticks_per_second,
-                uuid,
             );
+        } else if self.last_time > 0 {
+            // A reconnect, a device's repeated announcement, or a device
+            // that rebooted with the same id (one without a source of
+            // fresh ids): the next Block's time tells.
+            self.session.check_clock = true;
         }
         self.seq.clear();
         for (id, name) in init.names() {
@@ -304,6 +326,40 @@ impl TraceWriter {
         }
         self.set_lanes(init.lanes(), out);
         self.expected_seq = Some(init.next_seq);
+    }
+
+    /// Starts a process track for a session.
+    fn new_session(&mut self, id: u64, process_id: u32, name: &str, ticks_per_second: u64) {
+        self.stats.sessions += 1;
+        let pid = i32::try_from(process_id)
+            .ok()
+            .filter(|&pid| pid != 0)
+            .unwrap_or(SUBSTITUTE_PID.saturating_add(self.stats.sessions as i32));
+        let uuid = self.uuid();
+        self.session = Session::new(Some(id), pid, name, ticks_per_second, uuid);
+        self.session.process_id = process_id;
+        self.last_time = 0;
+    }
+
+    /// The same session id with its clock gone back more than
+    /// [`RESTART_CLOCK_MARGIN_NS`]: the process started over, so it gets a
+    /// process track (and its lanes thread tracks) of its own, keeping the
+    /// names and lanes its Init just gave.
+    fn restart(&mut self, out: &mut Vec<u8>) {
+        self.finish(out);
+        for lane in self.lanes.values_mut() {
+            lane.track = None;
+            lane.ticks_track = None;
+        }
+        let session = &self.session;
+        let (id, process_id, name, ticks_per_second) = (
+            session.id.unwrap_or(0),
+            session.process_id,
+            session.name.clone(),
+            session.clock.ticks_per_second,
+        );
+        self.new_session(id, process_id, &name, ticks_per_second);
+        self.stats.restarts += 1;
     }
 
     fn uuid(&mut self) -> u64 {
@@ -570,8 +626,10 @@ impl TraceWriter {
             || format!("lane {lane}"),
             |id| name_of(&self.names, id).into_owned(),
         );
-        let tid = self.session.next_tid;
-        self.session.next_tid = tid.saturating_add(1);
+        // Unique in the trace, so that a restarted process with the same
+        // pid gets threads of its own.
+        let tid = self.next_tid;
+        self.next_tid = tid.saturating_add(1);
         self.seq.descriptor(
             out,
             TrackDescriptor {
@@ -679,17 +737,18 @@ impl Session {
     fn new(id: Option<u64>, pid: i32, name: &str, ticks_per_second: u64, uuid: u64) -> Self {
         Session {
             id,
+            process_id: 0,
             name: name.to_owned(),
             pid,
             uuid,
             described: false,
             clock: Clock::new(ticks_per_second),
-            next_tid: 1,
             counters: HashMap::new(),
             loss_tracks: None,
             frames_lost: 0,
             events_lost: 0,
             ticks_tracks: 0,
+            check_clock: false,
         }
     }
 }

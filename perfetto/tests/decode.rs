@@ -18,12 +18,13 @@ struct Run {
     worker_lanes: Vec<u16>,
 }
 
-/// 20 ticks of 1 ms at a 1 MHz clock: `outer` holding two `inner`s (the
-/// first beginning on the same tick as `outer`), a tick per pass (7
-/// overran), two gauges, a worker's `job` instant and `work` span. At 10
-/// the worker lane is released and its slot claimed as `worker-b`; at 14
-/// the worker floods its ring, so the next Block counts drops.
-fn run() -> Run {
+/// 20 ticks of 1 ms at a 1 MHz clock from `start` µs: `outer` holding
+/// two `inner`s (the first beginning on the same tick as `outer`), a tick
+/// per pass (7 overran), two gauges, a worker's `job` instant and `work`
+/// span. At 5 the viewer reconnects (a repeated Init); at 10 the worker
+/// lane is released and its slot claimed as `worker-b`; at 14 the worker
+/// floods its ring, so the next Block counts drops.
+fn run_of(session_id: u64, process_id: u32, start: u64) -> Run {
     let lanes = Lanes::<4, 1024>::new();
     assert_eq!(lanes.set_ring_capacity(128), 4);
     let mut names: NameTable<16, 256> = NameTable::new();
@@ -38,13 +39,13 @@ fn run() -> Run {
     let mut scratch = vec![0u8; 1 << 16];
     let meta = Metadata {
         ticks_per_second: 1_000_000,
-        session_id: 77,
-        process_id: 4242,
+        session_id,
+        process_id,
         process_name: "perfetto test",
         ..Metadata::default()
     };
     let mut exporter: Exporter<'_, 4> = Exporter::new(meta, &mut scratch);
-    exporter.attach().unwrap();
+    let reader = exporter.attach().unwrap();
     let mut out = vec![0u8; exporter.min_block_buffer()];
     let mut run = Run {
         frames: Vec::new(),
@@ -57,7 +58,7 @@ fn run() -> Run {
         }
     };
     for t in 0..20u64 {
-        let at = 1_000 + t * 1_000;
+        let at = start + 1_000 + t * 1_000;
         main.tick_start(t, at);
         let o = main.begin(outer, at);
         let a = main.begin(inner, at);
@@ -76,6 +77,9 @@ fn run() -> Run {
                 worker.instant(job, at + 600 + i, 1_000 + i);
             }
         }
+        if t == 5 {
+            exporter.restart(reader);
+        }
         poll(&mut exporter, &names, t, at + 999);
         if t == 10 {
             drop(worker);
@@ -87,6 +91,10 @@ fn run() -> Run {
         }
     }
     run
+}
+
+fn run() -> Run {
+    run_of(77, 4242, 0)
 }
 
 fn kind_of(frame: &[u8]) -> u8 {
@@ -285,25 +293,76 @@ fn every_lane_span_tick_gauge_and_loss_reads_back_as_perfetto_means_it() {
     );
 }
 
-#[test]
-fn a_new_session_is_a_new_process_and_every_init_clears_the_names() {
-    let run = run();
-    let frames: Vec<&[u8]> = run.frames.iter().map(|f| f.1.as_slice()).collect();
-    // The same run twice: the second Init has the same session id (a
-    // reconnect), so one process; its sequence numbers start over, which
-    // is a gap.
-    let twice: Vec<&[u8]> = frames.iter().chain(frames.iter()).copied().collect();
-    let (bytes, _) = convert(&twice);
-    let read = read(&bytes);
-    assert_eq!(read.process.len(), 1);
-    let clears = Trace::parse_from_bytes(&bytes)
+fn frames(run: &Run) -> Vec<&[u8]> {
+    run.frames.iter().map(|f| f.1.as_slice()).collect()
+}
+
+fn clears(bytes: &[u8]) -> usize {
+    Trace::parse_from_bytes(bytes)
         .unwrap()
         .packet
         .iter()
         .filter(|p| p.sequence_flags() & CLEARED != 0)
+        .count()
+}
+
+#[test]
+fn a_reconnect_keeps_the_process_and_clears_the_names() {
+    let (bytes, stats) = convert(&frames(&run()));
+    assert_eq!(read(&bytes).process.len(), 1);
+    // The first packet, the repeated Init, the flood's loss.
+    assert_eq!(clears(&bytes), 3);
+    assert_eq!((stats.sessions, stats.restarts), (1, 0));
+}
+
+#[test]
+fn a_new_session_id_is_a_new_process() {
+    let (first, second) = (run_of(77, 4242, 0), run_of(78, 4343, 30_000));
+    let both: Vec<&[u8]> = frames(&first).into_iter().chain(frames(&second)).collect();
+    let (bytes, stats) = convert(&both);
+    let read = read(&bytes);
+    assert_eq!(
+        read.process,
+        [
+            (4242, "perfetto test".to_owned()),
+            (4343, "perfetto test".to_owned())
+        ]
+    );
+    assert_eq!((stats.sessions, stats.restarts), (2, 0));
+    // Each has its own threads, and its slices on them.
+    assert_eq!(read.tracks.values().filter(|t| t.1 == "thread").count(), 6);
+    let outers = read
+        .slices
+        .iter()
+        .filter(|s| s.name == "outer" && s.depth == 0)
         .count();
-    // The first packet, the repeated Init, and the flood's loss twice.
-    assert_eq!(clears, 4);
+    assert_eq!(outers, 2 * 20);
+}
+
+#[test]
+fn a_device_rebooted_under_the_same_id_is_a_new_process() {
+    // A device without process ids or fresh session ids: pid 0, the same
+    // session id, its clock starting over (5 s back).
+    let (first, second) = (run_of(0, 0, 5_000_000), run_of(0, 0, 0));
+    let both: Vec<&[u8]> = frames(&first).into_iter().chain(frames(&second)).collect();
+    let (bytes, stats) = convert(&both);
+    let read = read(&bytes);
+    assert_eq!((stats.sessions, stats.restarts), (2, 1));
+    assert_eq!(read.process.len(), 2);
+    assert!(
+        read.process.iter().all(|p| p.0 > SUBSTITUTE_PID),
+        "{:?}",
+        read.process
+    );
+    assert_ne!(read.process[0].0, read.process[1].0);
+    // No slice of one run nests in the other's: each run's `outer`s at
+    // depth 0 on its own Main track.
+    let outers = read
+        .slices
+        .iter()
+        .filter(|s| s.name == "outer" && s.depth == 0)
+        .count();
+    assert_eq!(outers, 2 * 20);
 }
 
 #[test]
@@ -318,9 +377,77 @@ fn a_stream_without_init_cut_mid_frame_converts_what_it_has() {
     bytes.truncate(bytes.len() - 7);
     let (out, stats) = convert(&[&bytes]);
     let read = read(&out);
-    assert_eq!(read.process.len(), 1);
-    assert!(read.process[0].0 >= SUBSTITUTE_PID, "{:?}", read.process);
-    // Names show as ids, times as ns.
-    assert!(read.slices.iter().any(|s| s.name.starts_with('#')));
-    assert!(stats.spans > 50 && stats.sessions == 0, "{stats:?}");
+    // Before the repeated Init (tick 5): an unknown process, names as
+    // ids, times as ns; after it, the session.
+    assert_eq!(
+        read.process,
+        [
+            (SUBSTITUTE_PID, "unknown process (no Init read)".to_owned()),
+            (4242, "perfetto test".to_owned())
+        ]
+    );
+    let early = |s: &&Slice| s.start < 6_000 * 1_000 && s.track != "Ticks";
+    assert!(read
+        .slices
+        .iter()
+        .filter(early)
+        .all(|s| s.name.starts_with('#')));
+    assert!(read
+        .slices
+        .iter()
+        .filter(|s| s.start >= 6_000 * 1_000)
+        .all(|s| !s.name.starts_with('#')));
+    assert_eq!(read.slices.iter().filter(early).count(), 5 * 4);
+    assert!(stats.spans > 50 && stats.sessions == 1, "{stats:?}");
+}
+
+#[test]
+fn a_root_open_past_the_hold_limit_has_its_children_written_early_still_nested() {
+    let lanes = Lanes::<1, 4096>::new();
+    let mut names: NameTable<4, 64> = NameTable::new();
+    let main = lanes
+        .claim(names.intern("Main").unwrap(), LaneKind::Main)
+        .unwrap();
+    let [root, child] = ["root", "child"].map(|n| names.intern(n).unwrap());
+    let mut scratch = vec![0u8; 1 << 16];
+    let meta = Metadata {
+        ticks_per_second: 1_000_000_000,
+        session_id: 1,
+        process_id: 7,
+        ..Metadata::default()
+    };
+    let mut exporter: Exporter<'_, 1> = Exporter::new(meta, &mut scratch);
+    exporter.attach().unwrap();
+    let mut out = vec![0u8; exporter.min_block_buffer()];
+    let mut stream = Vec::new();
+    let mut poll = |exporter: &mut Exporter<'_, 1>, now| {
+        exporter.request_drain();
+        while let Some(frame) = exporter.poll(now, &lanes, &names, &mut out).unwrap() {
+            stream.extend_from_slice(&out[..frame.len]);
+        }
+    };
+    let children = (typhon_live_perfetto::MAX_HELD as u64 / 1000 + 1) * 1000;
+    let r = main.begin(root, 0);
+    for batch in 0..children / 1000 {
+        for i in 0..1000 {
+            let at = 10 + (batch * 1000 + i) * 10;
+            let c = main.begin(child, at);
+            main.end(c, at + 5, None);
+        }
+        poll(&mut exporter, 10 + (batch + 1) * 10_000);
+    }
+    main.end(r, children * 10 + 100, None);
+    poll(&mut exporter, children * 10 + 200);
+
+    let (bytes, stats) = convert(&[&stream]);
+    assert!(stats.early_writes >= 1, "{stats:?}");
+    assert_eq!(stats.spans, children + 1);
+    let read = read(&bytes);
+    assert_eq!(read.slices.len() as u64, children + 1);
+    // The root begins first in time, so every child nests in it although
+    // the file has them first.
+    assert!(read
+        .slices
+        .iter()
+        .all(|s| (s.name == "root") == (s.depth == 0)));
 }
