@@ -12,7 +12,8 @@ use typhon_live_perfetto::{proto, TraceWriter};
 
 /// The whole stream through a writer: decoding, events, packets.
 fn convert(stream: &[u8]) -> (Vec<u8>, u64) {
-    let mut buf = vec![0u8; 16 << 20];
+    // As `typhon-live convert` sizes it: no larger than the stream.
+    let mut buf = vec![0u8; (16 << 20).min(stream.len().max(64))];
     let mut decoder = Decoder::new(&mut buf);
     let (mut writer, mut out) = (TraceWriter::new(), Vec::with_capacity(stream.len() * 4));
     let mut rest = stream;

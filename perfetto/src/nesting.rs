@@ -99,6 +99,12 @@ mod tests {
     }
 
     #[test]
+    fn a_held_span_takes_56_bytes() {
+        // PERFORMANCE.md's bound of the writer's memory says so.
+        assert_eq!(std::mem::size_of::<Held>(), 56);
+    }
+
+    #[test]
     fn a_parent_beginning_with_its_first_child_begins_first() {
         // Arrival order: children first, the root last.
         let mut spans = [

@@ -3,7 +3,8 @@
 //! a reader when interned names start afresh and where data is missing.
 
 use std::borrow::Cow;
-use std::collections::HashSet;
+
+use foldhash::HashSet;
 
 use prost::encoding::{encode_key, WireType};
 use prost::Message;
@@ -74,7 +75,7 @@ pub(crate) struct Sequence {
 impl Sequence {
     pub(crate) fn new() -> Self {
         Sequence {
-            interned: HashSet::new(),
+            interned: HashSet::default(),
             clear_next: true,
             dropped_next: false,
             first: true,

@@ -2,7 +2,8 @@
 //! frame, so that a recorder can append them to a file as they arrive.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
+
+use foldhash::HashMap;
 
 use typhon_live_core::{
     DecodeError, Event, Frame, GaugeValue, InitView, LaneId, LaneInfo, NameId, Payload,
@@ -184,7 +185,7 @@ impl TraceWriter {
     pub fn new() -> Self {
         TraceWriter {
             seq: Sequence::new(),
-            names: HashMap::new(),
+            names: HashMap::default(),
             name_bytes: 0,
             // Data before any Init: times taken as ns, names as ids.
             session: Session::new(
@@ -194,7 +195,7 @@ impl TraceWriter {
                 1_000_000_000,
                 1,
             ),
-            lanes: HashMap::new(),
+            lanes: HashMap::default(),
             held_total: 0,
             next_uuid: 2,
             next_tid: 1,
@@ -743,7 +744,7 @@ impl Session {
             uuid,
             described: false,
             clock: Clock::new(ticks_per_second),
-            counters: HashMap::new(),
+            counters: HashMap::default(),
             loss_tracks: None,
             frames_lost: 0,
             events_lost: 0,
