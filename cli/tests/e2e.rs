@@ -5,12 +5,12 @@
 use std::io::Write;
 use std::net::TcpListener;
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 mod common;
 
-use common::{spawn_demo, spawn_demo_with, temp, BIN};
+use common::{record_then_kill, spawn_demo, spawn_demo_with, temp, BIN};
 
 /// Runs `command`, which must succeed; its standard output.
 fn run_ok(command: &mut Command) -> String {
@@ -267,18 +267,7 @@ fn a_truncated_trace_is_read_to_its_last_frame_and_reported() {
 fn a_recording_killed_midway_is_a_valid_trace_and_bad_outputs_are_named() {
     let (mut demo, addr) = spawn_demo("6", "1");
     let trace = temp("killed.tlt");
-    let mut record = Command::new(BIN)
-        .args(["record", &addr, "-o"])
-        .arg(&trace)
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while std::fs::metadata(&trace).map_or(0, |m| m.len()) < 4096 && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    record.kill().unwrap(); // as hard an interruption as there is
-    record.wait().unwrap();
+    record_then_kill(&addr, &trace, 4096);
     let report = inspect_ok(&trace);
     assert!(
         report.contains("shutdown    none") && !report.contains("damage"),

@@ -5,13 +5,12 @@
 
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
 
 mod common;
 #[path = "../../perfetto/tests/reader/mod.rs"]
 mod reader;
 
-use common::{spawn_demo, spawn_demo_with, temp, BIN};
+use common::{record_then_kill, spawn_demo, spawn_demo_with, temp, BIN};
 use reader::{read, Read};
 
 fn convert(trace: &Path, output: &Path) -> Output {
@@ -119,18 +118,7 @@ fn a_live_recording_holds_what_the_processs_own_trace_file_holds() {
 fn a_perfetto_recording_killed_midway_is_a_valid_trace() {
     let (mut demo, addr) = spawn_demo("8", "2");
     let trace = temp("killed.pftrace");
-    let mut record = Command::new(BIN)
-        .args(["record", &addr, "-o"])
-        .arg(&trace)
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while std::fs::metadata(&trace).map_or(0, |m| m.len()) < 64 << 10 && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    record.kill().unwrap(); // as hard an interruption as there is
-    record.wait().unwrap();
+    record_then_kill(&addr, &trace, 64 << 10);
     // The whole file parses as one Trace; its slices pair and nest.
     let read = read(&std::fs::read(&trace).unwrap());
     assert!(read.slices.len() > 200, "{}", read.slices.len());

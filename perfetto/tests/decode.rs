@@ -5,11 +5,11 @@ mod reader;
 
 use perfetto_protos::trace::Trace;
 use protobuf::Message;
-use reader::{read, Point, Slice, CLEARED};
+use reader::{read, Point, Read, Slice, CLEARED};
 use typhon_live_core::{
     Decoder, Exporter, FrameKind, GaugeValue, LaneKind, Lanes, Metadata, NameTable, Payload,
 };
-use typhon_live_perfetto::{TraceWriter, SUBSTITUTE_PID};
+use typhon_live_perfetto::{TraceWriter, WriterStats, SUBSTITUTE_PID};
 
 /// The frames of a recorded run, each its own buffer, with the tick (ms)
 /// whose drain wrote it.
@@ -104,7 +104,7 @@ fn kind_of(frame: &[u8]) -> u8 {
     decoder.next().unwrap().unwrap().kind
 }
 
-fn convert(frames: &[&[u8]]) -> (Vec<u8>, typhon_live_perfetto::WriterStats) {
+fn convert(frames: &[&[u8]]) -> (Vec<u8>, WriterStats) {
     let mut writer = TraceWriter::new();
     let mut out = Vec::new();
     let mut buf = vec![0u8; 1 << 16];
@@ -315,12 +315,24 @@ fn a_reconnect_keeps_the_process_and_clears_the_names() {
     assert_eq!((stats.sessions, stats.restarts), (1, 0));
 }
 
+/// Two runs one after the other, converted and read.
+fn one_after_the_other(first: &Run, second: &Run) -> (Read, WriterStats) {
+    let both: Vec<&[u8]> = frames(first).into_iter().chain(frames(second)).collect();
+    let (bytes, stats) = convert(&both);
+    (read(&bytes), stats)
+}
+
+/// `outer` slices at depth 0: a tick's root on its own Main track.
+fn outers(read: &Read) -> usize {
+    read.slices
+        .iter()
+        .filter(|s| s.name == "outer" && s.depth == 0)
+        .count()
+}
+
 #[test]
 fn a_new_session_id_is_a_new_process() {
-    let (first, second) = (run_of(77, 4242, 0), run_of(78, 4343, 30_000));
-    let both: Vec<&[u8]> = frames(&first).into_iter().chain(frames(&second)).collect();
-    let (bytes, stats) = convert(&both);
-    let read = read(&bytes);
+    let (read, stats) = one_after_the_other(&run_of(77, 4242, 0), &run_of(78, 4343, 30_000));
     assert_eq!(
         read.process,
         [
@@ -331,22 +343,14 @@ fn a_new_session_id_is_a_new_process() {
     assert_eq!((stats.sessions, stats.restarts), (2, 0));
     // Each has its own threads, and its slices on them.
     assert_eq!(read.tracks.values().filter(|t| t.1 == "thread").count(), 6);
-    let outers = read
-        .slices
-        .iter()
-        .filter(|s| s.name == "outer" && s.depth == 0)
-        .count();
-    assert_eq!(outers, 2 * 20);
+    assert_eq!(outers(&read), 2 * 20);
 }
 
 #[test]
 fn a_device_rebooted_under_the_same_id_is_a_new_process() {
     // A device without process ids or fresh session ids: pid 0, the same
     // session id, its clock starting over (5 s back).
-    let (first, second) = (run_of(0, 0, 5_000_000), run_of(0, 0, 0));
-    let both: Vec<&[u8]> = frames(&first).into_iter().chain(frames(&second)).collect();
-    let (bytes, stats) = convert(&both);
-    let read = read(&bytes);
+    let (read, stats) = one_after_the_other(&run_of(0, 0, 5_000_000), &run_of(0, 0, 0));
     assert_eq!((stats.sessions, stats.restarts), (2, 1));
     assert_eq!(read.process.len(), 2);
     assert!(
@@ -355,14 +359,8 @@ fn a_device_rebooted_under_the_same_id_is_a_new_process() {
         read.process
     );
     assert_ne!(read.process[0].0, read.process[1].0);
-    // No slice of one run nests in the other's: each run's `outer`s at
-    // depth 0 on its own Main track.
-    let outers = read
-        .slices
-        .iter()
-        .filter(|s| s.name == "outer" && s.depth == 0)
-        .count();
-    assert_eq!(outers, 2 * 20);
+    // No slice of one run nests in the other's.
+    assert_eq!(outers(&read), 2 * 20);
 }
 
 #[test]

@@ -5,6 +5,7 @@
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_typhon-live");
 
@@ -34,4 +35,21 @@ pub fn spawn_demo_with(args: &[&str]) -> (std::process::Child, String) {
     let addr = line.trim().rsplit(' ').next().unwrap().to_owned();
     assert!(addr.starts_with("127.0.0.1:"), "demo printed {line:?}");
     (demo, addr)
+}
+
+/// Records `addr` into `path` until the file holds `min_len` bytes (or 20
+/// s pass), then kills the recorder: as hard an interruption as there is.
+pub fn record_then_kill(addr: &str, path: &std::path::Path, min_len: u64) {
+    let mut record = Command::new(BIN)
+        .args(["record", addr, "-o"])
+        .arg(path)
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while std::fs::metadata(path).map_or(0, |m| m.len()) < min_len && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    record.kill().unwrap();
+    record.wait().unwrap();
 }
