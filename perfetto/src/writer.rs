@@ -3,6 +3,8 @@
 
 use std::borrow::Cow;
 
+use std::collections::hash_map::Entry;
+
 use foldhash::HashMap;
 
 use typhon_live_core::{
@@ -23,6 +25,12 @@ pub const MAX_NAMES: usize = 65_536;
 pub const MAX_NAME_BYTES: usize = 16 << 20;
 /// Counter tracks per session; readings of further gauges are refused.
 pub const MAX_COUNTERS: usize = 1024;
+/// Lanes per session, as the live view caps them; events of further
+/// lanes are refused.
+pub const MAX_LANES: usize = 1024;
+/// Held spans whose room a lane keeps between its roots: a burst past it
+/// gives its memory back.
+const HELD_KEPT: usize = 256;
 /// Spans held for nesting order, over all lanes; past it a lane's held
 /// spans are written at once (see [`WriterStats::early_writes`]).
 pub const MAX_HELD: usize = 1 << 18;
@@ -68,11 +76,13 @@ pub struct WriterStats {
     /// Sessions that started over under the same id (the clock went back
     /// after an Init).
     pub restarts: u64,
-    /// Frames missing from the sequence numbers.
+    /// Frames missing from the sequence numbers, and frames whose payload
+    /// did not decode (see `damaged_frames`).
     pub frames_lost: u64,
     /// Events the process dropped (its Blocks' drop counts).
     pub events_lost: u64,
-    /// Frames whose payload did not decode (their content is lost).
+    /// Frames whose payload did not decode, whole or in part (counted in
+    /// `frames_lost` too).
     pub damaged_frames: u64,
     /// Frames of a kind a newer writer added, skipped.
     pub unknown_frames: u64,
@@ -81,6 +91,8 @@ pub struct WriterStats {
     pub names_refused: u64,
     /// Gauge readings refused by [`MAX_COUNTERS`].
     pub gauge_values_refused: u64,
+    /// Events and lane definitions refused by [`MAX_LANES`].
+    pub lane_events_refused: u64,
     /// Float gauge readings that were not finite, left out.
     pub values_not_finite: u64,
     /// Times a lane's held spans were written before their root ended,
@@ -237,8 +249,10 @@ impl TraceWriter {
         }
         let result = frame.parse().and_then(|payload| self.payload(payload, out));
         if result.is_err() {
+            // What it held (all of it, or a Block's events from the bad
+            // one on) is lost.
             self.stats.damaged_frames += 1;
-            self.lost(0, 0, out);
+            self.lost(1, 0, out);
         }
         result
     }
@@ -392,7 +406,10 @@ impl TraceWriter {
     /// old one.
     fn set_lanes(&mut self, lanes: impl Iterator<Item = LaneInfo>, out: &mut Vec<u8>) {
         for lane in lanes {
-            let state = self.lanes.entry(lane.id).or_default();
+            let Some(state) = self.lane(lane.id) else {
+                self.stats.lane_events_refused += 1;
+                continue;
+            };
             if state.name == Some(lane.name) {
                 continue;
             }
@@ -408,7 +425,21 @@ impl TraceWriter {
         }
     }
 
+    /// A lane's state, unless [`MAX_LANES`] is reached.
+    fn lane(&mut self, lane: LaneId) -> Option<&mut LaneState> {
+        let full = self.lanes.len() >= MAX_LANES;
+        match self.lanes.entry(lane) {
+            Entry::Occupied(state) => Some(state.into_mut()),
+            Entry::Vacant(_) if full => None,
+            Entry::Vacant(state) => Some(state.insert(LaneState::default())),
+        }
+    }
+
     fn event(&mut self, lane: LaneId, event: Event, out: &mut Vec<u8>) {
+        if self.lane(lane).is_none() {
+            self.stats.lane_events_refused += 1;
+            return;
+        }
         let clock = self.session.clock;
         let at = |t: u64| clock.ns(t);
         self.last_time = self.last_time.max(at(event.time()));
@@ -588,8 +619,9 @@ impl TraceWriter {
             Edge::End(time) => seq.event(out, time, track, Kind::End),
         });
         held.clear();
+        held.shrink_to(HELD_KEPT);
         if let Some(state) = self.lanes.get_mut(&lane) {
-            // Its capacity kept for the next tick's spans.
+            // Its room kept for the next root's spans.
             state.held = held;
         }
     }
@@ -774,5 +806,88 @@ fn name_of(names: &HashMap<NameId, String>, id: NameId) -> Cow<'_, str> {
     match names.get(&id) {
         Some(name) => Cow::Borrowed(name),
         None => Cow::Owned(format!("#{id}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use prost::Message;
+
+    use super::*;
+    use crate::proto::Trace;
+
+    #[test]
+    fn names_lanes_and_gauges_past_their_caps_are_refused_and_counted() {
+        let (mut writer, mut out) = (TraceWriter::new(), Vec::new());
+        for id in 0..MAX_NAMES as u32 + 10 {
+            writer.define(id, "n");
+        }
+        assert_eq!(writer.names.len(), MAX_NAMES);
+        assert_eq!(writer.stats.names_refused, 10);
+        // Redefining a kept name is not a new one.
+        writer.define(0, "renamed");
+        assert_eq!(writer.stats.names_refused, 10);
+
+        let instant = Event::Instant {
+            time: 1,
+            name: 1,
+            payload: 0,
+        };
+        for lane in 0..MAX_LANES as u16 + 5 {
+            writer.event(lane, instant, &mut out);
+        }
+        assert_eq!(writer.lanes.len(), MAX_LANES);
+        assert_eq!(writer.stats.lane_events_refused, 5);
+        assert_eq!(writer.stats.instants, MAX_LANES as u64);
+
+        for gauge in 0..MAX_COUNTERS as u32 + 3 {
+            let value = GaugeValue::Int(i64::from(gauge));
+            writer.event(
+                0,
+                Event::Gauge {
+                    time: 2,
+                    gauge,
+                    value,
+                },
+                &mut out,
+            );
+        }
+        let value = GaugeValue::Float(f64::NAN);
+        writer.event(
+            0,
+            Event::Gauge {
+                time: 3,
+                gauge: 0,
+                value,
+            },
+            &mut out,
+        );
+        assert_eq!(writer.stats.gauge_values_refused, 3);
+        assert_eq!(writer.stats.values_not_finite, 1);
+        assert_eq!(writer.stats.counter_values, MAX_COUNTERS as u64);
+
+        let trace = Trace::decode(&out[..]).expect("a Trace");
+        assert_eq!(trace.packet.len() as u64, writer.stats().packets);
+    }
+
+    #[test]
+    fn a_lane_gives_back_the_room_of_a_burst() {
+        let (mut writer, mut out) = (TraceWriter::new(), Vec::new());
+        let span = |id, parent| Event::Span {
+            start: u64::from(id),
+            duration: 1,
+            name: 1,
+            id,
+            parent,
+            arg: None,
+        };
+        for id in 2..10_000 {
+            writer.event(0, span(id, 1), &mut out);
+        }
+        assert_eq!(writer.held_total, 9_998);
+        writer.event(0, span(1, 0), &mut out);
+        assert_eq!(writer.held_total, 0);
+        assert!(writer.lanes[&0].held.capacity() <= HELD_KEPT);
+        assert_eq!(writer.stats.spans, 9_999);
     }
 }

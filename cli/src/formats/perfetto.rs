@@ -41,17 +41,23 @@ pub fn summary(stats: &WriterStats) -> String {
         "{} packets, {} spans, {} instants, {} counter values, {} ticks",
         stats.packets, stats.spans, stats.instants, stats.counter_values, stats.ticks
     );
-    if stats.frames_lost + stats.events_lost + stats.damaged_frames > 0 {
+    if stats.frames_lost + stats.events_lost > 0 {
         line += &format!(
-            "; lost {} frames and {} events, {} damaged frames (marked in the trace)",
-            stats.frames_lost, stats.events_lost, stats.damaged_frames
+            "; lost {} frames ({} of them damaged) and {} events (marked in the trace)",
+            stats.frames_lost, stats.damaged_frames, stats.events_lost
         );
     }
-    let refused = stats.names_refused + stats.gauge_values_refused + stats.values_not_finite;
+    let refused = stats.names_refused
+        + stats.gauge_values_refused
+        + stats.lane_events_refused
+        + stats.values_not_finite;
     if refused > 0 {
         line += &format!(
-            "; left out {} names over the cap, {} readings of gauges over the cap, {} non-finite readings",
-            stats.names_refused, stats.gauge_values_refused, stats.values_not_finite
+            "; left out {} names, {} gauge readings and {} lane events over the caps, {} non-finite readings",
+            stats.names_refused,
+            stats.gauge_values_refused,
+            stats.lane_events_refused,
+            stats.values_not_finite
         );
     }
     line
