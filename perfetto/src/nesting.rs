@@ -2,9 +2,12 @@
 //! slices are begin and end events that a reader nests by time. A reader
 //! sorts packets by timestamp, so the order in the file matters only
 //! where timestamps tie: a parent that begins on the same tick as its
-//! first child must begin first. A lane's spans are therefore held until
-//! their root span ends, then written as begin/end pairs in nesting
-//! order.
+//! first child must begin first, and of two siblings on the same tick the
+//! one that ran first (an empty one) must end before the other begins.
+//! A lane's spans are therefore held until their root span ends, then
+//! written as begin/end pairs in the order of their tree.
+
+use std::cmp::Reverse;
 
 use typhon_live_core::{NameId, SpanId};
 
@@ -17,8 +20,7 @@ pub(crate) struct Held {
     pub(crate) id: SpanId,
     pub(crate) parent: SpanId,
     pub(crate) arg: Option<u64>,
-    /// Arrival order: of two spans with the same times, the later to
-    /// arrive is the outer one.
+    /// Arrival order, which is end order: siblings in the order they ran.
     pub(crate) order: u64,
 }
 
@@ -31,42 +33,119 @@ pub(crate) enum Edge {
     End(u64),
 }
 
-/// Puts `spans` in nesting order and hands each begin and end to `write`.
+/// Room [`order`] reuses from one batch to the next.
+#[derive(Debug, Default)]
+pub(crate) struct Scratch {
+    /// The batch's span ids, sorted.
+    ids: Vec<SpanId>,
+    /// Spans whose parent is not in the batch, by start.
+    tops: Vec<usize>,
+    visited: Vec<bool>,
+    open: Vec<Open>,
+}
+
+/// A span begun and not yet ended, with the children still to write.
+#[derive(Clone, Copy, Debug)]
+struct Open {
+    next_child: usize,
+    children_end: usize,
+    end: u64,
+}
+
+/// Room kept between batches; a larger batch gives the rest back.
+const SCRATCH_KEPT: usize = 4096;
+
+/// Hands each begin and end of `spans` to `write`, in the order of their
+/// tree: a span, then its children in the order they ran, then its end.
 ///
-/// Sorted by start, longer first, later arrival first; then a span nests
-/// under the innermost open one that is its parent or still open at its
-/// start, and every open span that is neither is ended first. For spans
-/// that nest (what a lane records) this is their tree; for a span whose
-/// parent was lost it is its nearest surviving ancestor; anything else (a
-/// peer's overlapping spans) still gets one end per begin.
-pub(crate) fn order(spans: &mut [Held], stack: &mut Vec<Held>, mut write: impl FnMut(Edge)) {
-    spans.sort_unstable_by(|a, b| {
-        a.start
-            .cmp(&b.start)
-            .then(b.end.cmp(&a.end))
-            .then(b.order.cmp(&a.order))
+/// Spans whose parent is not among them (roots, and spans whose parent
+/// was lost) are walked by start time. A child ending after its parent
+/// (not from a lane) ends with it; spans no walk reaches (a peer's cycle
+/// of parents) are walked last; every span is written once, every begin
+/// gets one end.
+pub(crate) fn order(spans: &mut [Held], scratch: &mut Scratch, mut write: impl FnMut(Edge)) {
+    // Children grouped under their parent, each group in arrival order.
+    spans.sort_unstable_by_key(|s| (s.parent, s.order));
+    let Scratch {
+        ids,
+        tops,
+        visited,
+        open,
+    } = scratch;
+    ids.clear();
+    ids.extend(spans.iter().map(|s| s.id));
+    ids.sort_unstable();
+    let present = |id: SpanId| id != 0 && ids.binary_search(&id).is_ok();
+    tops.clear();
+    tops.extend((0..spans.len()).filter(|&i| !present(spans[i].parent)));
+    tops.sort_unstable_by_key(|&i| {
+        let s = &spans[i];
+        (s.start, Reverse(s.end), Reverse(s.order))
     });
-    stack.clear();
-    for &span in spans.iter() {
-        while let Some(top) = stack.last() {
-            if top.id == span.parent || top.end > span.start {
-                break;
+    visited.clear();
+    visited.resize(spans.len(), false);
+    let spans = &*spans;
+    open.clear();
+    for first in tops.iter().copied().chain(0..spans.len()) {
+        if visited[first] {
+            continue;
+        }
+        begin(spans, first, u64::MAX, open, visited, &mut write);
+        while let Some(top) = open.last_mut() {
+            if top.next_child < top.children_end {
+                let child = top.next_child;
+                top.next_child += 1;
+                let end = top.end;
+                if !visited[child] {
+                    begin(spans, child, end, open, visited, &mut write);
+                }
+            } else {
+                let end = top.end;
+                open.pop();
+                write(Edge::End(end));
             }
-            write(Edge::End(top.end));
-            stack.pop();
         }
-        let mut span = span;
-        if let Some(top) = stack.last() {
-            // A child that ends after its parent (not from a lane) ends
-            // with it, so that ends never go back in time on the track.
-            span.end = span.end.min(top.end);
+    }
+    for room in [ids.capacity(), tops.capacity(), visited.capacity()] {
+        if room > SCRATCH_KEPT {
+            *scratch = Scratch::default();
+            break;
         }
-        write(Edge::Begin(span));
-        stack.push(span);
     }
-    while let Some(top) = stack.pop() {
-        write(Edge::End(top.end));
+}
+
+/// Writes the begin of `spans[i]`, ending no later than its parent, and
+/// opens it.
+fn begin(
+    spans: &[Held],
+    i: usize,
+    parent_end: u64,
+    open: &mut Vec<Open>,
+    visited: &mut [bool],
+    write: &mut impl FnMut(Edge),
+) {
+    visited[i] = true;
+    let mut span = spans[i];
+    span.end = span.end.min(parent_end);
+    write(Edge::Begin(span));
+    let (next_child, children_end) = children(spans, span.id);
+    open.push(Open {
+        next_child,
+        children_end,
+        end: span.end,
+    });
+}
+
+/// The range of `spans` (sorted by parent) whose parent is `id`.
+fn children(spans: &[Held], id: SpanId) -> (usize, usize) {
+    if id == 0 {
+        return (0, 0);
     }
+    let first = spans.partition_point(|s| s.parent < id);
+    (
+        first,
+        first + spans[first..].partition_point(|s| s.parent == id),
+    )
 }
 
 #[cfg(test)]
@@ -88,7 +167,7 @@ mod tests {
     fn edges(spans: &mut [Held]) -> Vec<(char, u64, SpanId)> {
         let mut out = Vec::new();
         let mut open = Vec::new();
-        order(spans, &mut Vec::new(), |edge| match edge {
+        order(spans, &mut Scratch::default(), |edge| match edge {
             Edge::Begin(s) => {
                 open.push(s.id);
                 out.push(('B', s.start, s.id));
@@ -151,21 +230,59 @@ mod tests {
     }
 
     #[test]
-    fn an_orphan_nests_under_its_surviving_ancestor() {
-        // Span 2 (parent of 3) was lost.
-        let mut spans = [span(4, 6, 3, 2, 0), span(0, 10, 1, 0, 1)];
+    fn an_empty_child_on_its_siblings_tick_ends_before_the_sibling_begins() {
+        // The firmware's loop at 1 µs: `sense` (empty) then `control`,
+        // both starting on the same tick, then their parent.
+        let mut spans = [
+            span(1, 1, 3, 1, 0),
+            span(1, 2, 2, 1, 1),
+            span(0, 3, 1, 0, 2),
+        ];
         assert_eq!(
             edges(&mut spans),
-            [('B', 0, 1), ('B', 4, 3), ('E', 6, 3), ('E', 10, 1)]
+            [
+                ('B', 0, 1),
+                ('B', 1, 3),
+                ('E', 1, 3),
+                ('B', 1, 2),
+                ('E', 2, 2),
+                ('E', 3, 1)
+            ]
         );
     }
 
     #[test]
-    fn overlapping_spans_from_a_peer_still_pair_every_begin() {
-        let mut spans = [span(0, 10, 1, 0, 0), span(5, 20, 2, 0, 1)];
+    fn an_orphan_is_walked_by_its_start_among_the_roots() {
+        // Span 2 (parent of 3) was lost: 3 is written after root 1's
+        // tree; a reader's sort by time puts it inside 1.
+        let mut spans = [span(4, 6, 3, 2, 0), span(0, 10, 1, 0, 1)];
         assert_eq!(
             edges(&mut spans),
-            [('B', 0, 1), ('B', 5, 2), ('E', 10, 2), ('E', 10, 1)]
+            [('B', 0, 1), ('E', 10, 1), ('B', 4, 3), ('E', 6, 3)]
         );
+    }
+
+    #[test]
+    fn a_peers_cycles_duplicates_and_overhangs_still_pair_every_begin_once() {
+        let mut spans = [
+            span(0, 10, 1, 0, 0),
+            // Ends after its parent: ends with it.
+            span(5, 20, 2, 1, 1),
+            // Its own parent; and two spans each other's parent.
+            span(3, 4, 7, 7, 2),
+            span(3, 4, 8, 9, 3),
+            span(3, 4, 9, 8, 4),
+            // Two spans with one id, one child under that id.
+            span(11, 12, 5, 0, 5),
+            span(13, 14, 5, 0, 6),
+            span(11, 12, 6, 5, 7),
+        ];
+        let e = edges(&mut spans);
+        assert_eq!(e.iter().filter(|e| e.0 == 'B').count(), spans.len());
+        assert_eq!(e.iter().filter(|e| e.0 == 'E').count(), spans.len());
+        let mut begun: Vec<u64> = e.iter().filter(|e| e.0 == 'B').map(|e| e.1).collect();
+        begun.sort_unstable();
+        assert_eq!(begun, [0, 3, 3, 3, 5, 11, 11, 13]);
+        assert!(e.contains(&('E', 10, 2)), "{e:?}");
     }
 }

@@ -182,7 +182,7 @@ pub struct TraceWriter {
     /// The latest time seen, ns: where a loss is marked.
     last_time: u64,
     unpacked: BlockBuffer,
-    stack: Vec<Held>,
+    nesting: nesting::Scratch,
     stats: WriterStats,
 }
 
@@ -215,7 +215,7 @@ impl TraceWriter {
             expected_seq: None,
             last_time: 0,
             unpacked: BlockBuffer::new(),
-            stack: Vec::new(),
+            nesting: nesting::Scratch::default(),
             stats: WriterStats::default(),
         }
     }
@@ -601,7 +601,7 @@ impl TraceWriter {
         self.held_total -= held.len();
         let track = self.lane_track(lane, out);
         let (seq, names) = (&mut self.seq, &self.names);
-        nesting::order(&mut held, &mut self.stack, |edge| match edge {
+        nesting::order(&mut held, &mut self.nesting, |edge| match edge {
             Edge::Begin(span) => {
                 let arg = span
                     .arg

@@ -19,7 +19,8 @@ struct Run {
 }
 
 /// 20 ticks of 1 ms at a 1 MHz clock from `start` µs: `outer` holding
-/// two `inner`s (the first beginning on the same tick as `outer`), a tick
+/// two `inner`s (the first beginning on the same tick as `outer`) with an
+/// empty `mark` between them (on the tick the second begins), a tick
 /// per pass (7 overran), two gauges, a worker's `job` instant and `work`
 /// span. At 5 the viewer reconnects (a repeated Init); at 10 the worker
 /// lane is released and its slot claimed as `worker-b`; at 14 the worker
@@ -34,8 +35,16 @@ fn run_of(session_id: u64, process_id: u32, start: u64) -> Run {
     let mut worker = lanes
         .claim(names.intern("worker-a").unwrap(), LaneKind::Worker)
         .unwrap();
-    let [outer, inner, job, work, queue, load] =
-        ["outer", "inner", "job", "work", "queue.depth", "load"].map(|n| names.intern(n).unwrap());
+    let [outer, inner, mark, job, work, queue, load] = [
+        "outer",
+        "inner",
+        "mark",
+        "job",
+        "work",
+        "queue.depth",
+        "load",
+    ]
+    .map(|n| names.intern(n).unwrap());
     let mut scratch = vec![0u8; 1 << 16];
     let meta = Metadata {
         ticks_per_second: 1_000_000,
@@ -63,6 +72,9 @@ fn run_of(session_id: u64, process_id: u32, start: u64) -> Run {
         let o = main.begin(outer, at);
         let a = main.begin(inner, at);
         main.end(a, at + 200, Some(t));
+        // Empty, on the tick its next sibling begins.
+        let m = main.begin(mark, at + 300);
+        main.end(m, at + 300, None);
         let b = main.begin(inner, at + 300);
         main.end(b, at + 500, None);
         main.end(o, at + 900, None);
@@ -197,6 +209,14 @@ fn every_lane_span_tick_gauge_and_loss_reads_back_as_perfetto_means_it() {
             ms(t) + 200_000,
             1,
             vec![arg("arg", &t.to_string())],
+        ));
+        expected.push(slice(
+            "Main",
+            "mark",
+            ms(t) + 300_000,
+            ms(t) + 300_000,
+            1,
+            vec![],
         ));
         expected.push(slice(
             "Main",
@@ -395,7 +415,7 @@ fn a_stream_without_init_cut_mid_frame_converts_what_it_has() {
         .iter()
         .filter(|s| s.start >= 6_000 * 1_000)
         .all(|s| !s.name.starts_with('#')));
-    assert_eq!(read.slices.iter().filter(early).count(), 5 * 4);
+    assert_eq!(read.slices.iter().filter(early).count(), 5 * 5);
     assert!(stats.spans > 50 && stats.sessions == 1, "{stats:?}");
 }
 
