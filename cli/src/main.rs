@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
-use crate::cmd::{attach, convert, demo, inspect, record, view};
+use crate::cmd::{attach, convert, demo, inspect, record, relay, view};
 use typhon_live_cli::error::CliError;
 use typhon_live_cli::source::file;
 
@@ -66,6 +66,21 @@ enum Command {
         /// One JSON summary of the file instead of the screen.
         #[arg(long)]
         json: bool,
+    },
+    /// Attach to many processes at once and serve their metrics to
+    /// Prometheus.
+    Relay {
+        /// A process to attach to, as NAME=HOST:PORT (NAME labels its
+        /// metrics); repeat for each.
+        #[arg(long = "source", required = true, value_name = "NAME=HOST:PORT")]
+        sources: Vec<typhon_live_cli::relay::source::Source>,
+        /// Where to serve /metrics for Prometheus (port 0 picks one and
+        /// prints it).
+        #[arg(long, value_name = "HOST:PORT")]
+        metrics: Option<String>,
+        /// Stop after this many seconds.
+        #[arg(long, value_parser = seconds)]
+        duration: Option<Duration>,
     },
     /// Describe a trace file: header, metadata, counts, lanes, damage.
     Inspect {
@@ -137,6 +152,11 @@ fn run(cli: Cli) -> Result<(), CliError> {
             record::run(&addr, &output, format, duration)
         }
         Command::View { file, json } => view::run(&file, json),
+        Command::Relay {
+            sources,
+            metrics,
+            duration,
+        } => relay::run(&sources, metrics.as_deref(), duration),
         Command::Inspect { file } => {
             let (report, was_damaged) = inspect::report(&file)?;
             print!("{report}");

@@ -5,4 +5,5 @@ pub mod convert;
 pub mod demo;
 pub mod inspect;
 pub mod record;
+pub mod relay;
 pub mod view;

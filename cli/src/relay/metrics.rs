@@ -1,0 +1,451 @@
+//! What the relay tells Prometheus: per source and span name a duration
+//! histogram (its `_count` the spans), tick durations and overruns, every
+//! gauge's last value, frames and events dropped, and the connection's
+//! state, kept in a `prometheus-client` registry and encoded as
+//! OpenMetrics text on each scrape.
+
+use std::collections::HashMap;
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
+use prometheus_client::registry::{Registry, Unit};
+use typhon_live_core::{DecodeError, Event, Frame, GaugeValue, LaneId, NameId, Payload};
+use typhon_live_std::BlockBuffer;
+
+use crate::model::{MAX_NAMES, MAX_NAME_BYTES};
+
+/// Span names per source with a histogram of their own; further names'
+/// spans are refused (counted in `typhon_series_refused_total`), so that
+/// a peer cannot grow the relay's memory or Prometheus's series.
+pub const MAX_SPAN_SERIES: usize = 1024;
+/// Gauges per source with a series of their own.
+pub const MAX_GAUGE_SERIES: usize = 1024;
+
+/// Buckets of the duration histograms, in seconds: 1 µs to 4.2 s by 4.
+fn duration_buckets() -> Histogram {
+    Histogram::new(exponential_buckets(1e-6, 4.0, 12))
+}
+
+/// A source's label.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct SourceLabel {
+    source: String,
+}
+
+/// A source's span name.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct SpanLabels {
+    source: String,
+    span: String,
+}
+
+/// A source's gauge.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct GaugeLabels {
+    source: String,
+    gauge: String,
+}
+
+type Histograms<L> = Family<L, Histogram, fn() -> Histogram>;
+
+/// The relay's metrics, shared by the source threads and the scrapes.
+pub struct Metrics {
+    registry: Registry,
+    span_duration: Histograms<SpanLabels>,
+    tick_duration: Histograms<SourceLabel>,
+    tick_overruns: Family<SourceLabel, Counter>,
+    gauges: Family<GaugeLabels, Gauge<f64, AtomicU64>>,
+    frames_dropped: Family<SourceLabel, Counter>,
+    events_dropped: Family<SourceLabel, Counter>,
+    up: Family<SourceLabel, Gauge>,
+    reconnects: Family<SourceLabel, Counter>,
+    restarts: Family<SourceLabel, Counter>,
+    refused: Family<SourceLabel, Counter>,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Metrics {
+    /// The metrics, registered under the prefix `typhon`.
+    pub fn new() -> Self {
+        let mut registry = Registry::with_prefix("typhon");
+        let span_duration: Histograms<SpanLabels> = Family::new_with_constructor(duration_buckets);
+        let tick_duration: Histograms<SourceLabel> = Family::new_with_constructor(duration_buckets);
+        let metrics = Metrics {
+            span_duration,
+            tick_duration,
+            tick_overruns: Family::default(),
+            gauges: Family::default(),
+            frames_dropped: Family::default(),
+            events_dropped: Family::default(),
+            up: Family::default(),
+            reconnects: Family::default(),
+            restarts: Family::default(),
+            refused: Family::default(),
+            registry: Registry::default(),
+        };
+        registry.register_with_unit(
+            "span_duration",
+            "Durations of a source's spans, by name",
+            Unit::Seconds,
+            metrics.span_duration.clone(),
+        );
+        registry.register_with_unit(
+            "tick_duration",
+            "Durations of a source's ticks",
+            Unit::Seconds,
+            metrics.tick_duration.clone(),
+        );
+        registry.register(
+            "tick_overruns",
+            "Ticks that took longer than their budget",
+            metrics.tick_overruns.clone(),
+        );
+        registry.register(
+            "gauge",
+            "The last reading of each of a source's gauges",
+            metrics.gauges.clone(),
+        );
+        registry.register(
+            "frames_dropped",
+            "Frames missing from a source's stream (sequence gaps)",
+            metrics.frames_dropped.clone(),
+        );
+        registry.register(
+            "events_dropped",
+            "Events a source dropped before sending (its Blocks' drop counts)",
+            metrics.events_dropped.clone(),
+        );
+        registry.register(
+            "source_up",
+            "1 while the relay is connected to the source",
+            metrics.up.clone(),
+        );
+        registry.register(
+            "source_reconnects",
+            "Connections to the source after the first",
+            metrics.reconnects.clone(),
+        );
+        registry.register(
+            "source_restarts",
+            "Sessions of the source after the first (a new session id)",
+            metrics.restarts.clone(),
+        );
+        registry.register(
+            "series_refused",
+            "Spans and gauge readings of names past the per-source series caps",
+            metrics.refused.clone(),
+        );
+        Metrics {
+            registry,
+            ..metrics
+        }
+    }
+
+    /// The OpenMetrics text of every metric, as a scrape takes it.
+    pub fn encode(&self) -> String {
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, &self.registry)
+            .expect("writing to a String does not fail");
+        text
+    }
+}
+
+/// One source's side of the metrics: reads its frames and records.
+pub struct SourceMetrics {
+    metrics: Arc<Metrics>,
+    label: SourceLabel,
+    session: Option<u64>,
+    ticks_per_second: f64,
+    names: HashMap<NameId, String>,
+    name_bytes: usize,
+    /// Histogram handles by name id, so that a span costs no label lookup.
+    spans: HashMap<NameId, Histogram>,
+    gauges: HashMap<NameId, Gauge<f64, AtomicU64>>,
+    /// Ticks started and not ended, by lane: their start time.
+    ticks: HashMap<LaneId, u64>,
+    expected_seq: Option<u32>,
+    unpacked: BlockBuffer,
+}
+
+impl SourceMetrics {
+    /// The side of `metrics` for the source named `name`; its series
+    /// exist (at 0) from now on.
+    pub fn new(metrics: Arc<Metrics>, name: &str) -> Self {
+        let label = SourceLabel {
+            source: name.to_owned(),
+        };
+        for family in [
+            &metrics.tick_overruns,
+            &metrics.frames_dropped,
+            &metrics.events_dropped,
+            &metrics.reconnects,
+            &metrics.restarts,
+            &metrics.refused,
+        ] {
+            let _ = family.get_or_create(&label);
+        }
+        metrics.up.get_or_create(&label).set(0);
+        SourceMetrics {
+            metrics,
+            label,
+            session: None,
+            ticks_per_second: 1e9,
+            names: HashMap::new(),
+            name_bytes: 0,
+            spans: HashMap::new(),
+            gauges: HashMap::new(),
+            ticks: HashMap::new(),
+            expected_seq: None,
+            unpacked: BlockBuffer::new(),
+        }
+    }
+
+    /// The relay is connected to the source, or not.
+    pub fn set_up(&self, up: bool) {
+        self.metrics
+            .up
+            .get_or_create(&self.label)
+            .set(i64::from(up));
+    }
+
+    /// A connection after the first: a new one starts its own sequence
+    /// numbers, and its Init tells a restart from a reconnect.
+    pub fn reconnected(&mut self) {
+        self.metrics.reconnects.get_or_create(&self.label).inc();
+        self.expected_seq = None;
+        self.ticks.clear();
+    }
+
+    /// Takes in one frame. An error names a payload that did not decode.
+    pub fn on_frame(&mut self, frame: &Frame<'_>) -> Result<(), DecodeError> {
+        if frame.is_sequenced() {
+            if let Some(expected) = self.expected_seq {
+                let missing = frame.seq.wrapping_sub(expected);
+                if missing > 0 {
+                    self.count(&self.metrics.frames_dropped, u64::from(missing));
+                }
+            }
+            self.expected_seq = Some(frame.seq.wrapping_add(1));
+        }
+        if frame.kind().is_err() {
+            return Ok(());
+        }
+        match frame.parse()? {
+            Payload::Init(init) => {
+                if self.session.is_some_and(|s| s != init.session_id) {
+                    self.count(&self.metrics.restarts, 1);
+                    // Its ids may mean other names now.
+                    self.names.clear();
+                    self.name_bytes = 0;
+                    self.spans.clear();
+                    self.gauges.clear();
+                    self.ticks.clear();
+                }
+                self.session = Some(init.session_id);
+                self.ticks_per_second = init.ticks_per_second.max(1) as f64;
+                self.expected_seq = Some(init.next_seq);
+                for (id, name) in init.names() {
+                    self.define(id, name);
+                }
+            }
+            Payload::Definitions(defs) => {
+                for (id, name) in defs.names() {
+                    self.define(id, name);
+                }
+            }
+            Payload::Block(block) => {
+                let dropped: u64 = block.drops().map(|(_, n)| u64::from(n)).sum();
+                self.count(&self.metrics.events_dropped, dropped);
+                let mut unpacked = std::mem::take(&mut self.unpacked);
+                let result = unpacked.events(&block).and_then(|events| {
+                    for item in events {
+                        let (lane, event) = item?;
+                        self.event(lane, event);
+                    }
+                    Ok(())
+                });
+                self.unpacked = unpacked;
+                result?;
+            }
+            Payload::CatchUp(_) | Payload::Shutdown(_) => {}
+        }
+        Ok(())
+    }
+
+    fn count(&self, family: &Family<SourceLabel, Counter>, n: u64) {
+        if n > 0 {
+            family.get_or_create(&self.label).inc_by(n);
+        }
+    }
+
+    /// Keeps `name` for `id` unless a cap is reached.
+    fn define(&mut self, id: NameId, name: &str) {
+        let known_len = self.names.get(&id).map_or(0, String::len);
+        let bytes = self.name_bytes - known_len + name.len();
+        if (known_len == 0 && self.names.len() >= MAX_NAMES) || bytes > MAX_NAME_BYTES {
+            return;
+        }
+        self.name_bytes = bytes;
+        self.names.insert(id, name.to_owned());
+    }
+
+    fn name(&self, id: NameId) -> String {
+        self.names
+            .get(&id)
+            .cloned()
+            .unwrap_or_else(|| format!("#{id}"))
+    }
+
+    fn event(&mut self, lane: LaneId, event: Event) {
+        let seconds = |ticks: u64, tps: f64| ticks as f64 / tps;
+        match event {
+            Event::Span { duration, name, .. } => {
+                let histogram = match self.spans.get(&name) {
+                    Some(histogram) => histogram,
+                    None if self.spans.len() >= MAX_SPAN_SERIES => {
+                        return self.count(&self.metrics.refused, 1);
+                    }
+                    None => {
+                        let labels = SpanLabels {
+                            source: self.label.source.clone(),
+                            span: self.name(name),
+                        };
+                        let histogram = self.metrics.span_duration.get_or_create_owned(&labels);
+                        self.spans.entry(name).or_insert(histogram)
+                    }
+                };
+                histogram.observe(seconds(duration, self.ticks_per_second));
+            }
+            Event::Gauge { gauge, value, .. } => {
+                let value = match value {
+                    GaugeValue::Int(v) => v as f64,
+                    GaugeValue::Float(v) => v,
+                };
+                let series = match self.gauges.get(&gauge) {
+                    Some(series) => series,
+                    None if self.gauges.len() >= MAX_GAUGE_SERIES => {
+                        return self.count(&self.metrics.refused, 1);
+                    }
+                    None => {
+                        let labels = GaugeLabels {
+                            source: self.label.source.clone(),
+                            gauge: self.name(gauge),
+                        };
+                        let series = self.metrics.gauges.get_or_create_owned(&labels);
+                        self.gauges.entry(gauge).or_insert(series)
+                    }
+                };
+                series.set(value);
+            }
+            Event::TickStart { time, .. } => {
+                self.ticks.insert(lane, time);
+            }
+            Event::TickEnd { time, overrun, .. } => {
+                if let Some(start) = self.ticks.remove(&lane) {
+                    self.metrics
+                        .tick_duration
+                        .get_or_create(&self.label)
+                        .observe(seconds(time.saturating_sub(start), self.ticks_per_second));
+                }
+                if overrun {
+                    self.count(&self.metrics.tick_overruns, 1);
+                }
+            }
+            Event::Instant { .. } => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::{each_frame, nested_stream};
+
+    /// The value of the series of `text` whose line starts with `series`.
+    fn value(text: &str, series: &str) -> f64 {
+        let line = text
+            .lines()
+            .find(|l| l.starts_with(series))
+            .unwrap_or_else(|| panic!("no {series} in\n{text}"));
+        line.rsplit(' ').next().unwrap().parse().unwrap()
+    }
+
+    #[test]
+    fn a_stream_becomes_exact_counts_sums_and_overruns() {
+        let metrics = Arc::new(Metrics::new());
+        let mut side = SourceMetrics::new(Arc::clone(&metrics), "m");
+        each_frame(&nested_stream(0..50), |frame| side.on_frame(frame).unwrap());
+        let text = metrics.encode();
+        let series = |name: &str| value(&text, name);
+        // 50 ticks of `outer` (900 µs) holding `inner`s of 100 and 200 µs.
+        assert_eq!(
+            series("typhon_span_duration_seconds_count{source=\"m\",span=\"outer\"}"),
+            50.0
+        );
+        assert_eq!(
+            series("typhon_span_duration_seconds_count{source=\"m\",span=\"inner\"}"),
+            100.0
+        );
+        let outer = series("typhon_span_duration_seconds_sum{source=\"m\",span=\"outer\"}");
+        assert!((outer - 50.0 * 900e-6).abs() < 1e-9, "{outer}");
+        let inner = series("typhon_span_duration_seconds_sum{source=\"m\",span=\"inner\"}");
+        assert!((inner - 50.0 * 300e-6).abs() < 1e-9, "{inner}");
+        // The 100 µs and 200 µs inners fall in the buckets up to 256 µs.
+        assert_eq!(
+            series(
+                "typhon_span_duration_seconds_bucket{le=\"0.000256\",source=\"m\",span=\"inner\"}"
+            ),
+            100.0
+        );
+        assert_eq!(
+            series("typhon_tick_duration_seconds_count{source=\"m\"}"),
+            50.0
+        );
+        assert_eq!(series("typhon_tick_overruns_total{source=\"m\"}"), 1.0);
+        assert_eq!(series("typhon_frames_dropped_total{source=\"m\"}"), 0.0);
+        assert_eq!(series("typhon_source_up{source=\"m\"}"), 0.0);
+    }
+
+    #[test]
+    fn span_names_and_gauges_past_their_caps_are_refused_and_counted() {
+        let metrics = Arc::new(Metrics::new());
+        let mut side = SourceMetrics::new(Arc::clone(&metrics), "m");
+        for id in 0..MAX_SPAN_SERIES as u32 + 5 {
+            let span = Event::Span {
+                start: 0,
+                duration: 1,
+                name: id,
+                id: 1,
+                parent: 0,
+                arg: None,
+            };
+            side.event(0, span);
+            let value = GaugeValue::Int(1);
+            side.event(
+                0,
+                Event::Gauge {
+                    time: 0,
+                    gauge: id,
+                    value,
+                },
+            );
+        }
+        assert_eq!(side.spans.len(), MAX_SPAN_SERIES);
+        assert_eq!(side.gauges.len(), MAX_GAUGE_SERIES);
+        let text = metrics.encode();
+        assert_eq!(
+            value(&text, "typhon_series_refused_total{source=\"m\"}"),
+            10.0
+        );
+    }
+}

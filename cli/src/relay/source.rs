@@ -1,0 +1,121 @@
+//! One source, attached to for as long as the relay runs: connect (again
+//! and again, on the [`Backoff`] schedule, whether it was never up, went
+//! away or restarted), read its frames into its [`SourceMetrics`].
+
+use std::time::{Duration, Instant};
+
+use typhon_live_core::{DecodeError, Frame};
+
+use super::metrics::SourceMetrics;
+use crate::source::live::{self, Backoff, Consumer, End, Flow};
+
+/// A source: its name in the metrics, and its address.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Source {
+    /// The `source` label.
+    pub name: String,
+    /// Where it exports.
+    pub addr: String,
+}
+
+impl std::str::FromStr for Source {
+    type Err = String;
+
+    /// `NAME=HOST:PORT`.
+    fn from_str(text: &str) -> Result<Source, String> {
+        let Some((name, addr)) = text.split_once('=') else {
+            return Err(format!("{text:?} is not NAME=HOST:PORT"));
+        };
+        if name.is_empty() || addr.is_empty() {
+            return Err(format!("{text:?} is not NAME=HOST:PORT"));
+        }
+        Ok(Source {
+            name: name.into(),
+            addr: addr.into(),
+        })
+    }
+}
+
+/// Frames into the metrics, until the deadline.
+struct Feed<'m> {
+    metrics: &'m mut SourceMetrics,
+    deadline: Option<Instant>,
+    damage: u64,
+}
+
+impl Consumer for Feed<'_> {
+    fn frame(&mut self, frame: &Frame<'_>) -> Flow {
+        if self.metrics.on_frame(frame).is_err() {
+            self.damage += 1;
+        }
+        self.tick()
+    }
+
+    fn damage(&mut self, _error: DecodeError) {
+        self.damage += 1;
+    }
+
+    fn tick(&mut self) -> Flow {
+        if self.deadline.is_some_and(|d| Instant::now() >= d) {
+            Flow::Stop
+        } else {
+            Flow::Continue
+        }
+    }
+
+    fn joined_mid_stream(&mut self, _skipped: u64) {}
+}
+
+/// Attaches to `source` until `deadline` (for ever without one), saying
+/// on stderr when it connects and why it lost a connection.
+pub fn run(source: &Source, metrics: &mut SourceMetrics, deadline: Option<Instant>) {
+    let mut backoff = Backoff::default();
+    let mut connections = 0u64;
+    loop {
+        let mut stream = match live::connect(&source.addr, deadline, |_| true) {
+            Ok(Some(stream)) => stream,
+            Ok(None) => return,
+            Err(e) => {
+                let wait = backoff.after(Duration::ZERO);
+                eprintln!(
+                    "relay: source {}: {e}; trying again in {wait:?}",
+                    source.name
+                );
+                if !live::pause(wait, deadline, || true) {
+                    return;
+                }
+                continue;
+            }
+        };
+        connections += 1;
+        if connections > 1 {
+            metrics.reconnected();
+        }
+        eprintln!(
+            "relay: source {}: connected to {}",
+            source.name, source.addr
+        );
+        metrics.set_up(true);
+        let since = Instant::now();
+        let mut feed = Feed {
+            metrics,
+            deadline,
+            damage: 0,
+        };
+        let end = live::read_frames(&mut stream, &mut feed);
+        metrics.set_up(false);
+        let why = match end {
+            End::Done => return,
+            End::Lost(reason) => reason,
+            End::NotTyphon(reason) => format!("not a typhon-live stream: {reason}"),
+        };
+        let wait = backoff.after(since.elapsed());
+        eprintln!(
+            "relay: source {}: {why}; connecting again in {wait:?}",
+            source.name
+        );
+        if !live::pause(wait, deadline, || true) {
+            return;
+        }
+    }
+}
