@@ -74,6 +74,14 @@ enum Command {
         /// metrics); repeat for each.
         #[arg(long = "source", required = true, value_name = "NAME=HOST:PORT")]
         sources: Vec<typhon_live_cli::relay::source::Source>,
+        /// Serve the sources, merged into one session, to any number of
+        /// viewers on this port (0 picks one and prints it).
+        #[arg(long, value_name = "PORT")]
+        listen: Option<u16>,
+        /// The address viewers are served on (loopback unless you mean
+        /// otherwise).
+        #[arg(long, default_value = "127.0.0.1")]
+        bind_address: std::net::IpAddr,
         /// Where to serve /metrics for Prometheus (port 0 picks one and
         /// prints it).
         #[arg(long, value_name = "HOST:PORT")]
@@ -154,9 +162,18 @@ fn run(cli: Cli) -> Result<(), CliError> {
         Command::View { file, json } => view::run(&file, json),
         Command::Relay {
             sources,
+            listen,
+            bind_address,
             metrics,
             duration,
-        } => relay::run(&sources, metrics.as_deref(), duration),
+        } => {
+            let serve = relay::Serve {
+                listen,
+                bind_address,
+                metrics: metrics.as_deref(),
+            };
+            relay::run(&sources, &serve, duration)
+        }
         Command::Inspect { file } => {
             let (report, was_damaged) = inspect::report(&file)?;
             print!("{report}");

@@ -296,3 +296,63 @@ fn a_source_down_at_first_then_up_gone_and_restarted_is_followed() {
         |v| v >= 1.0,
     );
 }
+
+#[test]
+fn viewers_of_the_relay_each_see_every_sources_lanes_on_one_timeline() {
+    let (demo_a, addr_a) = spawn_demo("60", "2");
+    let (demo_b, addr_b) = spawn_demo("60", "1");
+    let _demos = (Killed(demo_a), Killed(demo_b));
+    let mut relay = Command::new(BIN)
+        .args(["relay", "--listen", "0", "--duration", "60"])
+        .args(["--source", &format!("alpha={addr_a}")])
+        .args(["--source", &format!("beta={addr_b}")])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(relay.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let _relay = Killed(relay);
+    let viewers = line
+        .trim()
+        .strip_prefix("typhon-live relay: viewers on ")
+        .unwrap_or_else(|| panic!("relay printed {line:?}"))
+        .to_owned();
+    // Two viewers at once, each its own stream.
+    let attach = || {
+        Command::new(BIN)
+            .args(["attach", &viewers, "--json", "--duration", "5"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap()
+    };
+    let (first, second) = (attach(), attach());
+    for viewer in [first, second] {
+        let out = viewer.wait_with_output().unwrap();
+        let last = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .last()
+            .map(str::to_owned)
+            .expect("a summary line");
+        let summary: serde_json::Value = serde_json::from_str(&last).unwrap();
+        let mut lanes: Vec<&str> = summary["lanes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|l| l["name"].as_str())
+            .collect();
+        lanes.sort_unstable();
+        // alpha: the Sim thread and 2 workers; beta: the Sim thread and 1.
+        assert_eq!(lanes.len(), 5, "{lanes:?}");
+        assert_eq!(lanes.iter().filter(|l| l.starts_with("alpha/")).count(), 3);
+        assert_eq!(lanes.iter().filter(|l| l.starts_with("beta/")).count(), 2);
+        assert_eq!(summary["process"], "typhon-live relay");
+        assert_eq!(summary["frames_dropped"], 0, "{last}");
+        // Both sources tick at 60 Hz, on one timeline: 120 ticks a second.
+        let rate = summary["tick_rate_hz"].as_f64().unwrap();
+        assert!((100.0..140.0).contains(&rate), "{rate}");
+    }
+}

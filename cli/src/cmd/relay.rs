@@ -1,28 +1,46 @@
-//! `typhon-live relay`: attaches to every source for as long as it runs
-//! and serves their metrics to Prometheus.
+//! `typhon-live relay`: attaches to every source for as long as it runs,
+//! serves them merged to any number of viewers, and their metrics to
+//! Prometheus.
 
-use std::net::TcpListener;
+use std::net::{IpAddr, SocketAddr, TcpListener};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use typhon_live_cli::error::CliError;
+use typhon_live_cli::relay::fanout::{self, Input};
 use typhon_live_cli::relay::http;
+use typhon_live_cli::relay::merge::Merger;
 use typhon_live_cli::relay::metrics::{Metrics, SourceMetrics};
-use typhon_live_cli::relay::source::{self, Source};
+use typhon_live_cli::relay::source::{self, Source, ToMerger};
+
+/// Where the relay serves.
+pub struct Serve<'a> {
+    /// Viewers' port (0 picks one), if any.
+    pub listen: Option<u16>,
+    /// The address viewers are served on.
+    pub bind_address: IpAddr,
+    /// Prometheus's `/metrics`, if any.
+    pub metrics: Option<&'a str>,
+}
+
+fn listen(addr: &str) -> Result<TcpListener, CliError> {
+    TcpListener::bind(addr).map_err(|e| CliError::Unreachable {
+        addr: addr.into(),
+        reason: format!("cannot listen: {e}"),
+    })
+}
 
 /// Runs the relay until `duration` passes (for ever without one).
 pub fn run(
     sources: &[Source],
-    metrics_addr: Option<&str>,
+    serve: &Serve<'_>,
     duration: Option<Duration>,
 ) -> Result<(), CliError> {
     let deadline = duration.map(|d| Instant::now() + d);
+    let epoch = Instant::now();
     let metrics = Arc::new(Metrics::new());
-    if let Some(addr) = metrics_addr {
-        let listener = TcpListener::bind(addr).map_err(|e| CliError::Unreachable {
-            addr: addr.into(),
-            reason: format!("cannot listen for scrapes: {e}"),
-        })?;
+    if let Some(addr) = serve.metrics {
+        let listener = listen(addr)?;
         let bound = listener
             .local_addr()
             .map_or_else(|_| addr.into(), |a| a.to_string());
@@ -30,12 +48,48 @@ pub fn run(
         let metrics = Arc::clone(&metrics);
         std::thread::spawn(move || http::serve(listener, metrics));
     }
+    let inbox = match serve.listen {
+        Some(port) => {
+            let address = SocketAddr::new(serve.bind_address, port);
+            if !address.ip().is_loopback() {
+                eprintln!(
+                    "typhon-live relay: listening on {address}, beyond loopback: the stream is \
+                     unauthenticated and carries system, component and query names"
+                );
+            }
+            let listener = listen(&address.to_string())?;
+            let bound = listener.local_addr().map_or(address, |a| a);
+            println!("typhon-live relay: viewers on {bound}");
+            let labels: Vec<String> = sources.iter().map(|s| s.name.clone()).collect();
+            let created = SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos() as u64);
+            // A fresh session id per run: viewers tell a relay restart.
+            let session = created ^ u64::from(std::process::id()).rotate_left(32);
+            let merger = Merger::new(&labels, session, created);
+            let (inbox, inputs) = fanout::inbox();
+            std::thread::spawn(move || fanout::merge(merger, inputs));
+            let viewers = inbox.clone();
+            std::thread::spawn(move || fanout::listen(listener, viewers));
+            Some(inbox)
+        }
+        None => None,
+    };
+    let _ = std::io::Write::flush(&mut std::io::stdout());
     let threads: Vec<_> = sources
         .iter()
         .cloned()
-        .map(|source| {
+        .enumerate()
+        .map(|(index, source)| {
             let mut side = SourceMetrics::new(Arc::clone(&metrics), &source.name);
-            std::thread::spawn(move || source::run(&source, &mut side, deadline))
+            let merger = inbox
+                .clone()
+                .map(|inbox: std::sync::mpsc::SyncSender<Input>| ToMerger {
+                    inbox,
+                    source: index,
+                    epoch,
+                });
+            std::thread::spawn(move || source::run(&source, &mut side, merger.as_ref(), deadline))
         })
         .collect();
     for thread in threads {

@@ -2,7 +2,7 @@
 //! histogram (its `_count` the spans), tick durations and overruns, every
 //! gauge's last value, frames and events dropped, and the connection's
 //! state, kept in a `prometheus-client` registry and encoded as
-//! OpenMetrics text on each scrape.
+//! OpenMetrics text on each scrape. A source's [`Update`]s feed it.
 
 use std::collections::HashMap;
 use std::sync::atomic::AtomicU64;
@@ -14,9 +14,9 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::{Registry, Unit};
-use typhon_live_core::{DecodeError, Event, Frame, GaugeValue, LaneId, NameId, Payload};
-use typhon_live_std::BlockBuffer;
+use typhon_live_core::{Event, GaugeValue, LaneId, NameId};
 
+use super::update::Update;
 use crate::model::{MAX_NAMES, MAX_NAME_BYTES};
 
 /// Span names per source with a histogram of their own; further names'
@@ -173,8 +173,6 @@ pub struct SourceMetrics {
     gauges: HashMap<NameId, Gauge<f64, AtomicU64>>,
     /// Ticks started and not ended, by lane: their start time.
     ticks: HashMap<LaneId, u64>,
-    expected_seq: Option<u32>,
-    unpacked: BlockBuffer,
 }
 
 impl SourceMetrics {
@@ -205,8 +203,6 @@ impl SourceMetrics {
             spans: HashMap::new(),
             gauges: HashMap::new(),
             ticks: HashMap::new(),
-            expected_seq: None,
-            unpacked: BlockBuffer::new(),
         }
     }
 
@@ -218,31 +214,23 @@ impl SourceMetrics {
             .set(i64::from(up));
     }
 
-    /// A connection after the first: a new one starts its own sequence
-    /// numbers, and its Init tells a restart from a reconnect.
+    /// A connection after the first (its Init tells a restart from a
+    /// reconnect).
     pub fn reconnected(&mut self) {
         self.metrics.reconnects.get_or_create(&self.label).inc();
-        self.expected_seq = None;
         self.ticks.clear();
     }
 
-    /// Takes in one frame. An error names a payload that did not decode.
-    pub fn on_frame(&mut self, frame: &Frame<'_>) -> Result<(), DecodeError> {
-        if frame.is_sequenced() {
-            if let Some(expected) = self.expected_seq {
-                let missing = frame.seq.wrapping_sub(expected);
-                if missing > 0 {
-                    self.count(&self.metrics.frames_dropped, u64::from(missing));
-                }
-            }
-            self.expected_seq = Some(frame.seq.wrapping_add(1));
-        }
-        if frame.kind().is_err() {
-            return Ok(());
-        }
-        match frame.parse()? {
-            Payload::Init(init) => {
-                if self.session.is_some_and(|s| s != init.session_id) {
+    /// Takes in one update of the source's.
+    pub fn update(&mut self, update: &Update) {
+        match update {
+            Update::Session {
+                id,
+                ticks_per_second,
+                names,
+                ..
+            } => {
+                if self.session.is_some_and(|s| s != *id) {
                     self.count(&self.metrics.restarts, 1);
                     // Its ids may mean other names now.
                     self.names.clear();
@@ -251,35 +239,26 @@ impl SourceMetrics {
                     self.gauges.clear();
                     self.ticks.clear();
                 }
-                self.session = Some(init.session_id);
-                self.ticks_per_second = init.ticks_per_second.max(1) as f64;
-                self.expected_seq = Some(init.next_seq);
-                for (id, name) in init.names() {
-                    self.define(id, name);
+                self.session = Some(*id);
+                self.ticks_per_second = *ticks_per_second as f64;
+                for (id, name) in names {
+                    self.define(*id, name);
                 }
             }
-            Payload::Definitions(defs) => {
-                for (id, name) in defs.names() {
-                    self.define(id, name);
+            Update::Definitions { names, .. } => {
+                for (id, name) in names {
+                    self.define(*id, name);
                 }
             }
-            Payload::Block(block) => {
-                let dropped: u64 = block.drops().map(|(_, n)| u64::from(n)).sum();
+            Update::Events { events, drops, .. } => {
+                let dropped = drops.iter().map(|&(_, n)| u64::from(n)).sum();
                 self.count(&self.metrics.events_dropped, dropped);
-                let mut unpacked = std::mem::take(&mut self.unpacked);
-                let result = unpacked.events(&block).and_then(|events| {
-                    for item in events {
-                        let (lane, event) = item?;
-                        self.event(lane, event);
-                    }
-                    Ok(())
-                });
-                self.unpacked = unpacked;
-                result?;
+                for &(lane, event) in events {
+                    self.event(lane, event);
+                }
             }
-            Payload::CatchUp(_) | Payload::Shutdown(_) => {}
+            Update::Gap { frames } => self.count(&self.metrics.frames_dropped, *frames),
         }
-        Ok(())
     }
 
     fn count(&self, family: &Family<SourceLabel, Counter>, n: u64) {
@@ -369,6 +348,7 @@ impl SourceMetrics {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::relay::update::Reader;
     use crate::testing::{each_frame, nested_stream};
 
     /// The value of the series of `text` whose line starts with `series`.
@@ -384,7 +364,10 @@ mod tests {
     fn a_stream_becomes_exact_counts_sums_and_overruns() {
         let metrics = Arc::new(Metrics::new());
         let mut side = SourceMetrics::new(Arc::clone(&metrics), "m");
-        each_frame(&nested_stream(0..50), |frame| side.on_frame(frame).unwrap());
+        let mut reader = Reader::default();
+        each_frame(&nested_stream(0..50), |frame| {
+            reader.read(frame, |update| side.update(&update)).unwrap()
+        });
         let text = metrics.encode();
         let series = |name: &str| value(&text, name);
         // 50 ticks of `outer` (900 µs) holding `inner`s of 100 and 200 µs.

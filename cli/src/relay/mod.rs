@@ -1,8 +1,14 @@
-//! `typhon-live relay`: many processes in, for the monitoring systems a
-//! fleet already runs. It attaches as the viewer of every source
-//! ([`source`]), reconnecting for as long as it runs, and serves their
-//! metrics to Prometheus ([`metrics`], over [`http`]).
+//! `typhon-live relay`: many processes in, many viewers and the
+//! monitoring systems a fleet already runs out. It attaches as the viewer
+//! of every source ([`source`]), reconnecting for as long as it runs,
+//! reads each source's frames once ([`update`]), merges them into one
+//! session on one clock ([`merge`]) for any number of viewers
+//! ([`fanout`]), and serves their metrics to Prometheus ([`metrics`],
+//! over [`http`]).
 
+pub mod fanout;
 pub mod http;
+pub mod merge;
 pub mod metrics;
 pub mod source;
+pub mod update;

@@ -6,7 +6,11 @@ use std::time::{Duration, Instant};
 
 use typhon_live_core::{DecodeError, Frame};
 
+use std::sync::mpsc::SyncSender;
+
+use super::fanout::Input;
 use super::metrics::SourceMetrics;
+use super::update::Reader;
 use crate::source::live::{self, Backoff, Consumer, End, Flow};
 
 /// A source: its name in the metrics, and its address.
@@ -36,16 +40,45 @@ impl std::str::FromStr for Source {
     }
 }
 
-/// Frames into the metrics, until the deadline.
+/// Where a source's updates go besides its metrics: the merging thread
+/// of the relay's viewers, with the source's index and the relay's clock.
+#[derive(Clone)]
+pub struct ToMerger {
+    /// The merging thread's inbox.
+    pub inbox: SyncSender<Input>,
+    /// The source's index among the merger's.
+    pub source: usize,
+    /// When the relay started: its clock's zero.
+    pub epoch: Instant,
+}
+
+/// Frames read into updates for the metrics and the merger, until the
+/// deadline.
 struct Feed<'m> {
+    reader: Reader,
     metrics: &'m mut SourceMetrics,
+    merger: Option<&'m ToMerger>,
     deadline: Option<Instant>,
     damage: u64,
 }
 
 impl Consumer for Feed<'_> {
     fn frame(&mut self, frame: &Frame<'_>) -> Flow {
-        if self.metrics.on_frame(frame).is_err() {
+        let (metrics, merger) = (&mut *self.metrics, self.merger);
+        let read = self.reader.read(frame, |update| {
+            metrics.update(&update);
+            if let Some(to) = merger {
+                let at = to.epoch.elapsed().as_nanos() as u64;
+                // Waits while the merger is behind: the source's exporter
+                // then drops for us, and says so.
+                let _ = to.inbox.send(Input::Update {
+                    source: to.source,
+                    update,
+                    at,
+                });
+            }
+        });
+        if read.is_err() {
             self.damage += 1;
         }
         self.tick()
@@ -68,7 +101,12 @@ impl Consumer for Feed<'_> {
 
 /// Attaches to `source` until `deadline` (for ever without one), saying
 /// on stderr when it connects and why it lost a connection.
-pub fn run(source: &Source, metrics: &mut SourceMetrics, deadline: Option<Instant>) {
+pub fn run(
+    source: &Source,
+    metrics: &mut SourceMetrics,
+    merger: Option<&ToMerger>,
+    deadline: Option<Instant>,
+) {
     let mut backoff = Backoff::default();
     let mut connections = 0u64;
     loop {
@@ -98,7 +136,9 @@ pub fn run(source: &Source, metrics: &mut SourceMetrics, deadline: Option<Instan
         metrics.set_up(true);
         let since = Instant::now();
         let mut feed = Feed {
+            reader: Reader::default(),
             metrics,
+            merger,
             deadline,
             damage: 0,
         };

@@ -1,0 +1,341 @@
+//! The relay's downstream viewers, any number: one thread merges the
+//! sources' updates ([`Merger`]) and hands each frame to every viewer's
+//! queue; a thread per viewer writes its queue to its socket.
+//!
+//! Each viewer gets an Init built for it when it connects, then every
+//! frame with its own sequence numbers. A viewer that reads slowly has
+//! Blocks dropped whole once its queue holds [`MAX_QUEUED`] bytes, each
+//! drop a gap in its sequence numbers, as the std exporter does for its
+//! viewer; Definitions are never dropped. The merging never waits for a
+//! viewer, so a slow one slows neither the relay nor the others.
+
+use std::collections::VecDeque;
+use std::io::Write;
+use std::net::{TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Duration;
+
+use typhon_live_core::FrameKind;
+
+use super::merge::{MergedFrame, Merger};
+use super::update::Update;
+
+/// Bytes of frames a viewer's queue holds before its Blocks are dropped.
+pub const MAX_QUEUED: usize = 8 << 20;
+/// Updates waiting for the merger; a source's reader waits when it is
+/// full (so the source's own exporter drops for it, and says so).
+pub const UPDATES_QUEUED: usize = 256;
+/// How long a viewer's socket may refuse to take a frame before the
+/// viewer is let go.
+const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// What the merging thread takes in.
+pub enum Input {
+    /// An update of source `source`, received at relay time `at` (ns).
+    Update {
+        /// The source's index.
+        source: usize,
+        /// What it said.
+        update: Update,
+        /// The relay's clock when it arrived, ns since the relay started.
+        at: u64,
+    },
+    /// A viewer connected.
+    Viewer(TcpStream),
+}
+
+/// The merging thread's inbox: sources and the listener send here.
+pub fn inbox() -> (SyncSender<Input>, Receiver<Input>) {
+    std::sync::mpsc::sync_channel(UPDATES_QUEUED)
+}
+
+/// A viewer's frames waiting to be written.
+#[derive(Default)]
+struct Queue {
+    frames: Mutex<Pending>,
+    ready: Condvar,
+    /// The writer gave up (the viewer left or stalled past the timeout).
+    closed: AtomicBool,
+}
+
+#[derive(Default)]
+struct Pending {
+    frames: VecDeque<(u32, Arc<MergedFrame>)>,
+    bytes: usize,
+}
+
+/// A viewer, as the merging thread sees it.
+struct Viewer {
+    queue: Arc<Queue>,
+    next_seq: u32,
+    dropped_frames: u64,
+}
+
+impl Viewer {
+    /// Queues `frame` with the viewer's next number; a Block is dropped
+    /// (its number skipped) when the queue is full.
+    fn offer(&mut self, frame: &Arc<MergedFrame>) {
+        let seq = self.next_seq;
+        self.next_seq = seq.wrapping_add(1);
+        let mut pending = self.queue.frames.lock().unwrap_or_else(|p| p.into_inner());
+        let droppable = frame.kind == FrameKind::Block.to_byte();
+        if droppable && pending.bytes + frame.payload.len() > MAX_QUEUED {
+            self.dropped_frames += 1;
+            return;
+        }
+        pending.bytes += frame.payload.len();
+        pending.frames.push_back((seq, Arc::clone(frame)));
+        self.queue.ready.notify_one();
+    }
+}
+
+/// Writes a viewer's queue to its socket until either goes away.
+fn write_viewer(mut stream: TcpStream, queue: Arc<Queue>) {
+    let _ = stream.set_write_timeout(Some(WRITE_TIMEOUT));
+    let _ = stream.set_nodelay(true);
+    loop {
+        let (seq, frame) = {
+            let mut pending = queue.frames.lock().unwrap_or_else(|p| p.into_inner());
+            while pending.frames.is_empty() {
+                pending = queue.ready.wait(pending).unwrap_or_else(|p| p.into_inner());
+            }
+            let (seq, frame) = pending.frames.pop_front().expect("not empty");
+            pending.bytes -= frame.payload.len();
+            (seq, frame)
+        };
+        if stream.write_all(&frame.seal(seq)).is_err() {
+            queue.closed.store(true, Ordering::Release);
+            let mut pending = queue.frames.lock().unwrap_or_else(|p| p.into_inner());
+            pending.frames.clear();
+            pending.bytes = 0;
+            return;
+        }
+    }
+}
+
+/// Forgets the viewers whose writer gave up, saying so.
+fn let_go(viewers: &mut Vec<Viewer>) {
+    viewers.retain(|v| {
+        let open = !v.queue.closed.load(Ordering::Acquire);
+        if !open {
+            eprintln!(
+                "relay: a viewer left ({} Blocks were dropped for it)",
+                v.dropped_frames
+            );
+        }
+        open
+    });
+}
+
+/// Accepts viewers on `listener` and hands them to the merging thread.
+pub fn listen(listener: TcpListener, inbox: SyncSender<Input>) {
+    for stream in listener.incoming().flatten() {
+        if inbox.send(Input::Viewer(stream)).is_err() {
+            return;
+        }
+    }
+}
+
+/// The merging thread: takes updates and viewers until every sender is
+/// gone.
+pub fn merge(mut merger: Merger, inputs: Receiver<Input>) {
+    let mut viewers: Vec<Viewer> = Vec::new();
+    loop {
+        let input = match inputs.recv_timeout(Duration::from_millis(500)) {
+            Ok(input) => input,
+            Err(RecvTimeoutError::Timeout) => {
+                let_go(&mut viewers);
+                continue;
+            }
+            Err(RecvTimeoutError::Disconnected) => return,
+        };
+        match input {
+            Input::Viewer(stream) => {
+                let queue = Arc::new(Queue::default());
+                let mut viewer = Viewer {
+                    queue: Arc::clone(&queue),
+                    next_seq: 0,
+                    dropped_frames: 0,
+                };
+                // The Init carries the number of the frame after it.
+                let init = Arc::new(merger.init(0));
+                viewer.offer(&init);
+                viewer.next_seq = 0;
+                std::thread::spawn(move || write_viewer(stream, queue));
+                viewers.push(viewer);
+            }
+            Input::Update { source, update, at } => {
+                merger.update(source, &update, at, |frame| {
+                    let frame = Arc::new(frame);
+                    let_go(&mut viewers);
+                    for viewer in &mut viewers {
+                        viewer.offer(&frame);
+                    }
+                });
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Read;
+    use std::sync::atomic::AtomicUsize;
+    use std::time::Instant;
+
+    use typhon_live_core::{Decoder, Event, LaneInfo, LaneKind};
+
+    use super::*;
+
+    /// What a viewer's bytes hold: frames (Init excluded), missing
+    /// sequence numbers, and damage.
+    fn frames_and_gaps(bytes: &[u8]) -> (u64, u64, u64) {
+        let mut buf = vec![0u8; 1 << 20];
+        let mut decoder = Decoder::new(&mut buf);
+        let (mut frames, mut gaps, mut damage) = (0, 0, 0);
+        let mut expected: Option<u32> = None;
+        let mut rest = bytes;
+        while !rest.is_empty() {
+            let n = decoder.feed(rest);
+            rest = &rest[n..];
+            loop {
+                match decoder.next() {
+                    Ok(Some(frame)) if frame.is_sequenced() => {
+                        frames += 1;
+                        if let Some(e) = expected {
+                            gaps += u64::from(frame.seq.wrapping_sub(e));
+                        }
+                        expected = Some(frame.seq.wrapping_add(1));
+                    }
+                    Ok(Some(_)) => expected = Some(0),
+                    Ok(None) => break,
+                    Err(_) => damage += 1,
+                }
+            }
+        }
+        (frames, gaps, damage)
+    }
+
+    #[test]
+    fn a_viewer_that_stops_reading_loses_whole_blocks_and_slows_no_one() {
+        let (inbox, inputs) = inbox();
+        std::thread::spawn(move || merge(Merger::new(&["s".into()], 1, 0), inputs));
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let viewers = inbox.clone();
+        std::thread::spawn(move || listen(listener, viewers));
+
+        // The slow viewer connects first, so it is registered once the
+        // fast one has its Init.
+        // A small receive buffer: what the kernel holds for it does not
+        // hide the queue's bound.
+        let slow = {
+            use socket2::{Domain, Socket, Type};
+            let socket = Socket::new(Domain::IPV4, Type::STREAM, None).unwrap();
+            socket.set_recv_buffer_size(64 << 10).unwrap();
+            socket.connect(&addr.into()).unwrap();
+            TcpStream::from(socket)
+        };
+        let mut fast = TcpStream::connect(addr).unwrap();
+        let read = Arc::new(AtomicUsize::new(0));
+        let fast_reader = {
+            let read = Arc::clone(&read);
+            std::thread::spawn(move || {
+                fast.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+                let (mut all, mut buf) = (Vec::new(), vec![0u8; 1 << 16]);
+                while let Ok(n @ 1..) = fast.read(&mut buf) {
+                    all.extend_from_slice(&buf[..n]);
+                    read.store(all.len(), Ordering::Release);
+                }
+                all
+            })
+        };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while read.load(Ordering::Acquire) == 0 {
+            assert!(Instant::now() < deadline, "no Init for the fast viewer");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+
+        let send = |update| {
+            inbox
+                .send(Input::Update {
+                    source: 0,
+                    update,
+                    at: 1_000_000_000,
+                })
+                .unwrap()
+        };
+        send(Update::Session {
+            id: 5,
+            ticks_per_second: 1_000_000_000,
+            names: vec![(0, "lane".into()), (1, "span".into())],
+            lanes: vec![LaneInfo {
+                id: 0,
+                name: 0,
+                kind: LaneKind::Main,
+            }],
+        });
+        // About 25 MB of Blocks (arguments that do not pack: 8 bytes a
+        // span), well past a queue and a socket's buffers, paced so that
+        // a reading viewer keeps up on a loaded machine.
+        for batch in 0..150u64 {
+            let events = (0..20_000u64)
+                .map(|i| {
+                    let at = (batch * 20_000 + i) * 100;
+                    let span = Event::Span {
+                        start: at,
+                        duration: 50 + i % 7,
+                        name: 1,
+                        id: (i + 1) as u32,
+                        parent: 0,
+                        arg: Some((batch * 20_000 + i).wrapping_mul(0x9E37_79B9_7F4A_7C15)),
+                    };
+                    (0, span)
+                })
+                .collect();
+            send(Update::Events {
+                events,
+                drops: Vec::new(),
+                last_time: (batch + 1) * 20_000 * 100,
+            });
+            std::thread::sleep(Duration::from_millis(5));
+        }
+
+        // Once the merger is through (the fast viewer has had everything
+        // for a second), the slow viewer reads at last; a frame after its
+        // drops shows them as a gap.
+        let mut seen = (read.load(Ordering::Acquire), Instant::now());
+        while seen.1.elapsed() < Duration::from_secs(1) {
+            std::thread::sleep(Duration::from_millis(50));
+            let now = read.load(Ordering::Acquire);
+            if now != seen.0 {
+                seen = (now, Instant::now());
+            }
+        }
+        slow.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+        let slow_reader = std::thread::spawn(move || {
+            let mut slow = slow;
+            let (mut all, mut buf) = (Vec::new(), vec![0u8; 1 << 16]);
+            while let Ok(n @ 1..) = slow.read(&mut buf) {
+                all.extend_from_slice(&buf[..n]);
+            }
+            all
+        });
+        std::thread::sleep(Duration::from_secs(1));
+        send(Update::Events {
+            events: vec![(0, Event::TickStart { time: 1, tick: 1 })],
+            drops: Vec::new(),
+            last_time: 1,
+        });
+        let (fast, late) = (fast_reader.join().unwrap(), slow_reader.join().unwrap());
+        let (fast_frames, fast_gaps, fast_damage) = frames_and_gaps(&fast);
+        let (slow_frames, slow_gaps, slow_damage) = frames_and_gaps(&late);
+        assert_eq!((fast_gaps, fast_damage, slow_damage), (0, 0, 0));
+        assert!(fast.len() > 20 << 20, "{} bytes", fast.len());
+        assert!(slow_gaps > 100, "the slow viewer lost {slow_gaps} frames");
+        // Every frame it did not get is a gap in its numbers: exact.
+        assert_eq!(slow_frames + slow_gaps, fast_frames);
+    }
+}

@@ -1,0 +1,562 @@
+//! The relay's own session: every source's lanes and names in one stream,
+//! on one clock, for the relay's downstream viewers. Sans-IO: updates in,
+//! frames out.
+//!
+//! - **Lanes**: each source lane is a relay lane named `SOURCE/LANE`, its
+//!   kind kept, so a viewer shows them grouped and labelled by source. A
+//!   source that restarts keeps its relay lanes (renamed if its lanes
+//!   are).
+//! - **Names**: interned by text across sources (`Tick` of two sources is
+//!   one name; their lanes tell them apart).
+//! - **Clock**: the relay's, in ns since it started. A source's times are
+//!   moved by an offset: the least, over its Blocks, of (the relay's time
+//!   on receiving the Block − the Block's latest event end). The true
+//!   offset plus the fastest delivery seen (a Block's drain age and the
+//!   network), so sources are aligned to within their smallest delivery
+//!   delay, typically a millisecond or two, and never ahead of when the
+//!   relay saw them. It is estimated afresh when a source restarts.
+
+use std::collections::HashMap;
+
+use typhon_live_core::block::{block_scratch_len, max_block_frame_len, write_block};
+use typhon_live_core::definitions::write_definitions;
+use typhon_live_core::frame::{write_raw_frame, HEADER_LEN, TRAILER_LEN};
+use typhon_live_core::init::write_init;
+use typhon_live_core::{
+    BlockBuilder, Event, LaneId, LaneInfo, LaneKind, Metadata, NameId, NameSource,
+};
+
+use super::update::Update;
+use crate::model::{MAX_LANES, MAX_NAMES, MAX_NAME_BYTES};
+
+/// Events a merged Block holds at most.
+const BLOCK_RECORDS: usize = 8192;
+/// The relay's clock: ns.
+const TICKS_PER_SECOND: u64 = 1_000_000_000;
+/// Name 0: what names past the cap are shown as.
+const OVER_CAP: &str = "(name over the relay's cap)";
+
+/// A frame of the merged stream, to be sealed with each viewer's sequence
+/// number.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MergedFrame {
+    /// Kind byte.
+    pub kind: u8,
+    /// Flags byte (a Block's codec).
+    pub flags: u8,
+    /// The payload.
+    pub payload: Vec<u8>,
+}
+
+impl MergedFrame {
+    /// The whole frame with sequence number `seq` (an Init's: the number
+    /// of the frame after it).
+    pub fn seal(&self, seq: u32) -> Vec<u8> {
+        let mut out = vec![0u8; self.payload.len() + HEADER_LEN + TRAILER_LEN];
+        let n = write_raw_frame(&mut out, self.kind, self.flags, seq, &self.payload)
+            .expect("sized for the payload");
+        out.truncate(n);
+        out
+    }
+}
+
+/// The relay's names: dense ids, interned by text, capped.
+#[derive(Default)]
+struct Names {
+    texts: Vec<String>,
+    ids: HashMap<String, NameId>,
+    bytes: usize,
+}
+
+impl Names {
+    /// The id of `text`, interned if new; name 0 past the caps.
+    fn intern(&mut self, text: &str) -> NameId {
+        if let Some(&id) = self.ids.get(text) {
+            return id;
+        }
+        if self.texts.len() >= MAX_NAMES || self.bytes + text.len() > MAX_NAME_BYTES {
+            return 0;
+        }
+        let id = self.texts.len() as NameId;
+        self.bytes += text.len();
+        self.texts.push(text.to_owned());
+        self.ids.insert(text.to_owned(), id);
+        id
+    }
+}
+
+impl NameSource for Names {
+    fn count(&self) -> u32 {
+        self.texts.len() as u32
+    }
+
+    fn get(&self, id: NameId) -> Option<&str> {
+        self.texts.get(id as usize).map(String::as_str)
+    }
+}
+
+/// What the merger knows of one source.
+struct SourceState {
+    label: String,
+    session: Option<u64>,
+    ticks_per_second: u64,
+    /// Source name id → text, for lane names and events.
+    texts: HashMap<NameId, String>,
+    /// Source name id → relay name id.
+    names: HashMap<NameId, NameId>,
+    /// Source lane id → relay lane id.
+    lanes: HashMap<LaneId, LaneId>,
+    /// Relay ns minus source ns, least seen this session.
+    offset: Option<i128>,
+}
+
+impl SourceState {
+    fn ns(&self, ticks: u64) -> i128 {
+        i128::from(ticks) * i128::from(TICKS_PER_SECOND) / i128::from(self.ticks_per_second)
+    }
+}
+
+/// Merges the sources' updates into the relay's stream.
+pub struct Merger {
+    session_id: u64,
+    created_unix_ns: u64,
+    names: Names,
+    lanes: Vec<LaneInfo>,
+    /// Names already sent in an Init or Definitions (viewers that
+    /// connect later get them all in their Init).
+    names_sent: u32,
+    sources: Vec<SourceState>,
+    scratch: Vec<u8>,
+    out: Vec<u8>,
+    /// Events refused: of lanes past the cap.
+    pub refused_events: u64,
+}
+
+impl Merger {
+    /// A merger for sources labelled `labels` (their indexes are the
+    /// `source` of [`Merger::update`]).
+    pub fn new(labels: &[String], session_id: u64, created_unix_ns: u64) -> Self {
+        let mut names = Names::default();
+        names.intern(OVER_CAP);
+        let scratch = vec![0u8; block_scratch_len(BLOCK_RECORDS)];
+        Merger {
+            session_id,
+            created_unix_ns,
+            names,
+            lanes: Vec::new(),
+            names_sent: 0,
+            sources: labels
+                .iter()
+                .map(|label| SourceState {
+                    label: label.clone(),
+                    session: None,
+                    ticks_per_second: TICKS_PER_SECOND,
+                    texts: HashMap::new(),
+                    names: HashMap::new(),
+                    lanes: HashMap::new(),
+                    offset: None,
+                })
+                .collect(),
+            out: vec![0u8; max_block_frame_len(scratch.len(), MAX_LANES)],
+            scratch,
+            refused_events: 0,
+        }
+    }
+
+    /// The Init a viewer connecting now gets: every name and lane so far;
+    /// its frames then start at `next_seq`.
+    pub fn init(&mut self, next_seq: u32) -> MergedFrame {
+        let meta = Metadata {
+            ticks_per_second: TICKS_PER_SECOND,
+            session_id: self.session_id,
+            process_id: std::process::id(),
+            created_unix_ns: self.created_unix_ns,
+            process_name: "typhon-live relay",
+            ..Metadata::default()
+        };
+        let needed = 64 + self.names.bytes + 8 * self.names.texts.len() + 16 * self.lanes.len();
+        if self.out.len() < needed {
+            self.out.resize(needed, 0);
+        }
+        let n = write_init(
+            &mut self.out,
+            next_seq,
+            &meta,
+            &self.names,
+            self.lanes.iter().copied(),
+        )
+        .expect("the buffer is sized for every name and lane");
+        self.names_sent = self.names.count();
+        self.frame(n)
+    }
+
+    /// Takes in an update of source `source`, received when the relay's
+    /// clock read `received_ns`; the merged frames it makes go to `emit`.
+    pub fn update(
+        &mut self,
+        source: usize,
+        update: &Update,
+        received_ns: u64,
+        mut emit: impl FnMut(MergedFrame),
+    ) {
+        match update {
+            Update::Session {
+                id,
+                ticks_per_second,
+                names,
+                lanes,
+            } => {
+                let state = &mut self.sources[source];
+                if state.session != Some(*id) {
+                    // Its ids mean other things now; its clock started
+                    // elsewhere.
+                    state.session = Some(*id);
+                    state.texts.clear();
+                    state.names.clear();
+                    state.offset = None;
+                }
+                state.ticks_per_second = *ticks_per_second;
+                self.define(source, names, lanes, &mut emit);
+            }
+            Update::Definitions { names, lanes } => self.define(source, names, lanes, &mut emit),
+            Update::Events {
+                events,
+                drops,
+                last_time,
+            } => self.events(source, events, drops, *last_time, received_ns, &mut emit),
+            // Counted in the metrics; a gap upstream has no events to say.
+            Update::Gap { .. } => {}
+        }
+    }
+
+    fn define(
+        &mut self,
+        source: usize,
+        names: &[(NameId, String)],
+        lanes: &[LaneInfo],
+        emit: &mut impl FnMut(MergedFrame),
+    ) {
+        let state = &mut self.sources[source];
+        for (id, text) in names {
+            state.texts.insert(*id, text.clone());
+            state.names.insert(*id, self.names.intern(text));
+        }
+        let mut lanes_changed = false;
+        for lane in lanes {
+            let text = state
+                .texts
+                .get(&lane.name)
+                .map_or_else(|| format!("lane {}", lane.id), Clone::clone);
+            let name = self.names.intern(&format!("{}/{text}", state.label));
+            let Some(relay) = relay_lane(&mut self.lanes, &mut state.lanes, lane.id, lane.kind)
+            else {
+                continue;
+            };
+            let entry = &mut self.lanes[usize::from(relay)];
+            if entry.name != name || entry.kind != lane.kind {
+                entry.name = name;
+                entry.kind = lane.kind;
+                lanes_changed = true;
+            }
+        }
+        if lanes_changed || self.names.count() > self.names_sent {
+            self.definitions(emit);
+        }
+    }
+
+    fn definitions(&mut self, emit: &mut impl FnMut(MergedFrame)) {
+        let first = self.names_sent;
+        let unsent: usize = (first..self.names.count())
+            .filter_map(|id| self.names.get(id))
+            .map(|t| t.len() + 8)
+            .sum();
+        let needed = 64 + unsent + 16 * self.lanes.len();
+        if self.out.len() < needed {
+            self.out.resize(needed, 0);
+        }
+        let n = write_definitions(
+            &mut self.out,
+            0,
+            &self.names,
+            first,
+            self.lanes.iter().copied(),
+        )
+        .expect("the buffer is sized for the new names and every lane");
+        self.names_sent = self.names.count();
+        emit(self.frame(n));
+    }
+
+    fn events(
+        &mut self,
+        source: usize,
+        events: &[(LaneId, Event)],
+        drops: &[(LaneId, u32)],
+        last_time: u64,
+        received_ns: u64,
+        emit: &mut impl FnMut(MergedFrame),
+    ) {
+        // First every lane and name the events use, so that new ones reach
+        // the viewers (in Definitions) before the Block that uses them.
+        let state = &mut self.sources[source];
+        let mut lanes_changed = false;
+        for (lane, event) in events {
+            if !state.lanes.contains_key(lane) {
+                // A lane the source has not defined to us (damage, or a
+                // stream joined without its Init): named by its id.
+                if let Some(relay) =
+                    relay_lane(&mut self.lanes, &mut state.lanes, *lane, LaneKind::Other)
+                {
+                    let name = self.names.intern(&format!("{}/lane {lane}", state.label));
+                    self.lanes[usize::from(relay)].name = name;
+                    lanes_changed = true;
+                }
+            }
+            if let Some(name) = event_name(event) {
+                let names = &mut self.names;
+                state
+                    .names
+                    .entry(name)
+                    .or_insert_with(|| names.intern(&format!("#{name}")));
+            }
+        }
+        if lanes_changed || self.names.count() > self.names_sent {
+            self.definitions(emit);
+        }
+
+        let state = &mut self.sources[source];
+        let sample = i128::from(received_ns) - state.ns(last_time);
+        let offset = state.offset.map_or(sample, |o| o.min(sample));
+        state.offset = Some(offset);
+        let state = &self.sources[source];
+        let mut drops: Vec<(LaneId, u32)> = drops
+            .iter()
+            .filter_map(|(lane, n)| state.lanes.get(lane).map(|&relay| (relay, *n)))
+            .collect();
+        let at = |t: u64| u64::try_from((state.ns(t) + offset).max(0)).unwrap_or(u64::MAX);
+        let name_of = |id: NameId| state.names.get(&id).copied().unwrap_or(0);
+        let out = &mut self.out;
+        let mut builder = BlockBuilder::new(&mut self.scratch);
+        let mut flush = |builder: &BlockBuilder<'_>, drops: &mut Vec<(LaneId, u32)>| {
+            let n =
+                write_block(out, 0, builder, drops).expect("the buffer holds the largest Block");
+            drops.clear();
+            emit(frame_of(&out[..n]));
+        };
+        for &(lane, event) in events {
+            let Some(&relay) = state.lanes.get(&lane) else {
+                self.refused_events += 1;
+                continue;
+            };
+            let moved = match event {
+                Event::Span {
+                    start,
+                    duration,
+                    name,
+                    id,
+                    parent,
+                    arg,
+                } => Event::Span {
+                    start: at(start),
+                    duration: u64::try_from(state.ns(duration)).unwrap_or(u64::MAX),
+                    name: name_of(name),
+                    id,
+                    parent,
+                    arg,
+                },
+                Event::Instant {
+                    time,
+                    name,
+                    payload,
+                } => Event::Instant {
+                    time: at(time),
+                    name: name_of(name),
+                    payload,
+                },
+                Event::Gauge { time, gauge, value } => Event::Gauge {
+                    time: at(time),
+                    gauge: name_of(gauge),
+                    value,
+                },
+                Event::TickStart { time, tick } => Event::TickStart {
+                    time: at(time),
+                    tick,
+                },
+                Event::TickEnd {
+                    time,
+                    tick,
+                    overrun,
+                } => Event::TickEnd {
+                    time: at(time),
+                    tick,
+                    overrun,
+                },
+            };
+            if !builder.has_room(relay) {
+                flush(&builder, &mut drops);
+                builder.clear();
+            }
+            builder.push(relay, &moved);
+        }
+        if !builder.is_empty() || !drops.is_empty() {
+            flush(&builder, &mut drops);
+        }
+    }
+
+    /// The frame just written into `out[..n]`, unsealed.
+    fn frame(&self, n: usize) -> MergedFrame {
+        frame_of(&self.out[..n])
+    }
+}
+
+/// The name an event carries, if any.
+fn event_name(event: &Event) -> Option<NameId> {
+    match *event {
+        Event::Span { name, .. } | Event::Instant { name, .. } => Some(name),
+        Event::Gauge { gauge, .. } => Some(gauge),
+        Event::TickStart { .. } | Event::TickEnd { .. } => None,
+    }
+}
+
+/// The relay lane of a source's `lane`, a new one if need be (none past
+/// the cap).
+fn relay_lane(
+    lanes: &mut Vec<LaneInfo>,
+    map: &mut HashMap<LaneId, LaneId>,
+    lane: LaneId,
+    kind: LaneKind,
+) -> Option<LaneId> {
+    if let Some(&relay) = map.get(&lane) {
+        return Some(relay);
+    }
+    if lanes.len() >= MAX_LANES {
+        return None;
+    }
+    let relay = lanes.len() as LaneId;
+    lanes.push(LaneInfo {
+        id: relay,
+        name: 0,
+        kind,
+    });
+    map.insert(lane, relay);
+    Some(relay)
+}
+
+/// A whole frame as kind, flags and payload (FORMAT.md: the kind is the
+/// header's byte 2, the flags its byte 3).
+fn frame_of(frame: &[u8]) -> MergedFrame {
+    MergedFrame {
+        kind: frame[2],
+        flags: frame[3],
+        payload: frame[HEADER_LEN..frame.len() - TRAILER_LEN].to_vec(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Model;
+    use crate::relay::update::Reader;
+    use crate::testing::{each_frame, feed, nested_stream};
+
+    /// Two sources' streams through a merger into one stream, each
+    /// received at relay time `received` ns; source b's clock runs
+    /// `b_ahead` µs ahead of a's.
+    fn merged(ticks: std::ops::Range<u64>, received: [u64; 2], b_ahead: u64) -> Vec<u8> {
+        let mut merger = Merger::new(&["a".into(), "b".into()], 7, 0);
+        let mut stream = merger.init(0).seal(0);
+        let mut seq = 0;
+        for source in [0, 1] {
+            let mut reader = Reader::default();
+            let shift = if source == 1 { b_ahead } else { 0 };
+            each_frame(&nested_stream(ticks.clone()), |frame| {
+                reader
+                    .read(frame, |update| {
+                        let update = shifted(update, shift);
+                        merger.update(source, &update, received[source], |frame| {
+                            stream.extend(frame.seal(seq));
+                            seq += 1;
+                        })
+                    })
+                    .unwrap()
+            });
+        }
+        stream
+    }
+
+    /// `update` with its times `by` ticks later.
+    fn shifted(update: Update, by: u64) -> Update {
+        let Update::Events {
+            mut events,
+            drops,
+            last_time,
+        } = update
+        else {
+            return update;
+        };
+        for (_, event) in &mut events {
+            match event {
+                Event::Span { start: t, .. }
+                | Event::Instant { time: t, .. }
+                | Event::Gauge { time: t, .. }
+                | Event::TickStart { time: t, .. }
+                | Event::TickEnd { time: t, .. } => *t += by,
+            }
+        }
+        Update::Events {
+            events,
+            drops,
+            last_time: last_time + by,
+        }
+    }
+
+    /// The latest span end of each relay lane of `stream`, ns.
+    fn latest_ends(stream: &[u8]) -> HashMap<LaneId, u64> {
+        let (mut reader, mut ends) = (Reader::default(), HashMap::new());
+        each_frame(stream, |frame| {
+            reader
+                .read(frame, |update| {
+                    if let Update::Events { events, .. } = update {
+                        for (lane, event) in events {
+                            if let Event::Span {
+                                start, duration, ..
+                            } = event
+                            {
+                                let end = ends.entry(lane).or_insert(0);
+                                *end = (*end).max(start + duration);
+                            }
+                        }
+                    }
+                })
+                .unwrap()
+        });
+        ends
+    }
+
+    #[test]
+    fn sources_on_other_clocks_are_aligned_by_when_their_blocks_arrive() {
+        // b's clock is 5 s ahead of a's; both streams arrive together.
+        let ends = latest_ends(&merged(0..10, [10_000_000_000; 2], 5_000_000));
+        assert_eq!(ends.len(), 2);
+        assert_eq!(ends[&0], ends[&1], "{ends:?}");
+        // Received 3 s apart, they are 3 s apart.
+        let ends = latest_ends(&merged(0..10, [10_000_000_000, 13_000_000_000], 5_000_000));
+        assert_eq!(ends[&1] - ends[&0], 3_000_000_000, "{ends:?}");
+    }
+
+    #[test]
+    fn two_sources_become_one_session_with_their_lanes_labelled() {
+        let mut model = Model::default();
+        feed(
+            &mut model,
+            &merged(0..10, [10_000_000_000, 20_000_000_000], 0),
+        );
+        let summary = model.summary(std::time::Instant::now());
+        let lanes: Vec<&str> = summary.lanes.iter().map(|l| l.name.as_str()).collect();
+        assert_eq!(lanes, ["a/Main", "b/Main"]);
+        assert_eq!(model.frames_dropped, 0);
+        model.flush_history();
+        let stats = model.span_stats();
+        let count = |name: &str| stats.iter().find(|s| s.name == name).map(|s| s.count);
+        assert_eq!((count("outer"), count("inner")), (Some(20), Some(40)));
+    }
+}
