@@ -350,6 +350,16 @@ fn viewers_of_the_relay_each_see_every_sources_lanes_on_one_timeline() {
         assert_eq!(lanes.iter().filter(|l| l.starts_with("alpha/")).count(), 3);
         assert_eq!(lanes.iter().filter(|l| l.starts_with("beta/")).count(), 2);
         assert_eq!(summary["process"], "typhon-live relay");
+        // A gauge is a process's: one per source.
+        let gauges: Vec<&str> = summary["gauges"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|g| g["name"].as_str())
+            .collect();
+        for gauge in ["alpha/memory.bytes", "beta/memory.bytes"] {
+            assert!(gauges.contains(&gauge), "{gauges:?}");
+        }
         assert_eq!(summary["frames_dropped"], 0, "{last}");
         // Both sources tick at 60 Hz, on one timeline: 120 ticks a second.
         let rate = summary["tick_rate_hz"].as_f64().unwrap();

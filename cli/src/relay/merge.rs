@@ -7,7 +7,8 @@
 //!   source that restarts keeps its relay lanes (renamed if its lanes
 //!   are).
 //! - **Names**: interned by text across sources (`Tick` of two sources is
-//!   one name; their lanes tell them apart).
+//!   one name; their lanes tell them apart), but for gauges, which are a
+//!   process's and not a lane's: `SOURCE/GAUGE`.
 //! - **Clock**: the relay's, in ns since it started. A source's times are
 //!   moved by an offset: the least, over its Blocks, of (the relay's time
 //!   on receiving the Block − the Block's latest event end). The true
@@ -104,6 +105,9 @@ struct SourceState {
     texts: HashMap<NameId, String>,
     /// Source name id → relay name id.
     names: HashMap<NameId, NameId>,
+    /// Source gauge name id → relay name id of `SOURCE/GAUGE`: a gauge
+    /// is the process's, and two sources' `memory.bytes` are two gauges.
+    gauges: HashMap<NameId, NameId>,
     /// Source lane id → relay lane id.
     lanes: HashMap<LaneId, LaneId>,
     /// Relay ns minus source ns, least seen this session.
@@ -153,6 +157,7 @@ impl Merger {
                     ticks_per_second: TICKS_PER_SECOND,
                     texts: HashMap::new(),
                     names: HashMap::new(),
+                    gauges: HashMap::new(),
                     lanes: HashMap::new(),
                     offset: None,
                 })
@@ -213,6 +218,7 @@ impl Merger {
                     state.session = Some(*id);
                     state.texts.clear();
                     state.names.clear();
+                    state.gauges.clear();
                     state.offset = None;
                 }
                 state.ticks_per_second = *ticks_per_second;
@@ -311,12 +317,25 @@ impl Merger {
                     lanes_changed = true;
                 }
             }
-            if let Some(name) = event_name(event) {
-                let names = &mut self.names;
-                state
-                    .names
-                    .entry(name)
-                    .or_insert_with(|| names.intern(&format!("#{name}")));
+            let names = &mut self.names;
+            match *event {
+                Event::Span { name, .. } | Event::Instant { name, .. } => {
+                    state
+                        .names
+                        .entry(name)
+                        .or_insert_with(|| names.intern(&format!("#{name}")));
+                }
+                Event::Gauge { gauge, .. } => {
+                    let text = state
+                        .texts
+                        .get(&gauge)
+                        .map_or_else(|| format!("#{gauge}"), Clone::clone);
+                    state
+                        .gauges
+                        .entry(gauge)
+                        .or_insert_with(|| names.intern(&format!("{}/{text}", state.label)));
+                }
+                Event::TickStart { .. } | Event::TickEnd { .. } => {}
             }
         }
         if lanes_changed || self.names.count() > self.names_sent {
@@ -374,7 +393,7 @@ impl Merger {
                 },
                 Event::Gauge { time, gauge, value } => Event::Gauge {
                     time: at(time),
-                    gauge: name_of(gauge),
+                    gauge: state.gauges.get(&gauge).copied().unwrap_or(0),
                     value,
                 },
                 Event::TickStart { time, tick } => Event::TickStart {
@@ -405,15 +424,6 @@ impl Merger {
     /// The frame just written into `out[..n]`, unsealed.
     fn frame(&self, n: usize) -> MergedFrame {
         frame_of(&self.out[..n])
-    }
-}
-
-/// The name an event carries, if any.
-fn event_name(event: &Event) -> Option<NameId> {
-    match *event {
-        Event::Span { name, .. } | Event::Instant { name, .. } => Some(name),
-        Event::Gauge { gauge, .. } => Some(gauge),
-        Event::TickStart { .. } | Event::TickEnd { .. } => None,
     }
 }
 
