@@ -86,6 +86,17 @@ enum Command {
         /// prints it).
         #[arg(long, value_name = "HOST:PORT")]
         metrics: Option<String>,
+        /// Export the metrics, and slow ticks' span trees, to this
+        /// OTLP/HTTP collector (protobuf), e.g. http://127.0.0.1:4318.
+        #[arg(long, value_name = "URL")]
+        otlp: Option<typhon_live_cli::relay::otlp::Endpoint>,
+        /// Export ticks longer than this many milliseconds as traces
+        /// (overrunning ticks always are).
+        #[arg(long, value_name = "MS", default_value_t = 100.0, value_parser = positive)]
+        slow_tick: f64,
+        /// Seconds between two OTLP metric exports.
+        #[arg(long, value_name = "SECS", default_value = "5", value_parser = seconds)]
+        otlp_interval: Duration,
         /// Stop after this many seconds.
         #[arg(long, value_parser = seconds)]
         duration: Option<Duration>,
@@ -165,12 +176,18 @@ fn run(cli: Cli) -> Result<(), CliError> {
             listen,
             bind_address,
             metrics,
+            otlp,
+            slow_tick,
+            otlp_interval,
             duration,
         } => {
             let serve = relay::Serve {
                 listen,
                 bind_address,
                 metrics: metrics.as_deref(),
+                otlp,
+                slow_tick: Duration::from_secs_f64(slow_tick / 1e3),
+                otlp_interval,
             };
             relay::run(&sources, &serve, duration)
         }

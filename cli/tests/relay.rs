@@ -6,24 +6,14 @@
 //! are bounded.
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpListener;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 mod common;
 
-use common::{spawn_demo, temp, BIN};
-
-/// A child process killed when dropped.
-struct Killed(Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
+use common::{free_port, get, spawn_demo, temp, wait_for, Killed, BIN};
 
 fn prometheus() -> Option<PathBuf> {
     std::env::var_os("PATH")?
@@ -31,31 +21,6 @@ fn prometheus() -> Option<PathBuf> {
         .split(':')
         .map(|dir| PathBuf::from(dir).join("prometheus"))
         .find(|p| p.is_file())
-}
-
-/// A port free a moment ago (Prometheus cannot be told port 0 and say
-/// which it took).
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// The body of `GET path` on `127.0.0.1:port`, if it answered 200.
-fn get(port: u16, path: &str) -> Option<String> {
-    let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
-    stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
-    write!(
-        stream,
-        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
-    )
-    .ok()?;
-    let mut response = String::new();
-    stream.read_to_string(&mut response).ok()?;
-    let (head, body) = response.split_once("\r\n\r\n")?;
-    head.starts_with("HTTP/1.1 200").then(|| body.to_owned())
 }
 
 /// Prometheus's answer to an instant query: (labels, value) per series.
@@ -205,30 +170,6 @@ fn prometheus_scrapes_two_sources_through_the_relay() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// The value of the series starting with `series` in the relay's own
-/// /metrics, if it is there.
-fn relay_value(port: u16, series: &str) -> Option<f64> {
-    let text = get(port, "/metrics")?;
-    let line = text.lines().find(|l| l.starts_with(series))?;
-    line.rsplit(' ').next()?.parse().ok()
-}
-
-/// Waits (at most 30 s) until `series` on the relay satisfies `want`.
-fn wait_for(port: u16, series: &str, want: impl Fn(f64) -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let value = relay_value(port, series);
-        if value.is_some_and(&want) {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{series} is {value:?} after 30 s"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
 #[test]
 fn a_source_down_at_first_then_up_gone_and_restarted_is_followed() {
     let port = free_port();
@@ -365,4 +306,208 @@ fn viewers_of_the_relay_each_see_every_sources_lanes_on_one_timeline() {
         let rate = summary["tick_rate_hz"].as_f64().unwrap();
         assert!((100.0..140.0).contains(&rate), "{rate}");
     }
+}
+
+/// What an OTLP/HTTP receiver got, decoded with `opentelemetry-proto`'s
+/// types (real protobuf).
+#[derive(Default)]
+struct Received {
+    metrics: Vec<opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest>,
+    traces: Vec<opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest>,
+}
+
+/// An OTLP/HTTP receiver on 127.0.0.1:0: its port, and what it got.
+fn otlp_receiver() -> (u16, std::sync::Arc<std::sync::Mutex<Received>>) {
+    use prost::Message;
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let received = std::sync::Arc::new(std::sync::Mutex::new(Received::default()));
+    let store = std::sync::Arc::clone(&received);
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let mut stream = stream;
+            stream
+                .set_read_timeout(Some(Duration::from_secs(5)))
+                .unwrap();
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let (mut request, mut length) = (String::new(), 0usize);
+            reader.read_line(&mut request).unwrap();
+            loop {
+                let mut header = String::new();
+                reader.read_line(&mut header).unwrap();
+                if header.trim().is_empty() {
+                    break;
+                }
+                if let Some(v) = header.to_ascii_lowercase().strip_prefix("content-length:") {
+                    length = v.trim().parse().unwrap();
+                }
+            }
+            let mut body = vec![0u8; length];
+            reader.read_exact(&mut body).unwrap();
+            let mut store = store.lock().unwrap();
+            if request.starts_with("POST /v1/metrics ") {
+                store
+                    .metrics
+                    .push(Message::decode(&body[..]).expect("metrics protobuf"));
+            } else if request.starts_with("POST /v1/traces ") {
+                store
+                    .traces
+                    .push(Message::decode(&body[..]).expect("traces protobuf"));
+            } else {
+                panic!("unexpected request {request:?}");
+            }
+            let _ = stream.write_all(
+                b"HTTP/1.1 200 OK\r\nContent-Type: application/x-protobuf\r\nContent-Length: 0\r\n\r\n",
+            );
+        }
+    });
+    (port, received)
+}
+
+fn attribute(
+    attributes: &[opentelemetry_proto::tonic::common::v1::KeyValue],
+    key: &str,
+) -> Option<String> {
+    use opentelemetry_proto::tonic::common::v1::any_value::Value;
+    attributes.iter().find(|kv| kv.key == key).and_then(|kv| {
+        match kv.value.as_ref()?.value.as_ref()? {
+            Value::StringValue(s) => Some(s.clone()),
+            Value::IntValue(i) => Some(i.to_string()),
+            Value::BoolValue(b) => Some(b.to_string()),
+            _ => None,
+        }
+    })
+}
+
+#[test]
+fn otlp_gets_the_metrics_and_the_stalls_span_tree() {
+    use opentelemetry_proto::tonic::metrics::v1::metric::Data;
+    let (port, received) = otlp_receiver();
+    let started = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as u64;
+    // The demo stalls its AI system for 1.2 s every 10 s.
+    let (demo, addr) = spawn_demo("40", "2");
+    let _demo = Killed(demo);
+    let _relay = Killed(
+        Command::new(BIN)
+            .args(["relay", "--source", &format!("alpha={addr}")])
+            .args(["--otlp", &format!("http://127.0.0.1:{port}")])
+            .args([
+                "--slow-tick",
+                "500",
+                "--otlp-interval",
+                "1",
+                "--duration",
+                "40",
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while received.lock().unwrap().traces.is_empty() || received.lock().unwrap().metrics.len() < 2 {
+        assert!(
+            Instant::now() < deadline,
+            "no slow tick exported within 30 s"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let got = received.lock().unwrap();
+
+    // Metrics: the source as the resource, names and units.
+    let last = got.metrics.last().unwrap();
+    assert_eq!(last.resource_metrics.len(), 1);
+    let resource = last.resource_metrics[0].resource.as_ref().unwrap();
+    assert_eq!(
+        attribute(&resource.attributes, "typhon.source").as_deref(),
+        Some("alpha")
+    );
+    let session = attribute(&resource.attributes, "typhon.session_id").expect("session id");
+    assert_eq!(session.len(), 16, "{session}");
+    let metrics = &last.resource_metrics[0].scope_metrics[0].metrics;
+    let find = |name: &str| {
+        metrics
+            .iter()
+            .find(|m| m.name == name)
+            .unwrap_or_else(|| panic!("no {name} in {metrics:?}"))
+    };
+    for (name, unit) in [
+        ("typhon.span.duration", "s"),
+        ("typhon.tick.duration", "s"),
+        ("typhon.tick.overruns", "{tick}"),
+        ("typhon.gauge", "1"),
+        ("typhon.events.dropped", "{event}"),
+    ] {
+        assert_eq!(find(name).unit, unit, "{name}");
+    }
+    let Some(Data::Histogram(spans)) = &find("typhon.span.duration").data else {
+        panic!("span durations are not a histogram");
+    };
+    let tick = spans
+        .data_points
+        .iter()
+        .find(|p| attribute(&p.attributes, "span").as_deref() == Some("Tick"))
+        .expect("the Tick span's durations");
+    assert!(tick.count > 10);
+    assert_eq!(tick.bucket_counts.len(), tick.explicit_bounds.len() + 1);
+    assert_eq!(tick.bucket_counts.iter().sum::<u64>(), tick.count);
+    let Some(Data::Gauge(gauges)) = &find("typhon.gauge").data else {
+        panic!("gauges are not a gauge");
+    };
+    assert!(gauges
+        .data_points
+        .iter()
+        .any(|p| attribute(&p.attributes, "gauge").as_deref() == Some("memory.bytes")));
+
+    // The stall: a tick over a second, its spans under it.
+    let trace = &got.traces[0].resource_spans[0];
+    let resource = trace.resource.as_ref().unwrap();
+    assert_eq!(
+        attribute(&resource.attributes, "typhon.session_id"),
+        Some(session)
+    );
+    let spans = &trace.scope_spans[0].spans;
+    let root = spans
+        .iter()
+        .find(|s| s.parent_span_id.is_empty())
+        .expect("a root span");
+    assert!(root.name.contains("tick"), "{}", root.name);
+    assert!(root.end_time_unix_nano - root.start_time_unix_nano > 1_000_000_000);
+    assert!(
+        root.start_time_unix_nano > started && root.start_time_unix_nano < started + 60_000_000_000,
+        "the tick's start is not a time of this test's"
+    );
+    for span in spans {
+        assert_eq!(span.trace_id, root.trace_id);
+        assert_eq!(span.trace_id.len(), 16);
+        assert_eq!(span.span_id.len(), 8);
+        if span.parent_span_id.is_empty() {
+            continue;
+        }
+        let parent = spans
+            .iter()
+            .find(|p| p.span_id == span.parent_span_id)
+            .unwrap_or_else(|| panic!("{}'s parent is not in the trace", span.name));
+        assert!(
+            span.start_time_unix_nano >= parent.start_time_unix_nano
+                && span.end_time_unix_nano <= parent.end_time_unix_nano,
+            "{} is not inside {}",
+            span.name,
+            parent.name
+        );
+    }
+    let stall = spans
+        .iter()
+        .find(|s| {
+            s.name == "Sim.AI" && s.end_time_unix_nano - s.start_time_unix_nano > 1_000_000_000
+        })
+        .expect("the stalled Sim.AI span");
+    let parent = spans
+        .iter()
+        .find(|p| p.span_id == stall.parent_span_id)
+        .unwrap();
+    assert_eq!(parent.name, "Tick", "the stall's parent");
 }

@@ -2,7 +2,9 @@
 //! serves them merged to any number of viewers, and their metrics to
 //! Prometheus.
 
+use std::io::Write;
 use std::net::{IpAddr, SocketAddr, TcpListener};
+use std::sync::mpsc::SyncSender;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -11,7 +13,8 @@ use typhon_live_cli::relay::fanout::{self, Input};
 use typhon_live_cli::relay::http;
 use typhon_live_cli::relay::merge::Merger;
 use typhon_live_cli::relay::metrics::{Metrics, SourceMetrics};
-use typhon_live_cli::relay::source::{self, Source, ToMerger};
+use typhon_live_cli::relay::otlp::{self, Endpoint, TickTracer};
+use typhon_live_cli::relay::source::{self, Sinks, Source, ToMerger};
 
 /// Where the relay serves.
 pub struct Serve<'a> {
@@ -21,6 +24,20 @@ pub struct Serve<'a> {
     pub bind_address: IpAddr,
     /// Prometheus's `/metrics`, if any.
     pub metrics: Option<&'a str>,
+    /// An OTLP/HTTP collector, if any.
+    pub otlp: Option<Endpoint>,
+    /// Ticks longer than this are exported as traces (overruns always).
+    pub slow_tick: Duration,
+    /// How often the metrics are exported over OTLP.
+    pub otlp_interval: Duration,
+}
+
+/// One line on stdout, where the relay serves. Whoever started it may
+/// have read the line it wanted and closed the pipe: not an error.
+fn tell(what: &str) {
+    let mut out = std::io::stdout();
+    let _ = writeln!(out, "typhon-live relay: {what}");
+    let _ = out.flush();
 }
 
 fn listen(addr: &str) -> Result<TcpListener, CliError> {
@@ -44,7 +61,7 @@ pub fn run(
         let bound = listener
             .local_addr()
             .map_or_else(|_| addr.into(), |a| a.to_string());
-        println!("typhon-live relay: metrics on http://{bound}/metrics");
+        tell(&format!("metrics on http://{bound}/metrics"));
         let metrics = Arc::clone(&metrics);
         std::thread::spawn(move || http::serve(listener, metrics));
     }
@@ -59,7 +76,7 @@ pub fn run(
             }
             let listener = listen(&address.to_string())?;
             let bound = listener.local_addr().map_or(address, |a| a);
-            println!("typhon-live relay: viewers on {bound}");
+            tell(&format!("viewers on {bound}"));
             let labels: Vec<String> = sources.iter().map(|s| s.name.clone()).collect();
             let created = SystemTime::now()
                 .duration_since(UNIX_EPOCH)
@@ -75,21 +92,33 @@ pub fn run(
         }
         None => None,
     };
-    let _ = std::io::Write::flush(&mut std::io::stdout());
+    let exports = serve.otlp.clone().map(|endpoint| {
+        tell(&format!(
+            "OTLP to http://{}{}",
+            endpoint.authority, endpoint.base
+        ));
+        let (exports, queued) = otlp::queue();
+        let (metrics, interval) = (Arc::clone(&metrics), serve.otlp_interval);
+        std::thread::spawn(move || otlp::post_all(endpoint, metrics, queued, interval));
+        exports
+    });
     let threads: Vec<_> = sources
         .iter()
         .cloned()
         .enumerate()
         .map(|(index, source)| {
-            let mut side = SourceMetrics::new(Arc::clone(&metrics), &source.name);
-            let merger = inbox
-                .clone()
-                .map(|inbox: std::sync::mpsc::SyncSender<Input>| ToMerger {
+            let mut sinks = Sinks {
+                metrics: SourceMetrics::new(Arc::clone(&metrics), &source.name),
+                merger: inbox.clone().map(|inbox: SyncSender<Input>| ToMerger {
                     inbox,
                     source: index,
                     epoch,
-                });
-            std::thread::spawn(move || source::run(&source, &mut side, merger.as_ref(), deadline))
+                }),
+                tracer: exports.clone().map(|exports| {
+                    TickTracer::new(&source.name, serve.slow_tick, exports, Arc::clone(&metrics))
+                }),
+            };
+            std::thread::spawn(move || source::run(&source, &mut sinks, deadline))
         })
         .collect();
     for thread in threads {

@@ -6,13 +6,13 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::AtomicU64;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
-use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::encoding::{EncodeLabelSet, EncodeMetric, MetricEncoder, NoLabelSet};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
-use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
+use prometheus_client::metrics::{MetricType, TypedMetric};
 use prometheus_client::registry::{Registry, Unit};
 use typhon_live_core::{Event, GaugeValue, LaneId, NameId};
 
@@ -26,9 +26,100 @@ pub const MAX_SPAN_SERIES: usize = 1024;
 /// Gauges per source with a series of their own.
 pub const MAX_GAUGE_SERIES: usize = 1024;
 
-/// Buckets of the duration histograms, in seconds: 1 µs to 4.2 s by 4.
-fn duration_buckets() -> Histogram {
-    Histogram::new(exponential_buckets(1e-6, 4.0, 12))
+/// Upper bounds of the duration histograms' buckets, in seconds: 1 µs to
+/// 4.2 s by 4 (and +Inf after them).
+pub const BOUNDS: [f64; 12] = [
+    1e-6, 4e-6, 1.6e-5, 6.4e-5, 2.56e-4, 1.024e-3, 4.096e-3, 1.6384e-2, 6.5536e-2, 0.262_144,
+    1.048_576, 4.194_304,
+];
+
+/// A duration histogram that both Prometheus's encoding and OTLP read
+/// (prometheus-client's own keeps its buckets to itself).
+#[derive(Clone, Debug, Default)]
+pub struct Durations {
+    inner: Arc<Mutex<DurationsSnapshot>>,
+}
+
+/// A histogram's state: counts per bucket (not cumulative; the last is
+/// over every bound), their sum and count.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct DurationsSnapshot {
+    /// Observations per bucket of [`BOUNDS`], then past the last.
+    pub counts: [u64; BOUNDS.len() + 1],
+    /// Their sum, seconds.
+    pub sum: f64,
+    /// How many.
+    pub count: u64,
+}
+
+impl Durations {
+    /// Adds one duration.
+    pub fn observe(&self, seconds: f64) {
+        let bucket = BOUNDS.partition_point(|&bound| bound < seconds);
+        let mut inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        inner.counts[bucket] += 1;
+        inner.sum += seconds;
+        inner.count += 1;
+    }
+
+    /// What it holds now.
+    pub fn snapshot(&self) -> DurationsSnapshot {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+}
+
+impl TypedMetric for Durations {
+    const TYPE: MetricType = MetricType::Histogram;
+}
+
+impl EncodeMetric for Durations {
+    fn encode(&self, mut encoder: MetricEncoder) -> Result<(), std::fmt::Error> {
+        let now = self.snapshot();
+        let buckets: Vec<(f64, u64)> = BOUNDS
+            .iter()
+            .copied()
+            .chain([f64::INFINITY])
+            .zip(now.counts)
+            .collect();
+        encoder.encode_histogram::<NoLabelSet>(now.sum, now.count, &buckets, None)
+    }
+
+    fn metric_type(&self) -> MetricType {
+        Self::TYPE
+    }
+}
+
+/// One source's metrics as they are now, for OTLP.
+#[derive(Clone, Debug, Default)]
+pub struct SourceSnapshot {
+    /// Its label.
+    pub source: String,
+    /// Its current session id, once it sent an Init.
+    pub session: Option<u64>,
+    /// Span durations by name.
+    pub spans: Vec<(String, DurationsSnapshot)>,
+    /// Tick durations.
+    pub ticks: DurationsSnapshot,
+    /// Ticks over budget.
+    pub overruns: u64,
+    /// Every gauge's last reading.
+    pub gauges: Vec<(String, f64)>,
+    /// Frames missing from its stream.
+    pub frames_dropped: u64,
+    /// Events it dropped.
+    pub events_dropped: u64,
+    /// Connected now.
+    pub up: bool,
+}
+
+/// The series each source has, for snapshots (a `Family` cannot be
+/// walked).
+#[derive(Default)]
+struct Index {
+    sources: Vec<String>,
+    sessions: HashMap<String, u64>,
+    spans: Vec<(String, String, Durations)>,
+    gauges: Vec<(String, String, Gauge<f64, AtomicU64>)>,
 }
 
 /// A source's label.
@@ -51,13 +142,11 @@ struct GaugeLabels {
     gauge: String,
 }
 
-type Histograms<L> = Family<L, Histogram, fn() -> Histogram>;
-
 /// The relay's metrics, shared by the source threads and the scrapes.
 pub struct Metrics {
     registry: Registry,
-    span_duration: Histograms<SpanLabels>,
-    tick_duration: Histograms<SourceLabel>,
+    span_duration: Family<SpanLabels, Durations>,
+    tick_duration: Family<SourceLabel, Durations>,
     tick_overruns: Family<SourceLabel, Counter>,
     gauges: Family<GaugeLabels, Gauge<f64, AtomicU64>>,
     frames_dropped: Family<SourceLabel, Counter>,
@@ -66,6 +155,8 @@ pub struct Metrics {
     reconnects: Family<SourceLabel, Counter>,
     restarts: Family<SourceLabel, Counter>,
     refused: Family<SourceLabel, Counter>,
+    otlp_drops: Counter,
+    index: Mutex<Index>,
 }
 
 impl Default for Metrics {
@@ -78,11 +169,9 @@ impl Metrics {
     /// The metrics, registered under the prefix `typhon`.
     pub fn new() -> Self {
         let mut registry = Registry::with_prefix("typhon");
-        let span_duration: Histograms<SpanLabels> = Family::new_with_constructor(duration_buckets);
-        let tick_duration: Histograms<SourceLabel> = Family::new_with_constructor(duration_buckets);
         let metrics = Metrics {
-            span_duration,
-            tick_duration,
+            span_duration: Family::default(),
+            tick_duration: Family::default(),
             tick_overruns: Family::default(),
             gauges: Family::default(),
             frames_dropped: Family::default(),
@@ -91,7 +180,9 @@ impl Metrics {
             reconnects: Family::default(),
             restarts: Family::default(),
             refused: Family::default(),
+            otlp_drops: Counter::default(),
             registry: Registry::default(),
+            index: Mutex::default(),
         };
         registry.register_with_unit(
             "span_duration",
@@ -127,7 +218,7 @@ impl Metrics {
         );
         registry.register(
             "source_up",
-            "1 while the relay is connected to the source",
+            "1 while the relay reads the source's stream",
             metrics.up.clone(),
         );
         registry.register(
@@ -145,10 +236,66 @@ impl Metrics {
             "Spans and gauge readings of names past the per-source series caps",
             metrics.refused.clone(),
         );
+        registry.register(
+            "otlp_dropped",
+            "OTLP exports dropped: the queue full, or the collector down, slow or refusing",
+            metrics.otlp_drops.clone(),
+        );
         Metrics {
             registry,
             ..metrics
         }
+    }
+
+    /// Every source's metrics as they are now.
+    pub fn snapshot(&self) -> Vec<SourceSnapshot> {
+        let index = self.index.lock().unwrap_or_else(|p| p.into_inner());
+        let count = |family: &Family<SourceLabel, Counter>, label: &SourceLabel| {
+            family.get(label).map_or(0, |c| c.get())
+        };
+        index
+            .sources
+            .iter()
+            .map(|source| {
+                let label = SourceLabel {
+                    source: source.clone(),
+                };
+                SourceSnapshot {
+                    source: source.clone(),
+                    session: index.sessions.get(source).copied(),
+                    spans: index
+                        .spans
+                        .iter()
+                        .filter(|s| s.0 == *source)
+                        .map(|(_, name, d)| (name.clone(), d.snapshot()))
+                        .collect(),
+                    ticks: self
+                        .tick_duration
+                        .get(&label)
+                        .map(|d| d.snapshot())
+                        .unwrap_or_default(),
+                    overruns: count(&self.tick_overruns, &label),
+                    gauges: index
+                        .gauges
+                        .iter()
+                        .filter(|g| g.0 == *source)
+                        .map(|(_, name, g)| (name.clone(), g.get()))
+                        .collect(),
+                    frames_dropped: count(&self.frames_dropped, &label),
+                    events_dropped: count(&self.events_dropped, &label),
+                    up: self.up.get(&label).is_some_and(|g| g.get() == 1),
+                }
+            })
+            .collect()
+    }
+
+    /// An OTLP export was dropped.
+    pub fn otlp_dropped(&self) {
+        self.otlp_drops.inc();
+    }
+
+    fn index(&self) -> std::sync::MutexGuard<'_, Index> {
+        self.index.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// The OpenMetrics text of every metric, as a scrape takes it.
@@ -169,7 +316,7 @@ pub struct SourceMetrics {
     names: HashMap<NameId, String>,
     name_bytes: usize,
     /// Histogram handles by name id, so that a span costs no label lookup.
-    spans: HashMap<NameId, Histogram>,
+    spans: HashMap<NameId, Durations>,
     gauges: HashMap<NameId, Gauge<f64, AtomicU64>>,
     /// Ticks started and not ended, by lane: their start time.
     ticks: HashMap<LaneId, u64>,
@@ -193,6 +340,8 @@ impl SourceMetrics {
             let _ = family.get_or_create(&label);
         }
         metrics.up.get_or_create(&label).set(0);
+        let _ = metrics.tick_duration.get_or_create(&label);
+        metrics.index().sources.push(name.to_owned());
         SourceMetrics {
             metrics,
             label,
@@ -240,6 +389,10 @@ impl SourceMetrics {
                     self.ticks.clear();
                 }
                 self.session = Some(*id);
+                self.metrics
+                    .index()
+                    .sessions
+                    .insert(self.label.source.clone(), *id);
                 self.ticks_per_second = *ticks_per_second as f64;
                 for (id, name) in names {
                     self.define(*id, name);
@@ -300,6 +453,18 @@ impl SourceMetrics {
                             span: self.name(name),
                         };
                         let histogram = self.metrics.span_duration.get_or_create_owned(&labels);
+                        let mut index = self.metrics.index();
+                        // Known already when the source restarted.
+                        if !index
+                            .spans
+                            .iter()
+                            .any(|s| s.0 == labels.source && s.1 == labels.span)
+                        {
+                            index
+                                .spans
+                                .push((labels.source, labels.span, histogram.clone()));
+                        }
+                        drop(index);
                         self.spans.entry(name).or_insert(histogram)
                     }
                 };
@@ -321,6 +486,17 @@ impl SourceMetrics {
                             gauge: self.name(gauge),
                         };
                         let series = self.metrics.gauges.get_or_create_owned(&labels);
+                        let mut index = self.metrics.index();
+                        if !index
+                            .gauges
+                            .iter()
+                            .any(|g| g.0 == labels.source && g.1 == labels.gauge)
+                        {
+                            index
+                                .gauges
+                                .push((labels.source, labels.gauge, series.clone()));
+                        }
+                        drop(index);
                         self.gauges.entry(gauge).or_insert(series)
                     }
                 };

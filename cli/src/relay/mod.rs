@@ -3,12 +3,14 @@
 //! of every source ([`source`]), reconnecting for as long as it runs,
 //! reads each source's frames once ([`update`]), merges them into one
 //! session on one clock ([`merge`]) for any number of viewers
-//! ([`fanout`]), and serves their metrics to Prometheus ([`metrics`],
-//! over [`http`]).
+//! ([`fanout`]), serves their metrics to Prometheus ([`metrics`], over
+//! [`http`]), and exports the metrics and slow ticks' span trees over
+//! OTLP ([`otlp`]).
 
 pub mod fanout;
 pub mod http;
 pub mod merge;
 pub mod metrics;
+pub mod otlp;
 pub mod source;
 pub mod update;

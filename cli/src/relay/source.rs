@@ -10,6 +10,7 @@ use std::sync::mpsc::SyncSender;
 
 use super::fanout::Input;
 use super::metrics::SourceMetrics;
+use super::otlp::{unix_ns, TickTracer};
 use super::update::Reader;
 use crate::source::live::{self, Backoff, Consumer, End, Flow};
 
@@ -52,22 +53,40 @@ pub struct ToMerger {
     pub epoch: Instant,
 }
 
-/// Frames read into updates for the metrics and the merger, until the
-/// deadline.
+/// Where a source's updates go.
+pub struct Sinks {
+    /// Its Prometheus metrics (always).
+    pub metrics: SourceMetrics,
+    /// The relay's viewers, if it serves any.
+    pub merger: Option<ToMerger>,
+    /// Its slow ticks, if they are exported over OTLP.
+    pub tracer: Option<TickTracer>,
+}
+
+/// Frames read into updates for the sinks, until the deadline.
 struct Feed<'m> {
     reader: Reader,
-    metrics: &'m mut SourceMetrics,
-    merger: Option<&'m ToMerger>,
+    sinks: &'m mut Sinks,
+    /// A frame came: the source is up (a peer that only accepted the
+    /// connection, or sends something else, is not).
+    up: bool,
     deadline: Option<Instant>,
     damage: u64,
 }
 
 impl Consumer for Feed<'_> {
     fn frame(&mut self, frame: &Frame<'_>) -> Flow {
-        let (metrics, merger) = (&mut *self.metrics, self.merger);
+        if !self.up {
+            self.up = true;
+            self.sinks.metrics.set_up(true);
+        }
+        let sinks = &mut *self.sinks;
         let read = self.reader.read(frame, |update| {
-            metrics.update(&update);
-            if let Some(to) = merger {
+            sinks.metrics.update(&update);
+            if let Some(tracer) = &mut sinks.tracer {
+                tracer.update(&update, unix_ns());
+            }
+            if let Some(to) = &sinks.merger {
                 let at = to.epoch.elapsed().as_nanos() as u64;
                 // Waits while the merger is behind: the source's exporter
                 // then drops for us, and says so.
@@ -101,12 +120,7 @@ impl Consumer for Feed<'_> {
 
 /// Attaches to `source` until `deadline` (for ever without one), saying
 /// on stderr when it connects and why it lost a connection.
-pub fn run(
-    source: &Source,
-    metrics: &mut SourceMetrics,
-    merger: Option<&ToMerger>,
-    deadline: Option<Instant>,
-) {
+pub fn run(source: &Source, sinks: &mut Sinks, deadline: Option<Instant>) {
     let mut backoff = Backoff::default();
     let mut connections = 0u64;
     loop {
@@ -127,23 +141,22 @@ pub fn run(
         };
         connections += 1;
         if connections > 1 {
-            metrics.reconnected();
+            sinks.metrics.reconnected();
         }
         eprintln!(
             "relay: source {}: connected to {}",
             source.name, source.addr
         );
-        metrics.set_up(true);
         let since = Instant::now();
         let mut feed = Feed {
             reader: Reader::default(),
-            metrics,
-            merger,
+            sinks: &mut *sinks,
+            up: false,
             deadline,
             damage: 0,
         };
         let end = live::read_frames(&mut stream, &mut feed);
-        metrics.set_up(false);
+        sinks.metrics.set_up(false);
         let why = match end {
             End::Done => return,
             End::Lost(reason) => reason,

@@ -2,9 +2,10 @@
 //! the demo launcher.
 #![allow(dead_code)] // each test file uses its own part
 
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_typhon-live");
@@ -52,4 +53,86 @@ pub fn record_then_kill(addr: &str, path: &std::path::Path, min_len: u64) {
     }
     record.kill().unwrap();
     record.wait().unwrap();
+}
+
+/// A child process killed when dropped.
+pub struct Killed(pub Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A port free a moment ago (Prometheus cannot be told port 0 and say
+/// which it took).
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// The body of `GET path` on `127.0.0.1:port`, if it answered 200.
+pub fn get(port: u16, path: &str) -> Option<String> {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+    )
+    .ok()?;
+    let mut response = String::new();
+    stream.read_to_string(&mut response).ok()?;
+    let (head, body) = response.split_once("\r\n\r\n")?;
+    head.starts_with("HTTP/1.1 200").then(|| body.to_owned())
+}
+
+/// The value of the series starting with `series` in the relay's own
+/// /metrics, if it is there.
+pub fn relay_value(port: u16, series: &str) -> Option<f64> {
+    let text = get(port, "/metrics")?;
+    let line = text.lines().find(|l| l.starts_with(series))?;
+    line.rsplit(' ').next()?.parse().ok()
+}
+
+/// Waits (at most 30 s) until `series` on the relay satisfies `want`.
+pub fn wait_for(port: u16, series: &str, want: impl Fn(f64) -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let value = relay_value(port, series);
+        if value.is_some_and(&want) {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{series} is {value:?} after 30 s"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Starts `relay ARGS` and returns it with the address the line starting
+/// with `prefix` gave (its first stdout lines tell where it serves).
+pub fn spawn_relay(args: &[&str], prefix: &str) -> (Killed, String) {
+    let mut relay = Command::new(BIN)
+        .arg("relay")
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(relay.stdout.take().unwrap()).lines();
+    let relay = Killed(relay);
+    loop {
+        let line = lines
+            .next()
+            .expect("the relay tells where it serves")
+            .unwrap();
+        if let Some(rest) = line.trim().strip_prefix(prefix) {
+            return (relay, rest.trim_end_matches("/metrics").to_owned());
+        }
+    }
 }
