@@ -7,10 +7,12 @@
 //! runs only the end-to-end rates, three times each; `-- --keep-up` only
 //! the live view's model against the exporter (`-- --codecs` only the
 //! codec rows); `-- --formats FILE...` the sizes and conversion speeds of
-//! trace files as Perfetto and Chrome JSON.
+//! trace files as Perfetto and Chrome JSON; `-- --relay` the relay
+//! under load (4 sources, 4 viewers).
 
 mod formats;
 mod live;
+mod relay;
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -594,6 +596,10 @@ fn main() {
         );
         let (keep_up, _) = lossless_ladder(seconds, MAX_RING_EVENTS, live::model_run_at);
         println!("{}", keep_up_row(keep_up, ingest).typhon);
+        return;
+    }
+    if std::env::args().any(|a| a == "--relay") {
+        relay::print(quick);
         return;
     }
     if std::env::args().any(|a| a == "--formats") {

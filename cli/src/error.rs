@@ -42,6 +42,15 @@ pub enum CliError {
         /// What is wrong with it.
         reason: String,
     },
+    /// A configuration file is not what it must be.
+    BadConfig {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong, and where.
+        reason: String,
+    },
+    /// The settings contradict each other or are out of range.
+    BadSettings(String),
     /// The profiler of the demo could not start.
     Profiler(String),
     /// The terminal could not be driven.
@@ -56,6 +65,7 @@ impl CliError {
             CliError::NotTyphon { .. } | CliError::BadTrace { .. } => 4,
             CliError::ConnectionLost { .. } => 5,
             CliError::File { .. } => 6,
+            CliError::BadConfig { .. } | CliError::BadSettings(_) => 2,
             CliError::Profiler(_) | CliError::Terminal(_) => 1,
         }
     }
@@ -79,6 +89,14 @@ impl fmt::Display for CliError {
                 "{} is not a readable typhon-live trace: {reason}",
                 path.display()
             ),
+            CliError::BadConfig { path, reason } => {
+                write!(
+                    f,
+                    "{} is not a relay configuration: {reason}",
+                    path.display()
+                )
+            }
+            CliError::BadSettings(reason) => write!(f, "{reason}"),
             CliError::Profiler(reason) => write!(f, "cannot start the demo's profiler: {reason}"),
             CliError::Terminal(reason) => write!(f, "terminal error: {reason}"),
         }

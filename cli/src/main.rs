@@ -70,18 +70,21 @@ enum Command {
     /// Attach to many processes at once and serve their metrics to
     /// Prometheus.
     Relay {
-        /// A process to attach to, as NAME=HOST:PORT (NAME labels its
-        /// metrics); repeat for each.
-        #[arg(long = "source", required = true, value_name = "NAME=HOST:PORT")]
+        /// A process to attach to, as NAME=HOST:PORT (NAME labels it);
+        /// repeat for each.
+        #[arg(long = "source", value_name = "NAME=HOST:PORT")]
         sources: Vec<typhon_live_cli::relay::source::Source>,
+        /// A JSON file of settings (the same names; see README, "Many
+        /// processes"); the flags win over it.
+        #[arg(long, value_name = "FILE")]
+        config: Option<PathBuf>,
         /// Serve the sources, merged into one session, to any number of
         /// viewers on this port (0 picks one and prints it).
         #[arg(long, value_name = "PORT")]
         listen: Option<u16>,
-        /// The address viewers are served on (loopback unless you mean
-        /// otherwise).
-        #[arg(long, default_value = "127.0.0.1")]
-        bind_address: std::net::IpAddr,
+        /// The address viewers are served on [default: 127.0.0.1].
+        #[arg(long)]
+        bind_address: Option<std::net::IpAddr>,
         /// Where to serve /metrics for Prometheus (port 0 picks one and
         /// prints it).
         #[arg(long, value_name = "HOST:PORT")]
@@ -89,14 +92,14 @@ enum Command {
         /// Export the metrics, and slow ticks' span trees, to this
         /// OTLP/HTTP collector (protobuf), e.g. http://127.0.0.1:4318.
         #[arg(long, value_name = "URL")]
-        otlp: Option<typhon_live_cli::relay::otlp::Endpoint>,
+        otlp: Option<String>,
         /// Export ticks longer than this many milliseconds as traces
-        /// (overrunning ticks always are).
-        #[arg(long, value_name = "MS", default_value_t = 100.0, value_parser = positive)]
-        slow_tick: f64,
-        /// Seconds between two OTLP metric exports.
-        #[arg(long, value_name = "SECS", default_value = "5", value_parser = seconds)]
-        otlp_interval: Duration,
+        /// (overrunning ticks always are) [default: 100].
+        #[arg(long, value_name = "MS")]
+        slow_tick: Option<f64>,
+        /// Seconds between two OTLP metric exports [default: 5].
+        #[arg(long, value_name = "SECS")]
+        otlp_interval: Option<f64>,
         /// Stop after this many seconds.
         #[arg(long, value_parser = seconds)]
         duration: Option<Duration>,
@@ -173,6 +176,7 @@ fn run(cli: Cli) -> Result<(), CliError> {
         Command::View { file, json } => view::run(&file, json),
         Command::Relay {
             sources,
+            config,
             listen,
             bind_address,
             metrics,
@@ -181,15 +185,20 @@ fn run(cli: Cli) -> Result<(), CliError> {
             otlp_interval,
             duration,
         } => {
-            let serve = relay::Serve {
+            use typhon_live_cli::relay::config::{Layer, RelayConfig};
+            let file = config.as_deref().map(Layer::read).transpose()?;
+            let flags = Layer {
+                sources: sources.into_iter().map(|s| (s.name, s.addr)).collect(),
                 listen,
                 bind_address,
-                metrics: metrics.as_deref(),
+                metrics,
                 otlp,
-                slow_tick: Duration::from_secs_f64(slow_tick / 1e3),
-                otlp_interval,
+                slow_tick_ms: slow_tick,
+                otlp_interval_s: otlp_interval,
             };
-            relay::run(&sources, &serve, duration)
+            let config = RelayConfig::layered(file.unwrap_or_default(), flags)
+                .map_err(CliError::BadSettings)?;
+            relay::run(&config, duration)
         }
         Command::Inspect { file } => {
             let (report, was_damaged) = inspect::report(&file)?;

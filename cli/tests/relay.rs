@@ -243,24 +243,17 @@ fn viewers_of_the_relay_each_see_every_sources_lanes_on_one_timeline() {
     let (demo_a, addr_a) = spawn_demo("60", "2");
     let (demo_b, addr_b) = spawn_demo("60", "1");
     let _demos = (Killed(demo_a), Killed(demo_b));
-    let mut relay = Command::new(BIN)
-        .args(["relay", "--listen", "0", "--duration", "60"])
-        .args(["--source", &format!("alpha={addr_a}")])
-        .args(["--source", &format!("beta={addr_b}")])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(relay.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let _relay = Killed(relay);
-    let viewers = line
-        .trim()
-        .strip_prefix("typhon-live relay: viewers on ")
-        .unwrap_or_else(|| panic!("relay printed {line:?}"))
-        .to_owned();
+    // The sources and the port from a configuration file.
+    let config = temp("relay.json");
+    std::fs::write(
+        &config,
+        format!(r#"{{"sources": {{"alpha": "{addr_a}", "beta": "{addr_b}"}}, "listen": 0}}"#),
+    )
+    .unwrap();
+    let (_relay, viewers) = common::spawn_relay(
+        &["--config", config.to_str().unwrap(), "--duration", "60"],
+        "typhon-live relay: viewers on ",
+    );
     // Two viewers at once, each its own stream.
     let attach = || {
         Command::new(BIN)
@@ -306,6 +299,7 @@ fn viewers_of_the_relay_each_see_every_sources_lanes_on_one_timeline() {
         let rate = summary["tick_rate_hz"].as_f64().unwrap();
         assert!((100.0..140.0).contains(&rate), "{rate}");
     }
+    let _ = std::fs::remove_file(&config);
 }
 
 /// What an OTLP/HTTP receiver got, decoded with `opentelemetry-proto`'s

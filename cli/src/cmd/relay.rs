@@ -3,34 +3,19 @@
 //! Prometheus.
 
 use std::io::Write;
-use std::net::{IpAddr, SocketAddr, TcpListener};
+use std::net::{SocketAddr, TcpListener};
 use std::sync::mpsc::SyncSender;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use typhon_live_cli::error::CliError;
+use typhon_live_cli::relay::config::RelayConfig;
 use typhon_live_cli::relay::fanout::{self, Input};
 use typhon_live_cli::relay::http;
 use typhon_live_cli::relay::merge::Merger;
 use typhon_live_cli::relay::metrics::{Metrics, SourceMetrics};
-use typhon_live_cli::relay::otlp::{self, Endpoint, TickTracer};
-use typhon_live_cli::relay::source::{self, Sinks, Source, ToMerger};
-
-/// Where the relay serves.
-pub struct Serve<'a> {
-    /// Viewers' port (0 picks one), if any.
-    pub listen: Option<u16>,
-    /// The address viewers are served on.
-    pub bind_address: IpAddr,
-    /// Prometheus's `/metrics`, if any.
-    pub metrics: Option<&'a str>,
-    /// An OTLP/HTTP collector, if any.
-    pub otlp: Option<Endpoint>,
-    /// Ticks longer than this are exported as traces (overruns always).
-    pub slow_tick: Duration,
-    /// How often the metrics are exported over OTLP.
-    pub otlp_interval: Duration,
-}
+use typhon_live_cli::relay::otlp::{self, TickTracer};
+use typhon_live_cli::relay::source::{self, Sinks, ToMerger};
 
 /// One line on stdout, where the relay serves. Whoever started it may
 /// have read the line it wanted and closed the pipe: not an error.
@@ -48,15 +33,12 @@ fn listen(addr: &str) -> Result<TcpListener, CliError> {
 }
 
 /// Runs the relay until `duration` passes (for ever without one).
-pub fn run(
-    sources: &[Source],
-    serve: &Serve<'_>,
-    duration: Option<Duration>,
-) -> Result<(), CliError> {
+pub fn run(serve: &RelayConfig, duration: Option<Duration>) -> Result<(), CliError> {
+    let sources = &serve.sources;
     let deadline = duration.map(|d| Instant::now() + d);
     let epoch = Instant::now();
     let metrics = Arc::new(Metrics::new());
-    if let Some(addr) = serve.metrics {
+    if let Some(addr) = serve.metrics.as_deref() {
         let listener = listen(addr)?;
         let bound = listener
             .local_addr()

@@ -7,6 +7,7 @@
 //! [`http`]), and exports the metrics and slow ticks' span trees over
 //! OTLP ([`otlp`]).
 
+pub mod config;
 pub mod fanout;
 pub mod http;
 pub mod merge;
