@@ -244,6 +244,10 @@ impl Merger {
     ) {
         let state = &mut self.sources[source];
         for (id, text) in names {
+            // A peer's ids are kept as far as the relay's own names go.
+            if state.texts.len() >= MAX_NAMES && !state.texts.contains_key(id) {
+                continue;
+            }
             state.texts.insert(*id, text.clone());
             state.names.insert(*id, self.names.intern(text));
         }
@@ -318,14 +322,18 @@ impl Merger {
                 }
             }
             let names = &mut self.names;
+            // Past the cap, unknown ids show as name 0 (the cap's).
+            let room = state.names.len() + state.gauges.len() < MAX_NAMES;
             match *event {
                 Event::Span { name, .. } | Event::Instant { name, .. } => {
-                    state
-                        .names
-                        .entry(name)
-                        .or_insert_with(|| names.intern(&format!("#{name}")));
+                    if room || state.names.contains_key(&name) {
+                        state
+                            .names
+                            .entry(name)
+                            .or_insert_with(|| names.intern(&format!("#{name}")));
+                    }
                 }
-                Event::Gauge { gauge, .. } => {
+                Event::Gauge { gauge, .. } if room || state.gauges.contains_key(&gauge) => {
                     let text = state
                         .texts
                         .get(&gauge)
@@ -335,7 +343,7 @@ impl Merger {
                         .entry(gauge)
                         .or_insert_with(|| names.intern(&format!("{}/{text}", state.label)));
                 }
-                Event::TickStart { .. } | Event::TickEnd { .. } => {}
+                Event::Gauge { .. } | Event::TickStart { .. } | Event::TickEnd { .. } => {}
             }
         }
         if lanes_changed || self.names.count() > self.names_sent {
@@ -568,5 +576,40 @@ mod tests {
         let stats = model.span_stats();
         let count = |name: &str| stats.iter().find(|s| s.name == name).map(|s| s.count);
         assert_eq!((count("outer"), count("inner")), (Some(20), Some(40)));
+    }
+
+    #[test]
+    fn a_source_defining_names_past_the_caps_grows_nothing_past_them() {
+        let mut merger = Merger::new(&["a".into()], 7, 0);
+        let names: Vec<(NameId, String)> = (0..MAX_NAMES as u32 + 10)
+            .map(|id| (id, format!("name {id}")))
+            .collect();
+        let definitions = Update::Definitions {
+            names,
+            lanes: Vec::new(),
+        };
+        merger.update(0, &definitions, 0, |_| {});
+        assert_eq!(merger.sources[0].texts.len(), MAX_NAMES);
+        assert_eq!(merger.names.count() as usize, MAX_NAMES);
+        // Events naming ids never defined map to the cap's name.
+        let events = Update::Events {
+            events: (0..10)
+                .map(|i| {
+                    let name = MAX_NAMES as u32 + 100 + i;
+                    (
+                        0,
+                        Event::Instant {
+                            time: 1,
+                            name,
+                            payload: 0,
+                        },
+                    )
+                })
+                .collect(),
+            drops: Vec::new(),
+            last_time: 1,
+        };
+        merger.update(0, &events, 0, |_| {});
+        assert_eq!(merger.sources[0].names.len(), MAX_NAMES);
     }
 }
