@@ -7,10 +7,11 @@
 //! Blocks dropped whole once its queue holds [`MAX_QUEUED`] bytes, each
 //! drop a gap in its sequence numbers, as the std exporter does for its
 //! viewer; Definitions are never dropped. The merging never waits for a
-//! viewer, so a slow one slows neither the relay nor the others.
+//! viewer, so a slow one slows neither the relay nor the others. At most
+//! [`MAX_VIEWERS`] are served at once.
 
 use std::collections::VecDeque;
-use std::io::Write;
+use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender};
@@ -24,12 +25,18 @@ use super::update::Update;
 
 /// Bytes of frames a viewer's queue holds before its Blocks are dropped.
 pub const MAX_QUEUED: usize = 8 << 20;
+/// Viewers served at once; the next is refused (its connection closed,
+/// and said so on stderr), so that viewers cannot grow the relay past
+/// `MAX_VIEWERS × MAX_QUEUED` of queues.
+pub const MAX_VIEWERS: usize = 64;
 /// Updates waiting for the merger; a source's reader waits when it is
 /// full (so the source's own exporter drops for it, and says so).
 pub const UPDATES_QUEUED: usize = 256;
 /// How long a viewer's socket may refuse to take a frame before the
 /// viewer is let go.
 const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
+/// How often an idle viewer's socket is looked at for its leaving.
+const IDLE_CHECK: Duration = Duration::from_millis(500);
 
 /// What the merging thread takes in.
 pub enum Input {
@@ -95,24 +102,62 @@ impl Viewer {
 fn write_viewer(mut stream: TcpStream, queue: Arc<Queue>) {
     let _ = stream.set_write_timeout(Some(WRITE_TIMEOUT));
     let _ = stream.set_nodelay(true);
+    let close = |queue: &Queue| {
+        queue.closed.store(true, Ordering::Release);
+        let mut pending = queue.frames.lock().unwrap_or_else(|p| p.into_inner());
+        pending.frames.clear();
+        pending.bytes = 0;
+    };
     loop {
-        let (seq, frame) = {
+        let next = {
             let mut pending = queue.frames.lock().unwrap_or_else(|p| p.into_inner());
-            while pending.frames.is_empty() {
-                pending = queue.ready.wait(pending).unwrap_or_else(|p| p.into_inner());
+            if pending.frames.is_empty() {
+                pending = queue
+                    .ready
+                    .wait_timeout(pending, IDLE_CHECK)
+                    .unwrap_or_else(|p| p.into_inner())
+                    .0;
             }
-            let (seq, frame) = pending.frames.pop_front().expect("not empty");
-            pending.bytes -= frame.payload.len();
-            (seq, frame)
+            let next = pending.frames.pop_front();
+            if let Some((_, frame)) = &next {
+                pending.bytes -= frame.payload.len();
+            }
+            next
         };
-        if stream.write_all(&frame.seal(seq)).is_err() {
-            queue.closed.store(true, Ordering::Release);
-            let mut pending = queue.frames.lock().unwrap_or_else(|p| p.into_inner());
-            pending.frames.clear();
-            pending.bytes = 0;
-            return;
+        let left = match next {
+            Some((seq, frame)) => stream.write_all(&frame.seal(seq)).is_err(),
+            // Nothing to write: a viewer that left is noticed all the same.
+            None => gone(&mut stream),
+        };
+        if left {
+            return close(&queue);
         }
     }
+}
+
+/// Whether the viewer closed its side. A viewer sends nothing; what it
+/// sends anyway is read and dropped (a bounded amount each time).
+fn gone(stream: &mut TcpStream) -> bool {
+    if stream.set_nonblocking(true).is_err() {
+        return true;
+    }
+    let mut junk = [0u8; 4096];
+    let mut gone = false;
+    for _ in 0..16 {
+        match stream.read(&mut junk) {
+            Ok(0) => {
+                gone = true;
+                break;
+            }
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+            Err(_) => {
+                gone = true;
+                break;
+            }
+        }
+    }
+    gone || stream.set_nonblocking(false).is_err()
 }
 
 /// Forgets the viewers whose writer gave up, saying so.
@@ -153,6 +198,12 @@ pub fn merge(mut merger: Merger, inputs: Receiver<Input>) {
         };
         match input {
             Input::Viewer(stream) => {
+                let_go(&mut viewers);
+                if viewers.len() >= MAX_VIEWERS {
+                    eprintln!("relay: a viewer refused: {MAX_VIEWERS} are served already");
+                    drop(stream);
+                    continue;
+                }
                 let queue = Arc::new(Queue::default());
                 let mut viewer = Viewer {
                     queue: Arc::clone(&queue),
@@ -216,6 +267,44 @@ mod tests {
             }
         }
         (frames, gaps, damage)
+    }
+
+    #[test]
+    fn viewers_past_the_cap_are_refused_and_the_others_kept() {
+        let (inbox, inputs) = inbox();
+        std::thread::spawn(move || merge(Merger::new(&["s".into()], 1, 0), inputs));
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        std::thread::spawn(move || listen(listener, inbox));
+        let read_init = |stream: &mut TcpStream| {
+            stream
+                .set_read_timeout(Some(Duration::from_secs(10)))
+                .unwrap();
+            let mut buf = [0u8; 16];
+            stream.read(&mut buf).unwrap_or(0)
+        };
+        let mut kept: Vec<TcpStream> = (0..MAX_VIEWERS)
+            .map(|_| TcpStream::connect(addr).unwrap())
+            .collect();
+        for viewer in &mut kept {
+            assert!(
+                read_init(viewer) > 0,
+                "a viewer within the cap gets its Init"
+            );
+        }
+        let mut refused = TcpStream::connect(addr).unwrap();
+        assert_eq!(read_init(&mut refused), 0, "closed without an Init");
+        // One leaves: there is room again.
+        drop(kept.pop());
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let mut next = TcpStream::connect(addr).unwrap();
+            if read_init(&mut next) > 0 {
+                break;
+            }
+            assert!(Instant::now() < deadline, "no room after a viewer left");
+            std::thread::sleep(Duration::from_millis(200));
+        }
     }
 
     #[test]
