@@ -79,25 +79,19 @@ fn prometheus_scrapes_two_sources_through_the_relay() {
     let (demo_a, addr_a) = spawn_demo("90", "2");
     let (demo_b, addr_b) = spawn_demo("90", "1");
     let _demos = (Killed(demo_a), Killed(demo_b));
-    let mut relay = Command::new(BIN)
-        .args(["relay", "--metrics", "127.0.0.1:0", "--duration", "90"])
-        .args(["--source", &format!("alpha={addr_a}")])
-        .args(["--source", &format!("beta={addr_b}")])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(relay.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let _relay = Killed(relay);
-    let metrics_addr = line
-        .trim()
-        .strip_prefix("typhon-live relay: metrics on http://")
-        .and_then(|rest| rest.strip_suffix("/metrics"))
-        .unwrap_or_else(|| panic!("relay printed {line:?}"))
-        .to_owned();
+    let (_relay, metrics_addr) = common::spawn_relay(
+        &[
+            "--metrics",
+            "127.0.0.1:0",
+            "--duration",
+            "90",
+            "--source",
+            &format!("alpha={addr_a}"),
+            "--source",
+            &format!("beta={addr_b}"),
+        ],
+        "typhon-live relay: metrics on http://",
+    );
 
     let dir = temp("prometheus");
     std::fs::create_dir_all(&dir).unwrap();
@@ -174,25 +168,22 @@ fn prometheus_scrapes_two_sources_through_the_relay() {
 fn a_source_down_at_first_then_up_gone_and_restarted_is_followed() {
     let port = free_port();
     let source = format!("127.0.0.1:{port}");
-    let mut relay = Command::new(BIN)
-        .args(["relay", "--metrics", "127.0.0.1:0", "--duration", "120"])
-        .args(["--source", &format!("svc={source}")])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(relay.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let _relay = Killed(relay);
-    let metrics: u16 = line
-        .trim()
-        .trim_end_matches("/metrics")
+    let (_relay, metrics_addr) = common::spawn_relay(
+        &[
+            "--metrics",
+            "127.0.0.1:0",
+            "--duration",
+            "120",
+            "--source",
+            &format!("svc={source}"),
+        ],
+        "typhon-live relay: metrics on http://",
+    );
+    let metrics: u16 = metrics_addr
         .rsplit(':')
         .next()
         .and_then(|p| p.parse().ok())
-        .unwrap_or_else(|| panic!("relay printed {line:?}"));
+        .unwrap_or_else(|| panic!("relay serves metrics on {metrics_addr:?}"));
     // Nothing there yet: known, and down.
     wait_for(metrics, "typhon_source_up{source=\"svc\"}", |v| v == 0.0);
 
