@@ -101,7 +101,13 @@ pub fn post_all(
     let mut next_metrics = Instant::now() + interval;
     loop {
         let wait = next_metrics.saturating_duration_since(Instant::now());
-        let (path, body) = match exports.recv_timeout(wait) {
+        // The metrics when due, however many traces wait.
+        let due = if wait.is_zero() {
+            Err(RecvTimeoutError::Timeout)
+        } else {
+            exports.recv_timeout(wait)
+        };
+        let (path, body) = match due {
             Ok(Export::Traces(request)) => ("/v1/traces", request.encode_to_vec()),
             Err(RecvTimeoutError::Timeout) => {
                 next_metrics = Instant::now() + interval;
