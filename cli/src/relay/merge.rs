@@ -232,6 +232,8 @@ impl Merger {
             } => self.events(source, events, drops, *last_time, received_ns, &mut emit),
             // Counted in the metrics; a gap upstream has no events to say.
             Update::Gap { .. } => {}
+            // Its clock started elsewhere: its offset is found afresh.
+            Update::Restarted => self.sources[source].offset = None,
         }
     }
 

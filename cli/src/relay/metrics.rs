@@ -228,7 +228,7 @@ impl Metrics {
         );
         registry.register(
             "source_restarts",
-            "Sessions of the source after the first (a new session id)",
+            "Sessions of the source after the first (a new session id, or the same id with its clock gone back)",
             metrics.restarts.clone(),
         );
         registry.register(
@@ -411,6 +411,10 @@ impl SourceMetrics {
                 }
             }
             Update::Gap { frames } => self.count(&self.metrics.frames_dropped, *frames),
+            Update::Restarted => {
+                self.count(&self.metrics.restarts, 1);
+                self.ticks.clear();
+            }
         }
     }
 

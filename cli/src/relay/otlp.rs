@@ -455,6 +455,12 @@ impl TickTracer {
                 }
             }
             Update::Gap { .. } => {}
+            Update::Restarted => {
+                self.recent.clear();
+                self.open.clear();
+                self.pending.clear();
+                self.offset = None;
+            }
         }
     }
 

@@ -65,7 +65,7 @@ pub struct Sinks {
 
 /// Frames read into updates for the sinks, until the deadline.
 struct Feed<'m> {
-    reader: Reader,
+    reader: &'m mut Reader,
     sinks: &'m mut Sinks,
     /// A frame came: the source is up (a peer that only accepted the
     /// connection, or sends something else, is not).
@@ -120,6 +120,9 @@ impl Consumer for Feed<'_> {
 pub fn run(source: &Source, sinks: &mut Sinks, deadline: Option<Instant>) {
     let mut backoff = Backoff::default();
     let mut connections = 0u64;
+    // One for all the connections: a restart under the same session id
+    // shows across them.
+    let mut reader = Reader::default();
     loop {
         let mut stream = match live::connect(&source.addr, deadline, |_| true) {
             Ok(Some(stream)) => stream,
@@ -145,8 +148,9 @@ pub fn run(source: &Source, sinks: &mut Sinks, deadline: Option<Instant>) {
             source.name, source.addr
         );
         let since = Instant::now();
+        reader.reconnected();
         let mut feed = Feed {
-            reader: Reader::default(),
+            reader: &mut reader,
             sinks: &mut *sinks,
             up: false,
             deadline,

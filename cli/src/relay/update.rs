@@ -41,17 +41,37 @@ pub enum Update {
         /// How many.
         frames: u64,
     },
+    /// The source started over under the same session id (a device
+    /// without a source of fresh ids): after a repeated Init, its clock
+    /// went back more than [`RESTART_CLOCK_BACK`]. Comes before the
+    /// first Block of the new run.
+    Restarted,
 }
 
-/// Reads a source's frames into updates; one per connection (sequence
-/// numbers start over with each).
+/// How far a source's clock must go back after a repeated Init to be a
+/// restart under the same id: a second, as `attach` and the Perfetto
+/// writer take it.
+pub const RESTART_CLOCK_BACK: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Reads a source's frames into updates, across its connections.
 #[derive(Default)]
 pub struct Reader {
     expected_seq: Option<u32>,
     unpacked: BlockBuffer,
+    session: Option<u64>,
+    ticks_per_second: u64,
+    /// The latest Block end seen this session, in the source's ticks.
+    latest: u64,
+    /// A repeated Init came: the next Block's time tells a restart.
+    check_clock: bool,
 }
 
 impl Reader {
+    /// A new connection: its frames are numbered afresh.
+    pub fn reconnected(&mut self) {
+        self.expected_seq = None;
+    }
+
     /// The updates of `frame`, handed to `take`: a gap first if frames
     /// are missing before it. An error names a payload that did not
     /// decode (a Block's events up to the bad one are handed on).
@@ -78,6 +98,13 @@ impl Reader {
         match frame.parse()? {
             Payload::Init(init) => {
                 self.expected_seq = Some(init.next_seq);
+                if self.session == Some(init.session_id) {
+                    self.check_clock = self.latest > 0;
+                } else {
+                    self.session = Some(init.session_id);
+                    self.latest = 0;
+                }
+                self.ticks_per_second = init.ticks_per_second.max(1);
                 take(Update::Session {
                     id: init.session_id,
                     ticks_per_second: init.ticks_per_second.max(1),
@@ -90,6 +117,18 @@ impl Reader {
                 lanes: defs.lanes().collect(),
             }),
             Payload::Block(block) => {
+                let back = u64::try_from(
+                    u128::from(self.ticks_per_second) * RESTART_CLOCK_BACK.as_nanos()
+                        / 1_000_000_000,
+                )
+                .unwrap_or(u64::MAX);
+                if std::mem::take(&mut self.check_clock)
+                    && block.first_time.saturating_add(back) < self.latest
+                {
+                    take(Update::Restarted);
+                    self.latest = 0;
+                }
+                self.latest = self.latest.max(block.last_time);
                 let mut events = Vec::with_capacity(block.records.min(1 << 16) as usize);
                 let result = self.unpacked.events(&block).and_then(|iter| {
                     for item in iter {
@@ -107,5 +146,35 @@ impl Reader {
             Payload::CatchUp(_) | Payload::Shutdown(_) => {}
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::{each_frame, nested_stream};
+
+    fn restarts(streams: &[Vec<u8>]) -> usize {
+        let mut reader = Reader::default();
+        let mut restarts = 0;
+        for stream in streams {
+            reader.reconnected();
+            each_frame(stream, |frame| {
+                reader
+                    .read(frame, |update| {
+                        restarts += usize::from(update == Update::Restarted)
+                    })
+                    .unwrap()
+            });
+        }
+        restarts
+    }
+
+    #[test]
+    fn the_same_id_with_the_clock_back_is_a_restart_and_going_on_is_not() {
+        // The fixture's session id is always 9, its clock 1 MHz from 1 ms.
+        let late = nested_stream(5_000..5_010);
+        assert_eq!(restarts(&[late.clone(), nested_stream(0..10)]), 1);
+        assert_eq!(restarts(&[nested_stream(0..10), late]), 0);
     }
 }
