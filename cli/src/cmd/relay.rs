@@ -36,7 +36,6 @@ fn listen(addr: &str) -> Result<TcpListener, CliError> {
 pub fn run(serve: &RelayConfig, duration: Option<Duration>) -> Result<(), CliError> {
     let sources = &serve.sources;
     let deadline = duration.map(|d| Instant::now() + d);
-    let epoch = Instant::now();
     let metrics = Arc::new(Metrics::new());
     if let Some(addr) = serve.metrics.as_deref() {
         let listener = listen(addr)?;
@@ -94,7 +93,6 @@ pub fn run(serve: &RelayConfig, duration: Option<Duration>) -> Result<(), CliErr
                 merger: inbox.clone().map(|inbox: SyncSender<Input>| ToMerger {
                     inbox,
                     source: index,
-                    epoch,
                 }),
                 tracer: exports.clone().map(|exports| {
                     TickTracer::new(&source.name, serve.slow_tick, exports, Arc::clone(&metrics))

@@ -40,14 +40,12 @@ const IDLE_CHECK: Duration = Duration::from_millis(500);
 
 /// What the merging thread takes in.
 pub enum Input {
-    /// An update of source `source`, received at relay time `at` (ns).
+    /// An update of source `source`.
     Update {
         /// The source's index.
         source: usize,
         /// What it said.
         update: Update,
-        /// The relay's clock when it arrived, ns since the relay started.
-        at: u64,
     },
     /// A viewer connected.
     Viewer(TcpStream),
@@ -217,8 +215,8 @@ pub fn merge(mut merger: Merger, inputs: Receiver<Input>) {
                 std::thread::spawn(move || write_viewer(stream, queue));
                 viewers.push(viewer);
             }
-            Input::Update { source, update, at } => {
-                merger.update(source, &update, at, |frame| {
+            Input::Update { source, update } => {
+                merger.update(source, &update, |frame| {
                     let frame = Arc::new(frame);
                     let_go(&mut viewers);
                     for viewer in &mut viewers {
@@ -347,18 +345,9 @@ mod tests {
             std::thread::sleep(Duration::from_millis(10));
         }
 
-        let send = |update| {
-            inbox
-                .send(Input::Update {
-                    source: 0,
-                    update,
-                    at: 1_000_000_000,
-                })
-                .unwrap()
-        };
+        let send = |update| inbox.send(Input::Update { source: 0, update }).unwrap();
         send(Update::Session {
             id: 5,
-            ticks_per_second: 1_000_000_000,
             names: vec![(0, "lane".into()), (1, "span".into())],
             lanes: vec![LaneInfo {
                 id: 0,
@@ -387,7 +376,7 @@ mod tests {
             send(Update::Events {
                 events,
                 drops: Vec::new(),
-                last_time: (batch + 1) * 20_000 * 100,
+                unix_offset: 0,
             });
             std::thread::sleep(Duration::from_millis(5));
         }
@@ -416,7 +405,7 @@ mod tests {
         send(Update::Events {
             events: vec![(0, Event::TickStart { time: 1, tick: 1 })],
             drops: Vec::new(),
-            last_time: 1,
+            unix_offset: 0,
         });
         let (fast, late) = (fast_reader.join().unwrap(), slow_reader.join().unwrap());
         let (fast_frames, fast_gaps, fast_damage) = frames_and_gaps(&fast);

@@ -9,13 +9,9 @@
 //! - **Names**: interned by text across sources (`Tick` of two sources is
 //!   one name; their lanes tell them apart), but for gauges, which are a
 //!   process's and not a lane's: `SOURCE/GAUGE`.
-//! - **Clock**: the relay's, in ns since it started. A source's times are
-//!   moved by an offset: the least, over its Blocks, of (the relay's time
-//!   on receiving the Block − the Block's latest event end). The true
-//!   offset plus the fastest delivery seen (a Block's drain age and the
-//!   network), so sources are aligned to within their smallest delivery
-//!   delay, typically a millisecond or two, and never ahead of when the
-//!   relay saw them. It is estimated afresh when a source restarts.
+//! - **Clock**: the relay's, in ns since it started (`created_unix_ns`):
+//!   each source's events placed on the Unix clock as its
+//!   [`Update::Events`] says (see [`super::update`] for how).
 
 use std::collections::HashMap;
 
@@ -100,7 +96,6 @@ impl NameSource for Names {
 struct SourceState {
     label: String,
     session: Option<u64>,
-    ticks_per_second: u64,
     /// Source name id → text, for lane names and events.
     texts: HashMap<NameId, String>,
     /// Source name id → relay name id.
@@ -110,14 +105,6 @@ struct SourceState {
     gauges: HashMap<NameId, NameId>,
     /// Source lane id → relay lane id.
     lanes: HashMap<LaneId, LaneId>,
-    /// Relay ns minus source ns, least seen this session.
-    offset: Option<i128>,
-}
-
-impl SourceState {
-    fn ns(&self, ticks: u64) -> i128 {
-        i128::from(ticks) * i128::from(TICKS_PER_SECOND) / i128::from(self.ticks_per_second)
-    }
 }
 
 /// Merges the sources' updates into the relay's stream.
@@ -154,12 +141,10 @@ impl Merger {
                 .map(|label| SourceState {
                     label: label.clone(),
                     session: None,
-                    ticks_per_second: TICKS_PER_SECOND,
                     texts: HashMap::new(),
                     names: HashMap::new(),
                     gauges: HashMap::new(),
                     lanes: HashMap::new(),
-                    offset: None,
                 })
                 .collect(),
             out: vec![0u8; max_block_frame_len(scratch.len(), MAX_LANES)],
@@ -195,45 +180,30 @@ impl Merger {
         self.frame(n)
     }
 
-    /// Takes in an update of source `source`, received when the relay's
-    /// clock read `received_ns`; the merged frames it makes go to `emit`.
-    pub fn update(
-        &mut self,
-        source: usize,
-        update: &Update,
-        received_ns: u64,
-        mut emit: impl FnMut(MergedFrame),
-    ) {
+    /// Takes in an update of source `source`; the merged frames it makes
+    /// go to `emit`.
+    pub fn update(&mut self, source: usize, update: &Update, mut emit: impl FnMut(MergedFrame)) {
         match update {
-            Update::Session {
-                id,
-                ticks_per_second,
-                names,
-                lanes,
-            } => {
+            Update::Session { id, names, lanes } => {
                 let state = &mut self.sources[source];
                 if state.session != Some(*id) {
-                    // Its ids mean other things now; its clock started
-                    // elsewhere.
+                    // Its ids mean other things now.
                     state.session = Some(*id);
                     state.texts.clear();
                     state.names.clear();
                     state.gauges.clear();
-                    state.offset = None;
                 }
-                state.ticks_per_second = *ticks_per_second;
                 self.define(source, names, lanes, &mut emit);
             }
             Update::Definitions { names, lanes } => self.define(source, names, lanes, &mut emit),
             Update::Events {
                 events,
                 drops,
-                last_time,
-            } => self.events(source, events, drops, *last_time, received_ns, &mut emit),
-            // Counted in the metrics; a gap upstream has no events to say.
-            Update::Gap { .. } => {}
-            // Its clock started elsewhere: its offset is found afresh.
-            Update::Restarted => self.sources[source].offset = None,
+                unix_offset,
+            } => self.events(source, events, drops, *unix_offset, &mut emit),
+            // Counted in the metrics; a gap upstream has no events to say,
+            // and a restart's clock is placed anew by the reader.
+            Update::Gap { .. } | Update::Restarted => {}
         }
     }
 
@@ -303,8 +273,7 @@ impl Merger {
         source: usize,
         events: &[(LaneId, Event)],
         drops: &[(LaneId, u32)],
-        last_time: u64,
-        received_ns: u64,
+        unix_offset: i128,
         emit: &mut impl FnMut(MergedFrame),
     ) {
         // First every lane and name the events use, so that new ones reach
@@ -352,16 +321,14 @@ impl Merger {
             self.definitions(emit);
         }
 
-        let state = &mut self.sources[source];
-        let sample = i128::from(received_ns) - state.ns(last_time);
-        let offset = state.offset.map_or(sample, |o| o.min(sample));
-        state.offset = Some(offset);
         let state = &self.sources[source];
+        // Source ns to relay ns.
+        let offset = unix_offset - i128::from(self.created_unix_ns);
         let mut drops: Vec<(LaneId, u32)> = drops
             .iter()
             .filter_map(|(lane, n)| state.lanes.get(lane).map(|&relay| (relay, *n)))
             .collect();
-        let at = |t: u64| u64::try_from((state.ns(t) + offset).max(0)).unwrap_or(u64::MAX);
+        let at = |t: u64| u64::try_from((i128::from(t) + offset).max(0)).unwrap_or(u64::MAX);
         let name_of = |id: NameId| state.names.get(&id).copied().unwrap_or(0);
         let out = &mut self.out;
         let mut builder = BlockBuilder::new(&mut self.scratch);
@@ -386,7 +353,7 @@ impl Merger {
                     arg,
                 } => Event::Span {
                     start: at(start),
-                    duration: u64::try_from(state.ns(duration)).unwrap_or(u64::MAX),
+                    duration,
                     name: name_of(name),
                     id,
                     parent,
@@ -478,21 +445,20 @@ mod tests {
     use crate::relay::update::Reader;
     use crate::testing::{each_frame, feed, nested_stream};
 
-    /// Two sources' streams through a merger into one stream, each
-    /// received at relay time `received` ns; source b's clock runs
-    /// `b_ahead` µs ahead of a's.
-    fn merged(ticks: std::ops::Range<u64>, received: [u64; 2], b_ahead: u64) -> Vec<u8> {
+    /// Two sources' streams (of ticks `ticks`: the fixture's clock starts
+    /// at 1 ms, so later ticks are a clock further on) through a merger
+    /// into one stream, each received at Unix time `received` ns (the
+    /// merger's clock starts at 0).
+    fn merged(ticks: [std::ops::Range<u64>; 2], received: [u64; 2]) -> Vec<u8> {
         let mut merger = Merger::new(&["a".into(), "b".into()], 7, 0);
         let mut stream = merger.init(0).seal(0);
         let mut seq = 0;
         for source in [0, 1] {
             let mut reader = Reader::default();
-            let shift = if source == 1 { b_ahead } else { 0 };
-            each_frame(&nested_stream(ticks.clone()), |frame| {
+            each_frame(&nested_stream(ticks[source].clone()), |frame| {
                 reader
-                    .read(frame, |update| {
-                        let update = shifted(update, shift);
-                        merger.update(source, &update, received[source], |frame| {
+                    .read(frame, received[source], |update| {
+                        merger.update(source, &update, |frame| {
                             stream.extend(frame.seal(seq));
                             seq += 1;
                         })
@@ -503,38 +469,12 @@ mod tests {
         stream
     }
 
-    /// `update` with its times `by` ticks later.
-    fn shifted(update: Update, by: u64) -> Update {
-        let Update::Events {
-            mut events,
-            drops,
-            last_time,
-        } = update
-        else {
-            return update;
-        };
-        for (_, event) in &mut events {
-            match event {
-                Event::Span { start: t, .. }
-                | Event::Instant { time: t, .. }
-                | Event::Gauge { time: t, .. }
-                | Event::TickStart { time: t, .. }
-                | Event::TickEnd { time: t, .. } => *t += by,
-            }
-        }
-        Update::Events {
-            events,
-            drops,
-            last_time: last_time + by,
-        }
-    }
-
     /// The latest span end of each relay lane of `stream`, ns.
     fn latest_ends(stream: &[u8]) -> HashMap<LaneId, u64> {
         let (mut reader, mut ends) = (Reader::default(), HashMap::new());
         each_frame(stream, |frame| {
             reader
-                .read(frame, |update| {
+                .read(frame, 0, |update| {
                     if let Update::Events { events, .. } = update {
                         for (lane, event) in events {
                             if let Event::Span {
@@ -555,11 +495,14 @@ mod tests {
     #[test]
     fn sources_on_other_clocks_are_aligned_by_when_their_blocks_arrive() {
         // b's clock is 5 s ahead of a's; both streams arrive together.
-        let ends = latest_ends(&merged(0..10, [10_000_000_000; 2], 5_000_000));
+        let ends = latest_ends(&merged([0..10, 5_000..5_010], [10_000_000_000; 2]));
         assert_eq!(ends.len(), 2);
         assert_eq!(ends[&0], ends[&1], "{ends:?}");
         // Received 3 s apart, they are 3 s apart.
-        let ends = latest_ends(&merged(0..10, [10_000_000_000, 13_000_000_000], 5_000_000));
+        let ends = latest_ends(&merged(
+            [0..10, 5_000..5_010],
+            [10_000_000_000, 13_000_000_000],
+        ));
         assert_eq!(ends[&1] - ends[&0], 3_000_000_000, "{ends:?}");
     }
 
@@ -568,7 +511,7 @@ mod tests {
         let mut model = Model::default();
         feed(
             &mut model,
-            &merged(0..10, [10_000_000_000, 20_000_000_000], 0),
+            &merged([0..10, 0..10], [10_000_000_000, 20_000_000_000]),
         );
         let summary = model.summary(std::time::Instant::now());
         let lanes: Vec<&str> = summary.lanes.iter().map(|l| l.name.as_str()).collect();
@@ -590,7 +533,7 @@ mod tests {
             names,
             lanes: Vec::new(),
         };
-        merger.update(0, &definitions, 0, |_| {});
+        merger.update(0, &definitions, |_| {});
         assert_eq!(merger.sources[0].texts.len(), MAX_NAMES);
         assert_eq!(merger.names.count() as usize, MAX_NAMES);
         // Events naming ids never defined map to the cap's name.
@@ -609,9 +552,9 @@ mod tests {
                 })
                 .collect(),
             drops: Vec::new(),
-            last_time: 1,
+            unix_offset: 0,
         };
-        merger.update(0, &events, 0, |_| {});
+        merger.update(0, &events, |_| {});
         assert_eq!(merger.sources[0].names.len(), MAX_NAMES);
     }
 }

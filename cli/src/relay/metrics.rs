@@ -312,7 +312,6 @@ pub struct SourceMetrics {
     metrics: Arc<Metrics>,
     label: SourceLabel,
     session: Option<u64>,
-    ticks_per_second: f64,
     names: HashMap<NameId, String>,
     name_bytes: usize,
     /// Histogram handles by name id, so that a span costs no label lookup.
@@ -346,7 +345,6 @@ impl SourceMetrics {
             metrics,
             label,
             session: None,
-            ticks_per_second: 1e9,
             names: HashMap::new(),
             name_bytes: 0,
             spans: HashMap::new(),
@@ -373,12 +371,7 @@ impl SourceMetrics {
     /// Takes in one update of the source's.
     pub fn update(&mut self, update: &Update) {
         match update {
-            Update::Session {
-                id,
-                ticks_per_second,
-                names,
-                ..
-            } => {
+            Update::Session { id, names, .. } => {
                 if self.session.is_some_and(|s| s != *id) {
                     self.count(&self.metrics.restarts, 1);
                     // Its ids may mean other names now.
@@ -393,7 +386,6 @@ impl SourceMetrics {
                     .index()
                     .sessions
                     .insert(self.label.source.clone(), *id);
-                self.ticks_per_second = *ticks_per_second as f64;
                 for (id, name) in names {
                     self.define(*id, name);
                 }
@@ -443,7 +435,8 @@ impl SourceMetrics {
     }
 
     fn event(&mut self, lane: LaneId, event: Event) {
-        let seconds = |ticks: u64, tps: f64| ticks as f64 / tps;
+        // The reader gives times in ns.
+        let seconds = |ns: u64| ns as f64 / 1e9;
         match event {
             Event::Span { duration, name, .. } => {
                 let histogram = match self.spans.get(&name) {
@@ -472,7 +465,7 @@ impl SourceMetrics {
                         self.spans.entry(name).or_insert(histogram)
                     }
                 };
-                histogram.observe(seconds(duration, self.ticks_per_second));
+                histogram.observe(seconds(duration));
             }
             Event::Gauge { gauge, value, .. } => {
                 let value = match value {
@@ -514,7 +507,7 @@ impl SourceMetrics {
                     self.metrics
                         .tick_duration
                         .get_or_create(&self.label)
-                        .observe(seconds(time.saturating_sub(start), self.ticks_per_second));
+                        .observe(seconds(time.saturating_sub(start)));
                 }
                 if overrun {
                     self.count(&self.metrics.tick_overruns, 1);
@@ -546,7 +539,9 @@ mod tests {
         let mut side = SourceMetrics::new(Arc::clone(&metrics), "m");
         let mut reader = Reader::default();
         each_frame(&nested_stream(0..50), |frame| {
-            reader.read(frame, |update| side.update(&update)).unwrap()
+            reader
+                .read(frame, 0, |update| side.update(&update))
+                .unwrap()
         });
         let text = metrics.encode();
         let series = |name: &str| value(&text, name);

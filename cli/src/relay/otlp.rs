@@ -375,14 +375,13 @@ pub struct TickTracer {
     queue: SyncSender<Export>,
     metrics: Arc<Metrics>,
     session: Option<u64>,
-    ticks_per_second: u64,
     names: HashMap<NameId, String>,
     lane_names: HashMap<LaneId, NameId>,
     recent: VecDeque<Kept>,
     open: HashMap<LaneId, u64>,
     pending: Vec<SlowTick>,
-    /// Unix ns minus source ns, least seen (as the merger aligns clocks).
-    offset: Option<i128>,
+    /// Unix ns minus source ns, as the latest Block's update placed it.
+    unix_offset: i128,
     ids: std::collections::hash_map::RandomState,
 }
 
@@ -401,32 +400,20 @@ impl TickTracer {
             queue,
             metrics,
             session: None,
-            ticks_per_second: 1_000_000_000,
             names: HashMap::new(),
             lane_names: HashMap::new(),
             recent: VecDeque::new(),
             open: HashMap::new(),
             pending: Vec::new(),
-            offset: None,
+            unix_offset: 0,
             ids: std::collections::hash_map::RandomState::new(),
         }
     }
 
-    fn ns(&self, ticks: u64) -> u64 {
-        u64::try_from(u128::from(ticks) * 1_000_000_000 / u128::from(self.ticks_per_second.max(1)))
-            .unwrap_or(u64::MAX)
-    }
-
-    /// Takes in an update of the source's, received at unix time
-    /// `received` (ns).
-    pub fn update(&mut self, update: &Update, received: u64) {
+    /// Takes in an update of the source's.
+    pub fn update(&mut self, update: &Update) {
         match update {
-            Update::Session {
-                id,
-                ticks_per_second,
-                names,
-                lanes,
-            } => {
+            Update::Session { id, names, lanes } => {
                 if self.session != Some(*id) {
                     self.session = Some(*id);
                     self.names.clear();
@@ -434,17 +421,16 @@ impl TickTracer {
                     self.recent.clear();
                     self.open.clear();
                     self.pending.clear();
-                    self.offset = None;
                 }
-                self.ticks_per_second = *ticks_per_second;
                 self.define(names, lanes);
             }
             Update::Definitions { names, lanes } => self.define(names, lanes),
             Update::Events {
-                events, last_time, ..
+                events,
+                unix_offset,
+                ..
             } => {
-                let sample = i128::from(received) - i128::from(self.ns(*last_time));
-                self.offset = Some(self.offset.map_or(sample, |o| o.min(sample)));
+                self.unix_offset = *unix_offset;
                 // The ticks found in the last update: their other lanes'
                 // spans have had a Block to arrive in.
                 for tick in std::mem::take(&mut self.pending) {
@@ -459,7 +445,6 @@ impl TickTracer {
                 self.recent.clear();
                 self.open.clear();
                 self.pending.clear();
-                self.offset = None;
             }
         }
     }
@@ -488,11 +473,10 @@ impl TickTracer {
                 if self.recent.len() >= RECENT_SPANS {
                     self.recent.pop_front();
                 }
-                let start = self.ns(start);
                 self.recent.push_back(Kept {
                     lane,
                     start,
-                    end: start.saturating_add(self.ns(duration)),
+                    end: start.saturating_add(duration),
                     name,
                     id,
                     parent,
@@ -500,15 +484,14 @@ impl TickTracer {
                 });
             }
             Event::TickStart { time, .. } => {
-                let at = self.ns(time);
-                self.open.insert(lane, at);
+                self.open.insert(lane, time);
             }
             Event::TickEnd {
                 time,
                 tick,
                 overrun,
             } => {
-                let end = self.ns(time);
+                let end = time;
                 if let Some(start) = self.open.remove(&lane) {
                     if overrun || end.saturating_sub(start) > self.slow_ns {
                         self.pending.push(SlowTick {
@@ -540,8 +523,8 @@ impl TickTracer {
     /// inside it (any lane) under its parent, or under the root when its
     /// parent is not inside the tick.
     fn export(&self, tick: SlowTick) {
-        let offset = self.offset.unwrap_or(0);
-        let unix = |ns: u64| u64::try_from((i128::from(ns) + offset).max(0)).unwrap_or(u64::MAX);
+        let unix =
+            |ns: u64| u64::try_from((i128::from(ns) + self.unix_offset).max(0)).unwrap_or(u64::MAX);
         let trace_id: Vec<u8> = [
             self.id(("trace", tick.tick, 0)),
             self.id(("trace", tick.tick, 1)),

@@ -42,15 +42,13 @@ impl std::str::FromStr for Source {
 }
 
 /// Where a source's updates go besides its metrics: the merging thread
-/// of the relay's viewers, with the source's index and the relay's clock.
+/// of the relay's viewers, with the source's index.
 #[derive(Clone)]
 pub struct ToMerger {
     /// The merging thread's inbox.
     pub inbox: SyncSender<Input>,
     /// The source's index among the merger's.
     pub source: usize,
-    /// When the relay started: its clock's zero.
-    pub epoch: Instant,
 }
 
 /// Where a source's updates go.
@@ -82,19 +80,17 @@ impl Consumer for Feed<'_> {
         let sinks = &mut *self.sinks;
         // A payload that does not decode (a peer's bug: its checksum
         // held) loses what it held; the frames after it go on.
-        let _ = self.reader.read(frame, |update| {
+        let _ = self.reader.read(frame, unix_ns(), |update| {
             sinks.metrics.update(&update);
             if let Some(tracer) = &mut sinks.tracer {
-                tracer.update(&update, unix_ns());
+                tracer.update(&update);
             }
             if let Some(to) = &sinks.merger {
-                let at = to.epoch.elapsed().as_nanos() as u64;
                 // Waits while the merger is behind: the source's exporter
                 // then drops for us, and says so.
                 let _ = to.inbox.send(Input::Update {
                     source: to.source,
                     update,
-                    at,
                 });
             }
         });

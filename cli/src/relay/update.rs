@@ -1,6 +1,14 @@
-//! A source's frames read once into owned [`Update`]s, which the metrics
-//! and the merged stream both take: a source's stream is decoded once,
-//! whoever needs it.
+//! A source's frames read once into owned [`Update`]s, which the metrics,
+//! the merged stream and the slow-tick tracer all take: a source's stream
+//! is decoded once, its times turned into ns and placed on the Unix clock
+//! once, whoever needs them.
+//!
+//! The placing: a source's offset is the least, over its Blocks, of (Unix
+//! time when the Block arrived − the Block's latest event end). That is
+//! the true offset plus the fastest delivery seen (a Block's drain age and
+//! the network), so sources line up to within their smallest delivery
+//! delay, and never ahead of when the relay saw them. It is estimated
+//! afresh when a source restarts.
 
 use typhon_live_core::{DecodeError, Event, Frame, LaneId, LaneInfo, NameId, Payload};
 use typhon_live_std::BlockBuffer;
@@ -12,8 +20,6 @@ pub enum Update {
     Session {
         /// The session id.
         id: u64,
-        /// Clock ticks per second of its times.
-        ticks_per_second: u64,
         /// Every name it defines.
         names: Vec<(NameId, String)>,
         /// Every lane.
@@ -26,15 +32,16 @@ pub enum Update {
         /// The lanes (all of them, as the source knows them now).
         lanes: Vec<LaneInfo>,
     },
-    /// A Block's events, in the source's ticks.
+    /// A Block's events, their times and durations in ns of the source's
+    /// clock.
     Events {
         /// `(lane, event)` in record order.
         events: Vec<(LaneId, Event)>,
         /// Events the source dropped before this Block, per lane.
         drops: Vec<(LaneId, u32)>,
-        /// The Block's latest event end: the source's clock at most this
-        /// late when it sent the Block.
-        last_time: u64,
+        /// Unix ns minus source ns: an event at `t` ns was at `t +
+        /// unix_offset` ns since the Unix epoch (see the module's doc).
+        unix_offset: i128,
     },
     /// Frames missing before this one (a sequence gap).
     Gap {
@@ -64,6 +71,8 @@ pub struct Reader {
     latest: u64,
     /// A repeated Init came: the next Block's time tells a restart.
     check_clock: bool,
+    /// Unix ns minus source ns, least seen this run of the source.
+    unix_offset: Option<i128>,
 }
 
 impl Reader {
@@ -72,12 +81,20 @@ impl Reader {
         self.expected_seq = None;
     }
 
-    /// The updates of `frame`, handed to `take`: a gap first if frames
-    /// are missing before it. An error names a payload that did not
-    /// decode (a Block's events up to the bad one are handed on).
+    /// Ticks of the source's clock in ns.
+    fn ns(&self, ticks: u64) -> u64 {
+        u64::try_from(u128::from(ticks) * 1_000_000_000 / u128::from(self.ticks_per_second.max(1)))
+            .unwrap_or(u64::MAX)
+    }
+
+    /// The updates of `frame`, which arrived at Unix time `received` (ns),
+    /// handed to `take`: a gap first if frames are missing before it. An
+    /// error names a payload that did not decode (a Block's events up to
+    /// the bad one are handed on).
     pub fn read(
         &mut self,
         frame: &Frame<'_>,
+        received: u64,
         mut take: impl FnMut(Update),
     ) -> Result<(), DecodeError> {
         if frame.is_sequenced() {
@@ -103,11 +120,11 @@ impl Reader {
                 } else {
                     self.session = Some(init.session_id);
                     self.latest = 0;
+                    self.unix_offset = None;
                 }
                 self.ticks_per_second = init.ticks_per_second.max(1);
                 take(Update::Session {
                     id: init.session_id,
-                    ticks_per_second: init.ticks_per_second.max(1),
                     names: init.names().map(|(id, n)| (id, n.to_owned())).collect(),
                     lanes: init.lanes().collect(),
                 });
@@ -127,25 +144,82 @@ impl Reader {
                 {
                     take(Update::Restarted);
                     self.latest = 0;
+                    self.unix_offset = None;
                 }
                 self.latest = self.latest.max(block.last_time);
+                let sample = i128::from(received) - i128::from(self.ns(block.last_time));
+                let unix_offset = self.unix_offset.map_or(sample, |o| o.min(sample));
+                self.unix_offset = Some(unix_offset);
                 let mut events = Vec::with_capacity(block.records.min(1 << 16) as usize);
-                let result = self.unpacked.events(&block).and_then(|iter| {
+                let mut unpacked = std::mem::take(&mut self.unpacked);
+                let result = unpacked.events(&block).and_then(|iter| {
                     for item in iter {
-                        events.push(item?);
+                        let (lane, event) = item?;
+                        events.push((lane, self.in_ns(event)));
                     }
                     Ok(())
                 });
+                self.unpacked = unpacked;
                 take(Update::Events {
                     events,
                     drops: block.drops().collect(),
-                    last_time: block.last_time,
+                    unix_offset,
                 });
                 result?;
             }
             Payload::CatchUp(_) | Payload::Shutdown(_) => {}
         }
         Ok(())
+    }
+}
+
+impl Reader {
+    /// `event` with its times and duration in ns.
+    fn in_ns(&self, event: Event) -> Event {
+        match event {
+            Event::Span {
+                start,
+                duration,
+                name,
+                id,
+                parent,
+                arg,
+            } => Event::Span {
+                start: self.ns(start),
+                duration: self.ns(duration),
+                name,
+                id,
+                parent,
+                arg,
+            },
+            Event::Instant {
+                time,
+                name,
+                payload,
+            } => Event::Instant {
+                time: self.ns(time),
+                name,
+                payload,
+            },
+            Event::Gauge { time, gauge, value } => Event::Gauge {
+                time: self.ns(time),
+                gauge,
+                value,
+            },
+            Event::TickStart { time, tick } => Event::TickStart {
+                time: self.ns(time),
+                tick,
+            },
+            Event::TickEnd {
+                time,
+                tick,
+                overrun,
+            } => Event::TickEnd {
+                time: self.ns(time),
+                tick,
+                overrun,
+            },
+        }
     }
 }
 
@@ -161,7 +235,7 @@ mod tests {
             reader.reconnected();
             each_frame(stream, |frame| {
                 reader
-                    .read(frame, |update| {
+                    .read(frame, 0, |update| {
                         restarts += usize::from(update == Update::Restarted)
                     })
                     .unwrap()
