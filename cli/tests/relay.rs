@@ -256,13 +256,8 @@ fn viewers_of_the_relay_each_see_every_sources_lanes_on_one_timeline() {
     };
     let (first, second) = (attach(), attach());
     for viewer in [first, second] {
-        let out = viewer.wait_with_output().unwrap();
-        let last = String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .last()
-            .map(str::to_owned)
-            .expect("a summary line");
-        let summary: serde_json::Value = serde_json::from_str(&last).unwrap();
+        let summary = common::last_summary(viewer);
+        let last = summary.to_string();
         let mut lanes: Vec<&str> = summary["lanes"]
             .as_array()
             .unwrap()

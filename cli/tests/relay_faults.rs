@@ -152,16 +152,13 @@ fn a_viewer_that_floods_the_relay_slows_no_other_viewer() {
         let junk = vec![0x5au8; 1 << 20];
         while flood.write_all(&junk).is_ok() {}
     });
-    let out = std::process::Command::new(common::BIN)
+    let attach = std::process::Command::new(common::BIN)
         .args(["attach", &viewers, "--json", "--duration", "4"])
-        .output()
+        .stdout(std::process::Stdio::piped())
+        .spawn()
         .unwrap();
-    let last = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .last()
-        .map(str::to_owned)
-        .expect("a summary line");
-    let summary: serde_json::Value = serde_json::from_str(&last).unwrap();
+    let summary = common::last_summary(attach);
+    let last = summary.to_string();
     assert_eq!(summary["frames_dropped"], 0, "{last}");
     let rate = summary["tick_rate_hz"].as_f64().unwrap();
     assert!((50.0..70.0).contains(&rate), "{last}");

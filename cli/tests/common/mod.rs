@@ -136,3 +136,15 @@ pub fn spawn_relay(args: &[&str], prefix: &str) -> (Killed, String) {
         }
     }
 }
+
+/// The last `--json` summary of `attach` started by `command` (which
+/// must end by itself).
+pub fn last_summary(command: std::process::Child) -> serde_json::Value {
+    let out = command.wait_with_output().unwrap();
+    let last = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .last()
+        .map(str::to_owned)
+        .expect("a summary line");
+    serde_json::from_str(&last).unwrap_or_else(|e| panic!("{e}: {last}"))
+}
