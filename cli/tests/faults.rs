@@ -429,7 +429,7 @@ fn first_frame_len(stream: &[u8]) -> usize {
 #[test]
 fn attach_joins_a_serial_stream_mid_frame_and_waits_for_the_next_init() {
     let stream = serial_stream();
-    // Inside the first Block, after the Init.
+    // Inside the Catch-up that follows the Init, before any Block.
     let joined = stream[first_frame_len(&stream) + 5..].to_vec();
     let last = attach_to_stream(joined);
     let notice = last["notice"].as_str().unwrap_or("");
@@ -437,8 +437,8 @@ fn attach_joins_a_serial_stream_mid_frame_and_waits_for_the_next_init() {
     assert_eq!(last["lanes"][0]["name"], "Main", "{last}");
     let top = last["top_spans"].as_array().unwrap();
     assert!(top.iter().any(|s| s["name"] == "Tick"), "{last}");
-    // Ticks 1 to 39: the first Block's events were in the frame cut.
-    assert_eq!(last["events"], 3 * 39, "{last}");
+    // Every tick: the frame cut was the Catch-up.
+    assert_eq!(last["events"], 3 * 40, "{last}");
     assert_eq!(last["frames_dropped"], 0, "{last}");
 }
 

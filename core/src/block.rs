@@ -128,9 +128,9 @@ const fn capacity(len: usize) -> (usize, usize) {
     while records > 0 && block_scratch_len(records) > len {
         records -= 1;
     }
-    // Record counts and column positions are u32s.
-    if records > u32::MAX as usize {
-        records = u32::MAX as usize;
+    // No Block may state more (and column positions are u32s).
+    if records > MAX_BLOCK_RECORDS as usize {
+        records = MAX_BLOCK_RECORDS as usize;
     }
     if block_scratch_len(records) > len {
         (0, 0)
@@ -691,79 +691,98 @@ fn write_block_with(
     })
 }
 
-/// A Block frame's header over the caller's bytes; events come from
-/// [`BlockView::events`] (packed Blocks) or [`BlockView::events_in`]
+/// A Block frame over the caller's bytes: its header (record count, times,
+/// drop entries), which reads the same in every codec, and its events,
+/// from [`BlockView::events`] (packed Blocks) or [`BlockView::events_in`]
 /// (either codec).
+///
+/// A Block whose header reads is accepted even when its events cannot be
+/// read (an unknown codec, a bad packed length, damaged LZ4 data, a
+/// malformed record): its drop entries still count, and the records a
+/// reader could not read are events lost to it (FORMAT.md, "Reading a
+/// stream").
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BlockView<'a> {
-    /// Number of events.
+    /// Number of events, at most [`MAX_BLOCK_RECORDS`].
     pub records: u32,
     /// Earliest event time.
     pub first_time: u64,
     /// Latest event end.
     pub last_time: u64,
-    /// How the events are stored.
-    pub codec: Codec,
     drops: &'a [u8],
+    /// Everything after the drop entries.
+    tail: &'a [u8],
+    /// The events as the codec stores them, or why they cannot be read.
+    events: Result<StoredEvents<'a>, DecodeError>,
+}
+
+/// A Block's events as its codec stores them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct StoredEvents<'a> {
+    codec: Codec,
     /// Packed events, or their LZ4 form.
-    events: &'a [u8],
+    bytes: &'a [u8],
     /// Bytes of the packed events.
     packed_len: usize,
 }
 
+/// The most records a Block may state: 65 536. A column of width 0 costs
+/// no bytes, so without a bound a Block of 60 bytes could state four
+/// billion events; with it a reader never has more than this many to
+/// read (or hold) per Block. typhon-live's writers hold 8 192.
+pub const MAX_BLOCK_RECORDS: u32 = 1 << 16;
+
 impl<'a> BlockView<'a> {
     /// Parses a Block payload's header; `flags` is its frame's flags byte,
-    /// which names the codec.
+    /// which names the codec. Fails only when the header itself breaks a
+    /// rule: then nothing in the Block counts. What is wrong with the
+    /// events is told by [`BlockView::events_in`].
     pub fn parse(payload: &'a [u8], flags: u8) -> Result<Self, DecodeError> {
-        let codec = Codec::from_flags(flags)?;
         let mut r = Reader::new(payload);
         let records = r.u32("block record count")?;
+        if records > MAX_BLOCK_RECORDS {
+            return Err(DecodeError::OverBound {
+                what: "block record count",
+                stated: u64::from(records),
+                bound: u64::from(MAX_BLOCK_RECORDS),
+            });
+        }
         let first_time = r.u64("block first timestamp")?;
         let last_time = r.u64("block last timestamp")?;
         let drop_count = r.u16("block drop count")?;
         let drops = r.take(usize::from(drop_count) * 6, "block drop entries")?;
-        let packed_len = match codec {
-            Codec::Packed => r.remaining(),
-            Codec::Lz4 => {
-                let len = r.u32("block packed events length")? as usize;
-                if len > MAX_EVENTS_LEN {
-                    return Err(DecodeError::Malformed {
-                        what: "block packed events length above 8 MiB",
-                    });
-                }
-                if len == 0 {
-                    return Err(DecodeError::Malformed {
-                        what: "compressed block without events",
-                    });
-                }
-                len
-            }
-        };
+        let tail = r.rest();
         Ok(BlockView {
             records,
             first_time,
             last_time,
-            codec,
             drops,
-            events: r.rest(),
-            packed_len,
+            tail,
+            events: stored_events(tail, flags, records),
+        })
+    }
+
+    /// How the events are stored, or [`DecodeError::UnknownCodec`].
+    pub fn codec(&self) -> Result<Codec, DecodeError> {
+        Codec::from_flags(match self.events {
+            Ok(stored) => stored.codec.flags(),
+            Err(DecodeError::UnknownCodec { flags }) => flags,
+            // Only a known codec gets as far as reading its lengths.
+            Err(_) => Codec::Lz4.flags(),
         })
     }
 
     /// Bytes the events take in the payload, after the drop entries (for
     /// LZ4: the packed length field and the compressed data).
     pub fn encoded_len(&self) -> usize {
-        match self.codec {
-            Codec::Packed => self.events.len(),
-            Codec::Lz4 => 4 + self.events.len(),
-        }
+        self.tail.len()
     }
 
     /// Bytes of the packed events (group table and columns): the buffer
     /// [`BlockView::events_in`] needs for a compressed Block, at most
-    /// [`MAX_EVENTS_LEN`].
+    /// [`MAX_EVENTS_LEN`]; 0 when the events cannot be read.
     pub fn packed_len(&self) -> usize {
-        self.packed_len
+        self.events.map_or(0, |stored| stored.packed_len)
     }
 
     /// `(lane, events dropped since the previous Block)` pairs.
@@ -782,10 +801,11 @@ impl<'a> BlockView<'a> {
     /// compressed Block answers [`DecodeError::BufferTooSmall`]: read it
     /// with [`BlockView::events_in`].
     pub fn events(&self) -> Result<BlockEvents<'a>, DecodeError> {
-        match self.codec {
-            Codec::Packed => self.packed_events(self.events),
+        let stored = self.events?;
+        match stored.codec {
+            Codec::Packed => self.packed_events(stored.bytes),
             Codec::Lz4 => Err(DecodeError::BufferTooSmall {
-                needed: self.packed_len,
+                needed: stored.packed_len,
             }),
         }
     }
@@ -799,15 +819,17 @@ impl<'a> BlockView<'a> {
     where
         'a: 'b,
     {
-        match self.codec {
-            Codec::Packed => self.packed_events(self.events),
+        let stored = self.events?;
+        match stored.codec {
+            Codec::Packed => self.packed_events(stored.bytes),
             Codec::Lz4 => {
-                let out = buffer
-                    .get_mut(..self.packed_len)
-                    .ok_or(DecodeError::BufferTooSmall {
-                        needed: self.packed_len,
-                    })?;
-                codec::decompress(self.events, out)?;
+                let out =
+                    buffer
+                        .get_mut(..stored.packed_len)
+                        .ok_or(DecodeError::BufferTooSmall {
+                            needed: stored.packed_len,
+                        })?;
+                codec::decompress(stored.bytes, out)?;
                 self.packed_events(out)
             }
         }
@@ -843,6 +865,38 @@ impl<'a> BlockView<'a> {
             })?;
         Ok(events)
     }
+}
+
+/// What follows a Block's drop entries, read by the codec `flags` name.
+fn stored_events(tail: &[u8], flags: u8, records: u32) -> Result<StoredEvents<'_>, DecodeError> {
+    let codec = Codec::from_flags(flags)?;
+    let mut r = Reader::new(tail);
+    let packed_len = match codec {
+        Codec::Packed => r.remaining(),
+        Codec::Lz4 => {
+            let len = r.u32("block packed events length")?;
+            if len as usize > MAX_EVENTS_LEN {
+                return Err(DecodeError::OverBound {
+                    what: "block packed events length",
+                    stated: u64::from(len),
+                    bound: MAX_EVENTS_LEN as u64,
+                });
+            }
+            // A writer never compresses a Block without records, and the
+            // packed events of one with records are never empty.
+            if len == 0 || records == 0 {
+                return Err(DecodeError::Malformed {
+                    what: "LZ4 block without records or packed events",
+                });
+            }
+            len as usize
+        }
+    };
+    Ok(StoredEvents {
+        codec,
+        bytes: r.rest(),
+        packed_len,
+    })
 }
 
 /// The events of a Block, as `(lane, event)`; a malformed record yields

@@ -19,24 +19,35 @@ use crate::lane::{LaneInfo, Lanes, MAX_OPEN_SPANS};
 use crate::names::NameSource;
 use crate::section::{write_live_table, Count, Entries};
 
-/// Writes a Catch-up frame of every lane in `lanes` at host time `now`.
+/// Writes a Catch-up frame of every lane in `lanes` at host time `now`,
+/// for a reader told names `0..defined`.
+///
+/// The lanes are read after `now` was, while their threads run on: a span
+/// that began since then, or whose name the reader has not been told, was
+/// not open at the moment this frame describes, and is not listed (nor are
+/// the spans inside it).
 pub fn write_catchup<const L: usize, const N: usize>(
     out: &mut [u8],
     seq: u32,
     now: u64,
+    defined: u32,
     lanes: &Lanes<L, N>,
     names: &impl NameSource,
 ) -> Result<usize, EncodeError> {
     write_frame(out, FrameKind::CatchUp, seq, |w| {
         w.u64(now);
         // Counted as written: threads may claim or release lanes meanwhile.
-        write_live_table(w, lanes.iter(), |w, lane| write_lane(w, lanes, names, lane));
+        write_live_table(w, lanes.iter(), |w, lane| {
+            write_lane(w, now, defined, lanes, names, lane)
+        });
         Ok(())
     })
 }
 
 fn write_lane<const L: usize, const N: usize>(
     w: &mut Writer<'_>,
+    now: u64,
+    defined: u32,
     lanes: &Lanes<L, N>,
     names: &impl NameSource,
     lane: LaneInfo,
@@ -46,7 +57,15 @@ fn write_lane<const L: usize, const N: usize>(
     w.varint(u64::from(lane.name));
     w.str(names.get(lane.name).unwrap_or(""));
     let mut open = [OpenSpan::default(); MAX_OPEN_SPANS];
-    let (listed, depth) = lanes.open_spans(lane.id, &mut open).unwrap_or((0, 0));
+    let (mut listed, mut depth) = lanes.open_spans(lane.id, &mut open).unwrap_or((0, 0));
+    // Outermost first: the spans inside a later one began later still.
+    if let Some(later) = open[..listed]
+        .iter()
+        .position(|span| span.start > now || span.name >= defined)
+    {
+        listed = later;
+        depth = later as u32;
+    }
     w.varint(u64::from(depth));
     w.varint(listed as u64);
     for span in &open[..listed] {

@@ -31,11 +31,23 @@ pub const FLAG_LZ4: u8 = 0x01;
 /// anything else, and a lying length cannot make it allocate more.
 pub const MAX_EVENTS_LEN: usize = 8 << 20;
 
-/// `Auto` keeps the LZ4 form when it is at most this fraction smaller
-/// than the packed one: 1/16 (6 %). Below that, a reader would pay a
+/// `Auto` keeps the LZ4 form when it saves at least this fraction of the
+/// packed bytes: 1/16 (6 %), counting the LZ4 form as it goes on the wire,
+/// its `u32` packed length included. Below that, a reader would pay a
 /// decompression pass and a buffer for a few percent, and noise-only
 /// Blocks (every column timestamps and durations) land there.
 pub const AUTO_MIN_SAVING: usize = 16;
+
+/// Bytes the LZ4 form adds before its data: the packed length, `u32`.
+pub const LZ4_LENGTH_FIELD: usize = 4;
+
+/// Whether `Auto` keeps an LZ4 form of `compressed` data bytes for
+/// `packed` bytes of packed events: when `packed − (4 + compressed)` is at
+/// least `packed / 16`, exactly (no rounding).
+pub const fn auto_keeps_lz4(packed: usize, compressed: usize) -> bool {
+    let wire = compressed + LZ4_LENGTH_FIELD;
+    wire < packed && (packed - wire) * AUTO_MIN_SAVING >= packed
+}
 
 /// How a Block's events are stored on the wire, as its frame flags say.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -85,7 +97,7 @@ pub enum Compression {
     /// Always, even when the LZ4 form is larger.
     Lz4,
     /// Compress each Block and keep the LZ4 form only when it saves at
-    /// least 1/[`AUTO_MIN_SAVING`] of the bytes.
+    /// least 1/[`AUTO_MIN_SAVING`] of the bytes ([`auto_keeps_lz4`]).
     Auto,
 }
 
@@ -179,7 +191,7 @@ pub fn compress(
     }
     let len = compress_into_with_table(packed, out, &mut table.0).ok()?;
     let keep = match setting {
-        Compression::Auto => len <= packed.len() - packed.len() / AUTO_MIN_SAVING,
+        Compression::Auto => auto_keeps_lz4(packed.len(), len),
         _ => true,
     };
     keep.then_some(len)
@@ -253,6 +265,20 @@ mod tests {
             compress(Compression::Lz4, &repeating, &mut out[..100], &mut table),
             None
         );
+    }
+
+    #[test]
+    fn auto_counts_the_length_field_and_rounds_for_the_reader() {
+        // 160 packed bytes: the LZ4 form must save 10, its 4-byte length
+        // field included.
+        assert!(auto_keeps_lz4(160, 146));
+        assert!(!auto_keeps_lz4(160, 147));
+        // 170 bytes: 170/16 = 10.6, so 11 must be saved (the old rule,
+        // `len <= packed - packed / 16` without the field, kept 160 here).
+        assert!(auto_keeps_lz4(170, 155));
+        assert!(!auto_keeps_lz4(170, 156));
+        assert!(!auto_keeps_lz4(4, 0));
+        assert!(!auto_keeps_lz4(0, 0));
     }
 
     #[test]

@@ -120,6 +120,17 @@ pub enum DecodeError {
         /// How the LZ4 data failed.
         what: &'static str,
     },
+    /// A count or size the peer states is past the bound the format sets
+    /// for it (FORMAT.md, "Bounds"), so that nothing is read or allocated
+    /// by it.
+    OverBound {
+        /// The count or size, as FORMAT.md names it.
+        what: &'static str,
+        /// The value the peer stated.
+        stated: u64,
+        /// The largest value the format allows.
+        bound: u64,
+    },
 }
 
 impl fmt::Display for DecodeError {
@@ -153,6 +164,11 @@ impl fmt::Display for DecodeError {
                 "a compressed block needs a {needed}-byte buffer to decompress into"
             ),
             DecodeError::Decompression { what } => write!(f, "block LZ4 data: {what}"),
+            DecodeError::OverBound {
+                what,
+                stated,
+                bound,
+            } => write!(f, "{what} {stated} is over the format's bound of {bound}"),
         }
     }
 }

@@ -27,9 +27,9 @@
 //! copy, not a second encode.
 //!
 //! Order guaranteed on each reader's stream: Init first; Definitions before
-//! the first Block that uses a name or lane they define; a Catch-up right
-//! after Init and then once per catch-up interval of the host clock;
-//! Shutdown last.
+//! the first Block or Catch-up that uses a name or lane they define; a
+//! Catch-up after each Init, before any Block, and then once per catch-up
+//! interval of the host clock; Shutdown last.
 //!
 //! Dropping: Block and Catch-up may be dropped. Init, Definitions and
 //! Shutdown must not be; if a transport reports one dropped anyway, the
@@ -547,6 +547,11 @@ impl<'a, const L: usize, const R: usize> Exporter<'a, L, R> {
                 reader.lanes_sent,
             )));
         }
+        // The Catch-up after an Init comes before any Block: a reader that
+        // joined has its lanes' names and open spans at once.
+        if reader.last_catchup.is_none() && !self.stopping {
+            return self.catch_up(index, lanes, names, out).map(Some);
+        }
         let drop_report =
             self.block.is_empty() && reader.may_report_drops && reader.has_pending_drops();
         if reader.owes_block || drop_report {
@@ -590,9 +595,7 @@ impl<'a, const L: usize, const R: usize> Exporter<'a, L, R> {
             .last_catchup
             .is_none_or(|at| self.now.saturating_sub(at) >= self.catchup_interval);
         if catchup_due && !self.stopping {
-            let len = write_catchup(out, reader.seq, self.now, lanes, names)?;
-            self.readers[index].last_catchup = Some(self.now);
-            return Ok(Some(self.emitted(index, FrameKind::CatchUp, len, 0)));
+            return self.catch_up(index, lanes, names, out).map(Some);
         }
         if self.stopping && !self.draining && !self.drain_requested && !self.block_ready {
             let shutdown = Shutdown {
@@ -609,6 +612,20 @@ impl<'a, const L: usize, const R: usize> Exporter<'a, L, R> {
             return Ok(Some(self.emitted(index, FrameKind::Shutdown, len, 0)));
         }
         Ok(None)
+    }
+
+    /// A Catch-up for reader `index`, at the latest host time polled.
+    fn catch_up<const N: usize>(
+        &mut self,
+        index: usize,
+        lanes: &Lanes<L, N>,
+        names: &impl NameSource,
+        out: &mut [u8],
+    ) -> Result<Emitted, EncodeError> {
+        let reader = &self.readers[index];
+        let len = write_catchup(out, reader.seq, self.now, reader.names_sent, lanes, names)?;
+        self.readers[index].last_catchup = Some(self.now);
+        Ok(self.emitted(index, FrameKind::CatchUp, len, 0))
     }
 
     /// The Block collected so far goes out: each attached reader is owed it.

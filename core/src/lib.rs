@@ -105,7 +105,7 @@ pub mod names;
 pub mod ring;
 pub mod shutdown;
 
-pub use block::{BlockBuilder, BlockEvents, BlockView};
+pub use block::{BlockBuilder, BlockEvents, BlockView, MAX_BLOCK_RECORDS};
 pub use catchup::{CatchUpLane, CatchUpView};
 pub use codec::{Codec, Compression, Lz4Table};
 pub use decode::{Decoder, Frame, Payload, DEFAULT_MAX_FRAME};

@@ -82,7 +82,7 @@ fuzz_target!(|case: Case| {
             assert_eq!(f.seq, case.seq);
             let Payload::Block(block) = f.parse().expect("own output parses") else { panic!("not a Block") };
             assert!(block.drops().eq(drops.iter().copied()));
-            assert_eq!(block.codec, encoded.codec);
+            assert_eq!(block.codec(), Ok(encoded.codec));
             let events: Vec<_> = block.events_in(&mut unpacked).expect("columns parse").collect::<Result<_, _>>().expect("events");
             assert_eq!(events.len(), taken.len());
             for ((la, ea), (lb, eb)) in events.iter().zip(&taken) {

@@ -182,6 +182,9 @@ pub struct TraceWriter {
     /// The latest time seen, ns: where a loss is marked.
     last_time: u64,
     unpacked: BlockBuffer,
+    /// Records of the Block being read that could not be read: events
+    /// lost with its damage.
+    unread: u32,
     nesting: nesting::Scratch,
     stats: WriterStats,
 }
@@ -215,6 +218,7 @@ impl TraceWriter {
             expected_seq: None,
             last_time: 0,
             unpacked: BlockBuffer::new(),
+            unread: 0,
             nesting: nesting::Scratch::default(),
             stats: WriterStats::default(),
         }
@@ -252,7 +256,8 @@ impl TraceWriter {
             // What it held (all of it, or a Block's events from the bad
             // one on) is lost.
             self.stats.damaged_frames += 1;
-            self.lost(1, 0, out);
+            let unread = std::mem::take(&mut self.unread);
+            self.lost(1, u64::from(unread), out);
         }
         result
     }
@@ -297,15 +302,13 @@ impl TraceWriter {
                 }
                 // Taken out while its events are written.
                 let mut unpacked = std::mem::take(&mut self.unpacked);
-                let result = unpacked.events(&block).and_then(|events| {
-                    for item in events {
-                        let (lane, event) = item?;
-                        self.event(lane, event, out);
-                    }
-                    Ok(())
-                });
+                let result =
+                    unpacked.each_event(&block, |lane, event| self.event(lane, event, out));
                 self.unpacked = unpacked;
-                result?;
+                if let Err(damage) = result {
+                    self.unread = damage.unread;
+                    return Err(damage.error);
+                }
             }
             // Spans open when a viewer joined arrive whole when they end.
             Payload::CatchUp(_) => {}

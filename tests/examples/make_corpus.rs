@@ -1,8 +1,12 @@
-//! Writes the fuzzers' seed corpus of valid streams into
-//! `fuzz/corpus/decode/`: `cargo run -p typhon-live-tests --example make_corpus`.
+//! Writes the fuzzers' seed corpus into `fuzz/corpus/decode/`: valid
+//! streams, and one whose second Block is issue 21's, stating four billion
+//! records in 58 bytes. `cargo run -p typhon-live-tests --example make_corpus`.
 
 use std::fs;
 use std::path::Path;
+
+/// The sequence number of the second Block (the Catch-up after the Init is 0).
+const OVER_BOUND_SEQ: u32 = 2;
 
 fn main() -> std::io::Result<()> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz/corpus/decode");
@@ -24,6 +28,14 @@ fn main() -> std::io::Result<()> {
         (
             "session-4-ticks-auto.tlt",
             typhon_live_tests::exporter_stream(4, 1 << 16, Compression::Auto),
+        ),
+        (
+            "session-4-ticks-over-bound-block.tlt",
+            typhon_live_tests::replace_block(
+                &typhon_live_tests::exporter_stream(4, 4096, Compression::Off),
+                OVER_BOUND_SEQ,
+                &typhon_live_tests::over_bound_block(OVER_BOUND_SEQ),
+            ),
         ),
     ];
     for (name, bytes) in seeds {

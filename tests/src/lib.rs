@@ -775,3 +775,57 @@ impl Viewer {
         self.pending.drain(..used);
     }
 }
+
+/// The Block of issue 21, framed with sequence number `seq`: 58 bytes of
+/// payload stating 2^32 − 1 tick starts on lane 0 in one group whose
+/// columns all have width 0, so that they cost no bytes. A reader without
+/// the format's record bound would have four billion events to read.
+pub fn over_bound_block(seq: u32) -> Vec<u8> {
+    const RECORDS: [u8; 5] = [0xff, 0xff, 0xff, 0xff, 0x0f]; // v(2^32 − 1)
+    let mut payload = Vec::new();
+    payload.extend(u32::MAX.to_le_bytes()); // record count
+    payload.extend(1_000u64.to_le_bytes()); // first timestamp
+    payload.extend(2_000u64.to_le_bytes()); // last timestamp
+    payload.extend(0u16.to_le_bytes()); // no drop entries
+    payload.push(1); // one lane group
+    payload.extend(0u16.to_le_bytes()); // lane 0
+    payload.extend(RECORDS);
+    payload.push(0); // first event at the first timestamp
+                     // Kind: every record a tick start (code 16), width 0.
+    payload.extend(RECORDS);
+    payload.extend([0, 16]);
+    // Span time, name, span id, parent, duration, argument: empty.
+    payload.extend([0; 6]);
+    // Point time and value: each z(1) = 2, width 0.
+    for _ in 0..2 {
+        payload.extend(RECORDS);
+        payload.extend([0, 2]);
+    }
+    let mut out = vec![0u8; payload.len() + 20];
+    let n = typhon_live_core::frame::write_raw_frame(
+        &mut out,
+        typhon_live_core::FrameKind::Block.to_byte(),
+        0,
+        seq,
+        &payload,
+    )
+    .expect("room for the frame");
+    out.truncate(n);
+    out
+}
+
+/// `stream` with its Block of sequence number `seq` replaced by `block`:
+/// a writer that sent that instead.
+pub fn replace_block(stream: &[u8], seq: u32, block: &[u8]) -> Vec<u8> {
+    let mut buf = vec![0u8; 1 << 20];
+    let mut decoder = Decoder::new(&mut buf);
+    assert_eq!(decoder.feed(stream), stream.len(), "a stream under 1 MiB");
+    let mut out = Vec::with_capacity(stream.len() + block.len());
+    while let Ok(Some(frame)) = decoder.next() {
+        let at = frame.offset as usize;
+        let bytes = &stream[at..at + frame.wire_len()];
+        let is_it = frame.kind == typhon_live_core::FrameKind::Block.to_byte() && frame.seq == seq;
+        out.extend_from_slice(if is_it { block } else { bytes });
+    }
+    out
+}

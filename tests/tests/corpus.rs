@@ -4,17 +4,42 @@
 use std::fs;
 use std::path::Path;
 
-use typhon_live_core::{Codec, Compression, Decoder, Payload};
-use typhon_live_tests::{exporter_stream, frames, read_stream, realistic_events, Owned};
+use typhon_live_core::{Codec, Compression, DecodeError, Decoder, Payload};
+use typhon_live_tests::{exporter_stream, frames, read_stream, realistic_events, Owned, Seen};
 
 #[test]
-fn seed_corpus_decodes_without_damage() {
+fn seed_corpus_decodes_without_damage_but_the_crafted_block() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz/corpus/decode");
-    let mut files = 0;
+    let (mut files, mut crafted) = (0, 0);
     for entry in fs::read_dir(&dir).expect("fuzz/corpus/decode exists") {
         let path = entry.unwrap().path();
         let bytes = fs::read(&path).unwrap();
-        let got = frames(read_stream(&bytes, &[], 1 << 20));
+        let seen = read_stream(&bytes, &[], 1 << 20);
+        let errors: Vec<_> = seen
+            .iter()
+            .filter_map(|s| match s {
+                Seen::Error(e) => Some(*e),
+                Seen::Frame { .. } => None,
+            })
+            .collect();
+        if path.to_string_lossy().contains("over-bound") {
+            crafted += 1;
+            let bound = DecodeError::OverBound {
+                what: "block record count",
+                stated: u64::from(u32::MAX),
+                bound: 1 << 16,
+            };
+            assert_eq!(errors, [bound], "{}", path.display());
+        } else {
+            assert_eq!(errors, [], "{}", path.display());
+        }
+        let got: Vec<_> = seen
+            .into_iter()
+            .filter_map(|s| match s {
+                Seen::Frame { frame, .. } => Some(frame),
+                Seen::Error(_) => None,
+            })
+            .collect();
         assert!(
             matches!(got.first(), Some(Owned::Init { .. })),
             "{}",
@@ -28,23 +53,28 @@ fn seed_corpus_decodes_without_damage() {
         files += 1;
     }
     assert!(
-        files >= 4,
+        files >= 5 && crafted == 1,
         "seed corpus missing or stale; run the make_corpus example"
     );
 }
 
-/// Codecs of the Blocks in `stream`.
-fn codecs(stream: &[u8]) -> Vec<Codec> {
+/// Codec, packed length and bytes after the drop entries of each Block in
+/// `stream`.
+fn blocks(stream: &[u8]) -> Vec<(Codec, usize, usize)> {
     let mut buf = vec![0u8; 1 << 20];
     let mut decoder = Decoder::new(&mut buf);
     assert_eq!(decoder.feed(stream), stream.len());
-    let mut codecs = Vec::new();
+    let mut blocks = Vec::new();
     while let Ok(Some(frame)) = decoder.next() {
         if let Ok(Payload::Block(block)) = frame.parse() {
-            codecs.push(block.codec);
+            blocks.push((
+                block.codec().unwrap(),
+                block.packed_len(),
+                block.encoded_len(),
+            ));
         }
     }
-    codecs
+    blocks
 }
 
 #[test]
@@ -64,16 +94,26 @@ fn every_codec_delivers_the_same_session() {
             })
             .collect()
     };
+    let mut streams = Vec::new();
     for compression in [Compression::Lz4, Compression::Auto] {
         let stream = exporter_stream(ticks, 1 << 16, compression);
         let got = frames(read_stream(&stream, &[333], 1 << 20));
         assert_eq!(events(&got), events(&plain), "{compression}");
-        let codecs = codecs(&stream);
-        assert!(codecs.contains(&Codec::Lz4), "{compression}: {codecs:?}");
-        if compression == Compression::Lz4 {
-            // Drop-only Blocks excepted, none here: every Block compressed.
-            assert!(codecs.iter().all(|&c| c == Codec::Lz4));
-        }
+        streams.push(blocks(&stream));
+    }
+    let (forced, auto) = (&streams[0], &streams[1]);
+    // Drop-only Blocks excepted, none here: every Block compressed.
+    assert!(forced.iter().all(|&(codec, ..)| codec == Codec::Lz4));
+    // Auto keeps exactly the LZ4 forms that save 1/16, as FORMAT.md
+    // counts it: the wire bytes after the drop entries, length field
+    // included, against the packed bytes.
+    assert_eq!(forced.len(), auto.len());
+    for (&(_, packed, lz4_wire), &(codec, auto_packed, auto_wire)) in forced.iter().zip(auto) {
+        assert_eq!(packed, auto_packed);
+        let saves = (packed - lz4_wire.min(packed)) * 16 >= packed && lz4_wire < packed;
+        let want = if saves { Codec::Lz4 } else { Codec::Packed };
+        assert_eq!(codec, want, "packed {packed}, LZ4 form {lz4_wire}");
+        assert_eq!(auto_wire, if saves { lz4_wire } else { packed });
     }
 }
 

@@ -278,7 +278,7 @@ fn with_lz4_the_firmware_sends_the_same_events() {
         rest = &rest[n..];
         while let Ok(Some(frame)) = decoder.next() {
             if let Ok(Payload::Block(block)) = frame.parse() {
-                if block.codec == Codec::Lz4 {
+                if block.codec() == Ok(Codec::Lz4) {
                     lz4_blocks += 1;
                     assert!(block.encoded_len() < block.packed_len());
                 }

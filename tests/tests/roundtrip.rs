@@ -383,7 +383,7 @@ fn catchup_and_definitions_carry_lanes_names_and_open_spans() {
         .collect();
 
     let mut out = vec![0u8; 4096];
-    let n = write_catchup(&mut out, 5, 999, &lanes, &names).unwrap();
+    let n = write_catchup(&mut out, 5, 10_000, names.count(), &lanes, &names).unwrap();
     let got = frames(read_stream(&out[..n], &[], 4096));
     let want_pool_open: Vec<OpenSpan> = (0..MAX_OPEN_SPANS as u64)
         .map(|i| OpenSpan {
@@ -396,7 +396,7 @@ fn catchup_and_definitions_carry_lanes_names_and_open_spans() {
         got,
         vec![Owned::CatchUp {
             seq: 5,
-            time: 999,
+            time: 10_000,
             lanes: vec![
                 CatchUpLane {
                     info: LaneInfo {

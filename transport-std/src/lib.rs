@@ -31,6 +31,6 @@ pub mod runtime;
 mod session;
 mod tcp;
 
-pub use block_buffer::BlockBuffer;
+pub use block_buffer::{BlockBuffer, BlockDamage};
 pub use session::{Profiler, StartError, Stats, SHUTDOWN_WAIT};
 pub use tcp::{MAX_QUEUED_BYTES, SEND_BUFFER_BYTES};

@@ -4,7 +4,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 use std::path::Path;
 
-use typhon_live_core::{Event, FrameKind, LaneKind, Payload};
+use typhon_live_core::{Codec, Event, FrameKind, LaneKind, Payload};
 use typhon_live_std::BlockBuffer;
 
 use typhon_live_cli::error::CliError;
@@ -44,6 +44,8 @@ pub fn report(path: &Path) -> Result<(String, bool), CliError> {
     let (mut gaps, mut expected, mut first, mut last) = (0u64, None::<u32>, u64::MAX, 0u64);
     let (mut events_dropped, mut ticks_per_second, mut header, mut shutdown) =
         (0u64, 1_000_000_000u64, None, None);
+    // Events that Blocks with damaged events stated and could not be read.
+    let mut events_unread = 0u64;
     // Frames read before any Init (the Init was damaged): still counted and
     // read, their names shown as ids until a Definitions names them.
     let (mut frames_read, mut before_init) = (0u64, 0u64);
@@ -127,14 +129,15 @@ pub fn report(path: &Path) -> Result<(String, bool), CliError> {
                 if block.records > 0 {
                     first = first.min(block.first_time);
                     last = last.max(block.last_time);
-                    let codec = codecs.entry(block.codec.name()).or_default();
+                    let codec = codecs
+                        .entry(block.codec().map_or("unknown", Codec::name))
+                        .or_default();
                     codec.blocks += 1;
                     codec.events += u64::from(block.records);
                     codec.packed += block.packed_len() as u64;
                     codec.wire += block.encoded_len() as u64;
                 }
-                for item in unpacked.events(&block)? {
-                    let (lane, event) = item?;
+                let result = unpacked.each_event(&block, |lane, event| {
                     let row = lanes.entry(lane).or_default();
                     row.events += 1;
                     let kind = match event {
@@ -148,6 +151,10 @@ pub fn report(path: &Path) -> Result<(String, bool), CliError> {
                         Event::TickStart { .. } | Event::TickEnd { .. } => "tick markers",
                     };
                     *events.entry(kind).or_default() += 1;
+                });
+                if let Err(damage) = result {
+                    events_unread += u64::from(damage.unread);
+                    return Err(damage.error);
                 }
             }
             Payload::CatchUp(_) => {}
@@ -183,9 +190,14 @@ pub fn report(path: &Path) -> Result<(String, bool), CliError> {
     let event_counts: Vec<String> = events.iter().map(|(k, n)| format!("{n} {k}")).collect();
     let _ = writeln!(
         out,
-        "events      {} ({}), {events_dropped} dropped",
+        "events      {} ({}), {events_dropped} dropped{}",
         events.values().sum::<u64>(),
-        event_counts.join(", ")
+        event_counts.join(", "),
+        if events_unread > 0 {
+            format!(", {events_unread} unread in damaged blocks")
+        } else {
+            String::new()
+        }
     );
     if first <= last {
         let seconds = |t: u64| t as f64 / ticks_per_second as f64;

@@ -45,6 +45,11 @@ struct Recorder<'p> {
     gaps: u64,
     expected: Option<u32>,
     damage: u64,
+    /// Whole frames that break a rule of the format (a count over its
+    /// bound, say): kept in the file as received, so that it stays the
+    /// stream, and told; the first one's reason.
+    refused: u64,
+    first_refusal: Option<String>,
     error: Option<CliError>,
     /// Frames before the first Init, not written: a file starts with one,
     /// so that every name in it resolves (a serial link joined
@@ -66,8 +71,13 @@ impl Recorder<'_> {
             );
             return;
         }
+        let refused = if self.refused > 0 {
+            format!(", {} refused", self.refused)
+        } else {
+            String::new()
+        };
         eprint!(
-            "\rrecorded {} bytes, {} frames, {} gaps{end}",
+            "\rrecorded {} bytes, {} frames, {} gaps{refused}{end}",
             self.bytes, self.frames, self.gaps
         );
     }
@@ -117,6 +127,14 @@ impl Consumer for Recorder<'_> {
         if self.frames == 0 && frame.kind != FrameKind::Init.to_byte() {
             self.before_init += 1;
             return Flow::Continue;
+        }
+        // Headers only: a Block's events are not read here.
+        if let Err(error) = frame.kind().and_then(|_| frame.parse()) {
+            if !matches!(error, DecodeError::UnknownKind { .. }) {
+                self.refused += 1;
+                self.first_refusal
+                    .get_or_insert_with(|| format!("frame seq {}: {error}", frame.seq));
+            }
         }
         let Some(n) = self.encode(frame) else {
             return Flow::Continue;
@@ -188,6 +206,8 @@ pub fn run(
         gaps: 0,
         expected: None,
         damage: 0,
+        refused: 0,
+        first_refusal: None,
         error: None,
         before_init: 0,
         joined_after: None,
@@ -217,6 +237,12 @@ pub fn run(
         ""
     };
     recorder.progress(&format!("{why}\n"));
+    if let Some(reason) = &recorder.first_refusal {
+        eprintln!(
+            "refused {} frames that break the format's rules (kept as received), the first: {reason}",
+            recorder.refused
+        );
+    }
     if let Some(skipped) = recorder.joined_after {
         eprintln!(
             "joined mid-stream: {skipped} bytes skipped to the first whole frame, \

@@ -52,8 +52,7 @@ pub fn chrome_trace(bytes: &[u8]) -> Converted<Value> {
             }
             Payload::Block(block) => {
                 let us = |t: u64| t as f64 * 1e6 / ticks_per_second;
-                for item in unpacked.events(&block)? {
-                    let (lane, event) = item?;
+                let result = unpacked.each_event(&block, |lane, event| {
                     out.push(match event {
                         Event::Span { start, duration, name, arg, .. } => {
                             let mut e = json!({ "ph": "X", "name": name_of(&names, name), "ts": us(start), "dur": us(duration), "pid": pid, "tid": lane });
@@ -74,7 +73,8 @@ pub fn chrome_trace(bytes: &[u8]) -> Converted<Value> {
                         Event::TickStart { time, tick } => json!({ "ph": "i", "s": "t", "name": "tick start", "ts": us(time), "pid": pid, "tid": lane, "args": { "tick": tick } }),
                         Event::TickEnd { time, tick, overrun } => json!({ "ph": "i", "s": "t", "name": "tick end", "ts": us(time), "pid": pid, "tid": lane, "args": { "tick": tick, "overrun": overrun } }),
                     });
-                }
+                });
+                result.map_err(|damage| damage.error)?;
             }
             Payload::CatchUp(_) | Payload::Shutdown(_) => {}
         }

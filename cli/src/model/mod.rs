@@ -186,6 +186,11 @@ pub struct Model {
     pub events: u64,
     /// Events the stream says were lost (Block drop entries).
     pub events_dropped: u64,
+    /// Frames that arrived whole but broke a rule of the format: refused
+    /// (a count over its bound, say), or a Block read only in part.
+    pub frames_damaged: u64,
+    /// Events such Blocks stated and this viewer could not read.
+    pub events_damaged: u64,
     /// Bytes of the frames read.
     pub bytes: u64,
     /// Encoded event bytes of every Block and the events they held.
@@ -240,6 +245,8 @@ impl Default for Model {
             unknown_frames: 0,
             events: 0,
             events_dropped: 0,
+            frames_damaged: 0,
+            events_damaged: 0,
             bytes: 0,
             block_bytes: 0,
             block_events: 0,
@@ -368,7 +375,7 @@ impl Model {
             }
             self.expected_seq = Some(frame.seq.wrapping_add(1));
         }
-        let payload = frame.parse()?;
+        let payload = frame.parse().inspect_err(|_| self.frames_damaged += 1)?;
         if !matches!(payload, Payload::Init(_)) && !self.init_seen {
             self.frames_before_init += 1;
             if self.notice.is_none() {
@@ -446,16 +453,14 @@ impl Model {
                 }
                 // Taken out while its events are read into the model.
                 let mut unpacked = std::mem::take(&mut self.unpacked);
-                let result = unpacked.events(&block).and_then(|events| {
-                    for item in events {
-                        let (lane, event) = item?;
-                        self.on_event(lane, &event);
-                    }
-                    Ok(())
-                });
+                let result = unpacked.each_event(&block, |lane, event| self.on_event(lane, &event));
                 self.unpacked = unpacked;
                 self.close_chunk_if_due();
-                result?;
+                if let Err(damage) = result {
+                    self.frames_damaged += 1;
+                    self.events_damaged += u64::from(damage.unread);
+                    return Err(damage.error);
+                }
             }
             Payload::Shutdown(totals) => {
                 self.ended_cleanly = true;
@@ -969,6 +974,8 @@ impl Model {
             frames_dropped: self.frames_dropped,
             unknown_frames: self.unknown_frames,
             events_dropped: self.events_dropped,
+            frames_damaged: self.frames_damaged,
+            events_damaged: self.events_damaged,
             reconnects: self.reconnects,
             refused: self.refused,
             limits: LIMITS,
@@ -1073,6 +1080,10 @@ pub struct Summary {
     pub unknown_frames: u64,
     /// Events the stream says were lost.
     pub events_dropped: u64,
+    /// Frames that arrived whole and were refused or read only in part.
+    pub frames_damaged: u64,
+    /// Events such Blocks stated that could not be read.
+    pub events_damaged: u64,
     /// Connections made again after one was lost.
     pub reconnects: u32,
     /// What a cap kept out, and the caps.
@@ -1167,7 +1178,7 @@ impl Summary {
         };
         let ms = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.2}"));
         format!(
-            "{state} | {} lanes | tick {:.1} Hz p50 {} p99 {} max {} ms | {:.0} ev/s {:.0} B/s {:.1} B/ev | dropped {} frames {} events{}",
+            "{state} | {} lanes | tick {:.1} Hz p50 {} p99 {} max {} ms | {:.0} ev/s {:.0} B/s {:.1} B/ev | dropped {} frames {} events{}{}",
             self.lanes.len(),
             self.tick_rate_hz,
             ms(self.tick_p50_ms),
@@ -1178,8 +1189,19 @@ impl Summary {
             self.bytes_per_event,
             self.frames_dropped,
             self.events_dropped,
+            self.damage_text().map_or(String::new(), |t| format!(" | {t}")),
             self.open_spans.first().map_or(String::new(), |s| format!(" | open: {} on {} for {:.0} ms", s.span, s.lane, s.open_ms)),
         ) + &self.refused_text().map_or(String::new(), |t| format!(" | {t}"))
+    }
+
+    /// Frames refused or read in part, if any: "damaged 1 frames 3 events".
+    pub fn damage_text(&self) -> Option<String> {
+        (self.frames_damaged > 0).then(|| {
+            format!(
+                "damaged {} frames {} events",
+                self.frames_damaged, self.events_damaged
+            )
+        })
     }
 
     /// What the caps kept out, if anything: "refused 12 names (cap 65536)".
@@ -1245,7 +1267,8 @@ mod tests {
         let names: NameTable<4, 64> = NameTable::new();
         let mut out = vec![0u8; 1024];
         let n =
-            typhon_live_core::catchup::write_catchup(&mut out, seq, time, &lanes, &names).unwrap();
+            typhon_live_core::catchup::write_catchup(&mut out, seq, time, u32::MAX, &lanes, &names)
+                .unwrap();
         out.truncate(n);
         out
     }

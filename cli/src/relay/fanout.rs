@@ -376,6 +376,7 @@ mod tests {
             send(Update::Events {
                 events,
                 drops: Vec::new(),
+                unread: 0,
                 unix_offset: 0,
             });
             std::thread::sleep(Duration::from_millis(5));
@@ -405,6 +406,7 @@ mod tests {
         send(Update::Events {
             events: vec![(0, Event::TickStart { time: 1, tick: 1 })],
             drops: Vec::new(),
+            unread: 0,
             unix_offset: 0,
         });
         let (fast, late) = (fast_reader.join().unwrap(), slow_reader.join().unwrap());

@@ -200,6 +200,7 @@ impl Merger {
                 events,
                 drops,
                 unix_offset,
+                ..
             } => self.events(source, events, drops, *unix_offset, &mut emit),
             // Counted in the metrics; a gap upstream has no events to say,
             // and a restart's clock is placed anew by the reader.
@@ -552,6 +553,7 @@ mod tests {
                 })
                 .collect(),
             drops: Vec::new(),
+            unread: 0,
             unix_offset: 0,
         };
         merger.update(0, &events, |_| {});

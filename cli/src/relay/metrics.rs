@@ -150,6 +150,7 @@ pub struct Metrics {
     tick_overruns: Family<SourceLabel, Counter>,
     gauges: Family<GaugeLabels, Gauge<f64, AtomicU64>>,
     frames_dropped: Family<SourceLabel, Counter>,
+    frames_damaged: Family<SourceLabel, Counter>,
     events_dropped: Family<SourceLabel, Counter>,
     up: Family<SourceLabel, Gauge>,
     reconnects: Family<SourceLabel, Counter>,
@@ -175,6 +176,7 @@ impl Metrics {
             tick_overruns: Family::default(),
             gauges: Family::default(),
             frames_dropped: Family::default(),
+            frames_damaged: Family::default(),
             events_dropped: Family::default(),
             up: Family::default(),
             reconnects: Family::default(),
@@ -212,8 +214,13 @@ impl Metrics {
             metrics.frames_dropped.clone(),
         );
         registry.register(
+            "frames_damaged",
+            "Frames of a source that arrived whole but broke a rule of the format: refused (a count over its bound), or Blocks read only in part",
+            metrics.frames_damaged.clone(),
+        );
+        registry.register(
             "events_dropped",
-            "Events a source dropped before sending (its Blocks' drop counts)",
+            "Events a source dropped before sending (its Blocks' drop counts), and events its damaged Blocks stated and the relay could not read",
             metrics.events_dropped.clone(),
         );
         registry.register(
@@ -331,6 +338,7 @@ impl SourceMetrics {
         for family in [
             &metrics.tick_overruns,
             &metrics.frames_dropped,
+            &metrics.frames_damaged,
             &metrics.events_dropped,
             &metrics.reconnects,
             &metrics.restarts,
@@ -368,6 +376,12 @@ impl SourceMetrics {
         self.ticks.clear();
     }
 
+    /// A frame of the source's arrived whole and broke a rule of the
+    /// format (its events, if any, are counted in [`Update::Events`]).
+    pub fn damaged(&self) {
+        self.count(&self.metrics.frames_damaged, 1);
+    }
+
     /// Takes in one update of the source's.
     pub fn update(&mut self, update: &Update) {
         match update {
@@ -395,9 +409,14 @@ impl SourceMetrics {
                     self.define(*id, name);
                 }
             }
-            Update::Events { events, drops, .. } => {
-                let dropped = drops.iter().map(|&(_, n)| u64::from(n)).sum();
-                self.count(&self.metrics.events_dropped, dropped);
+            Update::Events {
+                events,
+                drops,
+                unread,
+                ..
+            } => {
+                let dropped: u64 = drops.iter().map(|&(_, n)| u64::from(n)).sum();
+                self.count(&self.metrics.events_dropped, dropped + u64::from(*unread));
                 for &(lane, event) in events {
                     self.event(lane, event);
                 }

@@ -63,8 +63,12 @@ pub struct Sinks {
 
 /// Frames read into updates for the sinks, until the deadline.
 struct Feed<'m> {
+    /// The source's name, for what is said on stderr.
+    name: &'m str,
     reader: &'m mut Reader,
     sinks: &'m mut Sinks,
+    /// A frame was refused on this connection, and said so.
+    told_damage: bool,
     /// A frame came: the source is up (a peer that only accepted the
     /// connection, or sends something else, is not).
     up: bool,
@@ -80,7 +84,7 @@ impl Consumer for Feed<'_> {
         let sinks = &mut *self.sinks;
         // A payload that does not decode (a peer's bug: its checksum
         // held) loses what it held; the frames after it go on.
-        let _ = self.reader.read(frame, unix_ns(), |update| {
+        let result = self.reader.read(frame, unix_ns(), |update| {
             sinks.metrics.update(&update);
             if let Some(tracer) = &mut sinks.tracer {
                 tracer.update(&update);
@@ -94,6 +98,17 @@ impl Consumer for Feed<'_> {
                 });
             }
         });
+        if let Err(error) = result {
+            self.sinks.metrics.damaged();
+            // Said once a connection: a peer sending nothing else must
+            // not flood stderr (the metric counts them all).
+            if !std::mem::replace(&mut self.told_damage, true) {
+                eprintln!(
+                    "relay: source {}: frame seq {} refused: {error} (the next ones are counted in typhon_frames_damaged_total)",
+                    self.name, frame.seq
+                );
+            }
+        }
         self.tick()
     }
 
@@ -146,8 +161,10 @@ pub fn run(source: &Source, sinks: &mut Sinks, deadline: Option<Instant>) {
         let since = Instant::now();
         reader.reconnected();
         let mut feed = Feed {
+            name: &source.name,
             reader: &mut reader,
             sinks: &mut *sinks,
+            told_damage: false,
             up: false,
             deadline,
         };

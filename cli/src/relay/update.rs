@@ -39,6 +39,9 @@ pub enum Update {
         events: Vec<(LaneId, Event)>,
         /// Events the source dropped before this Block, per lane.
         drops: Vec<(LaneId, u32)>,
+        /// Records the Block stated that could not be read: events lost
+        /// to its damage (the error is returned after this update).
+        unread: u32,
         /// Unix ns minus source ns: an event at `t` ns was at `t +
         /// unix_offset` ns since the Unix epoch (see the module's doc).
         unix_offset: i128,
@@ -150,22 +153,19 @@ impl Reader {
                 let sample = i128::from(received) - i128::from(self.ns(block.last_time));
                 let unix_offset = self.unix_offset.map_or(sample, |o| o.min(sample));
                 self.unix_offset = Some(unix_offset);
-                let mut events = Vec::with_capacity(block.records.min(1 << 16) as usize);
+                // At most MAX_BLOCK_RECORDS, the format's bound.
+                let mut events = Vec::with_capacity(block.records as usize);
                 let mut unpacked = std::mem::take(&mut self.unpacked);
-                let result = unpacked.events(&block).and_then(|iter| {
-                    for item in iter {
-                        let (lane, event) = item?;
-                        events.push((lane, self.in_ns(event)));
-                    }
-                    Ok(())
-                });
+                let result = unpacked
+                    .each_event(&block, |lane, event| events.push((lane, self.in_ns(event))));
                 self.unpacked = unpacked;
                 take(Update::Events {
                     events,
                     drops: block.drops().collect(),
+                    unread: result.err().map_or(0, |damage| damage.unread),
                     unix_offset,
                 });
-                result?;
+                result.map_err(|damage| damage.error)?;
             }
             Payload::CatchUp(_) | Payload::Shutdown(_) => {}
         }

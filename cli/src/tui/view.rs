@@ -228,10 +228,12 @@ fn draw_stats(frame: &mut Frame<'_>, area: Rect, s: &Summary) {
         )),
         Line::from(Span::styled(
             format!(
-                "dropped    {} frames   {} events",
-                s.frames_dropped, s.events_dropped
+                "dropped    {} frames   {} events{}",
+                s.frames_dropped,
+                s.events_dropped,
+                s.damage_text().map_or(String::new(), |t| format!("   {t}"))
             ),
-            if s.frames_dropped + s.events_dropped > 0 {
+            if s.frames_dropped + s.events_dropped + s.frames_damaged > 0 {
                 Style::default().fg(Color::Red)
             } else {
                 Style::default()
@@ -421,7 +423,7 @@ mod tests {
         let mut out = vec![0u8; 1 << 16];
         let n = write_init(&mut out, 0, &meta, &names, lanes.iter()).unwrap();
         stream.extend(&out[..n]);
-        let n = write_catchup(&mut out, 0, 400_000_000, &lanes, &names).unwrap();
+        let n = write_catchup(&mut out, 0, 400_000_000, u32::MAX, &lanes, &names).unwrap();
         stream.extend(&out[..n]);
         for (seq, base) in [(1u32, 0u64), (4, 16_666_667)] {
             let mut scratch = vec![0u8; 4096];
