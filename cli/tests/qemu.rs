@@ -69,7 +69,7 @@ fn missing() -> Option<String> {
 fn firmware(flags: &[&str]) -> Option<PathBuf> {
     static BUILT: Mutex<Vec<(String, PathBuf)>> = Mutex::new(Vec::new());
     if let Some(why) = missing() {
-        println!("skipped: {why}");
+        common::skipped(&why);
         return None;
     }
     let key = flags.join(" ");

@@ -73,7 +73,7 @@ fn sources_above_zero(series: &[(serde_json::Value, f64)]) -> Vec<String> {
 #[test]
 fn prometheus_scrapes_two_sources_through_the_relay() {
     let Some(prometheus) = prometheus() else {
-        eprintln!("skipped: prometheus not installed (Debian: apt-get install prometheus)");
+        common::skipped("prometheus not installed (Debian: apt-get install prometheus)");
         return;
     };
     let (demo_a, addr_a) = spawn_demo("90", "2");

@@ -3,7 +3,7 @@
 //!
 //! Payload:
 //! ```text
-//! 0   4  record count, u32 LE
+//! 0   4  record count, u32 LE, at most MAX_BLOCK_RECORDS
 //! 4   8  first timestamp (earliest event time), u64 LE
 //! 12  8  last timestamp (latest event end), u64 LE
 //! 20  2  drop entry count k, u16 LE
@@ -709,6 +709,8 @@ pub struct BlockView<'a> {
     pub first_time: u64,
     /// Latest event end.
     pub last_time: u64,
+    /// The frame's flags byte: the codec.
+    flags: u8,
     drops: &'a [u8],
     /// Everything after the drop entries.
     tail: &'a [u8],
@@ -756,6 +758,7 @@ impl<'a> BlockView<'a> {
             records,
             first_time,
             last_time,
+            flags,
             drops,
             tail,
             events: stored_events(tail, flags, records),
@@ -764,12 +767,7 @@ impl<'a> BlockView<'a> {
 
     /// How the events are stored, or [`DecodeError::UnknownCodec`].
     pub fn codec(&self) -> Result<Codec, DecodeError> {
-        Codec::from_flags(match self.events {
-            Ok(stored) => stored.codec.flags(),
-            Err(DecodeError::UnknownCodec { flags }) => flags,
-            // Only a known codec gets as far as reading its lengths.
-            Err(_) => Codec::Lz4.flags(),
-        })
+        Codec::from_flags(self.flags)
     }
 
     /// Bytes the events take in the payload, after the drop entries (for

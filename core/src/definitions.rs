@@ -48,13 +48,21 @@ impl<'a> DefinitionsView<'a> {
         Ok(DefinitionsView { payload })
     }
 
-    /// The names defined, as `(id, name)`.
+    /// The names defined, as `(id, name)`: none without a names section.
     pub fn names(&self) -> Names<'a> {
         Names::parse(Sections::find(self.payload, tag::NAMES)).unwrap_or(Names::EMPTY)
     }
 
-    /// The lane table at the time of writing.
-    pub fn lanes(&self) -> LaneTable<'a> {
-        section::lane_table(Sections::find(self.payload, tag::LANES))
+    /// The lane table at the time of writing, which replaces the
+    /// reader's (a lane missing from it was freed); `None` when the frame
+    /// has no lanes section, which leaves the reader's table as it is.
+    pub fn lanes(&self) -> Option<LaneTable<'a>> {
+        let mut sections = Sections::new(self.payload);
+        while let Ok(Some((tag, body))) = sections.next_section() {
+            if tag == tag::LANES {
+                return Some(section::lane_table(body));
+            }
+        }
+        None
     }
 }

@@ -13,7 +13,8 @@
 //! - [`exporter`]: the sans-IO state machine that any transport drives:
 //!   one event source, and a stream of its own for each reader (a trace
 //!   file and a live viewer are two readers).
-//! - [`decode`]: the streaming decoder for live viewers and trace files.
+//! - [`decode`]: the streaming decoder for live viewers and trace files;
+//!   [`sequence`]: the frames a reader missed, counted by one rule.
 //!
 //! The core never reads a clock: the host passes timestamps in its own
 //! ticks and states their frequency in the Init frame.
@@ -103,6 +104,7 @@ pub mod io;
 pub mod lane;
 pub mod names;
 pub mod ring;
+pub mod sequence;
 pub mod shutdown;
 
 pub use block::{BlockBuilder, BlockEvents, BlockView, MAX_BLOCK_RECORDS};
@@ -119,4 +121,5 @@ pub use lane::{LaneHandle, LaneInfo, Lanes, SpanToken, DEFAULT_RING_EVENTS, MAX_
 pub use names::{NameError, NameSource, NameTable};
 pub use ring::EventRing;
 pub use section::{Entries, LaneTable, Names};
+pub use sequence::SequenceCheck;
 pub use shutdown::Shutdown;

@@ -52,7 +52,7 @@ fn walk(payload: Payload<'_>) {
         }
         Payload::Definitions(defs) => {
             defs.names().for_each(drop);
-            defs.lanes().for_each(drop);
+            defs.lanes().into_iter().flatten().for_each(drop);
         }
         Payload::CatchUp(catchup) => {
             for lane in catchup.lanes() {

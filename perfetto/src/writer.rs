@@ -9,6 +9,7 @@ use foldhash::HashMap;
 
 use typhon_live_core::{
     DecodeError, Event, Frame, GaugeValue, InitView, LaneId, LaneInfo, NameId, Payload,
+    SequenceCheck,
 };
 use typhon_live_std::BlockBuffer;
 
@@ -178,7 +179,7 @@ pub struct TraceWriter {
     next_uuid: u64,
     next_tid: i32,
     order: u64,
-    expected_seq: Option<u32>,
+    sequence: SequenceCheck,
     /// The latest time seen, ns: where a loss is marked.
     last_time: u64,
     unpacked: BlockBuffer,
@@ -215,7 +216,7 @@ impl TraceWriter {
             next_uuid: 2,
             next_tid: 1,
             order: 0,
-            expected_seq: None,
+            sequence: SequenceCheck::new(),
             last_time: 0,
             unpacked: BlockBuffer::new(),
             unread: 0,
@@ -238,13 +239,10 @@ impl TraceWriter {
     pub fn frame(&mut self, frame: &Frame<'_>, out: &mut Vec<u8>) -> Result<(), DecodeError> {
         self.stats.frames += 1;
         if frame.is_sequenced() {
-            if let Some(expected) = self.expected_seq {
-                let missing = frame.seq.wrapping_sub(expected);
-                if missing > 0 {
-                    self.lost(u64::from(missing), 0, out);
-                }
+            let missed = self.sequence.sequenced(frame.seq);
+            if missed > 0 {
+                self.lost(u64::from(missed), 0, out);
             }
-            self.expected_seq = Some(frame.seq.wrapping_add(1));
         }
         if frame.kind().is_err() {
             // A newer writer's kind: nothing to convert, not damage.
@@ -280,7 +278,9 @@ impl TraceWriter {
                 for (id, name) in defs.names() {
                     self.define(id, name);
                 }
-                self.set_lanes(defs.lanes(), out);
+                if let Some(lanes) = defs.lanes() {
+                    self.set_lanes(lanes, out);
+                }
             }
             Payload::Block(block) => {
                 if std::mem::take(&mut self.session.check_clock)
@@ -318,6 +318,11 @@ impl TraceWriter {
     }
 
     fn init(&mut self, init: &InitView<'_>, out: &mut Vec<u8>) {
+        // A repeated Init that skipped numbers: frames of this session lost.
+        let missed = self.sequence.init(init.next_seq, init.session_id);
+        if missed > 0 {
+            self.lost(u64::from(missed), 0, out);
+        }
         if self.session.id != Some(init.session_id) {
             // A new process (or the first Init): what the last one held
             // is written under it, then its ids mean nothing any more.
@@ -343,7 +348,6 @@ impl TraceWriter {
             self.define(id, name);
         }
         self.set_lanes(init.lanes(), out);
-        self.expected_seq = Some(init.next_seq);
     }
 
     /// Starts a process track for a session.

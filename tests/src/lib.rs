@@ -132,7 +132,7 @@ pub fn own(frame: &Frame<'_>) -> Result<Owned, DecodeError> {
         Payload::Definitions(defs) => Owned::Definitions {
             seq: frame.seq,
             names: defs.names().map(|(id, n)| (id, n.into())).collect(),
-            lanes: defs.lanes().collect(),
+            lanes: defs.lanes().into_iter().flatten().collect(),
         },
         Payload::CatchUp(catchup) => Owned::CatchUp {
             seq: frame.seq,

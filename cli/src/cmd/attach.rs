@@ -82,9 +82,8 @@ struct Viewer {
 
 impl Consumer for Viewer {
     fn frame(&mut self, frame: &Frame<'_>) -> Flow {
-        if let Err(e) = self.model.on_frame(frame) {
-            self.model.notice = Some(format!("damaged frame seq {}: {e}", frame.seq));
-        }
+        // A damaged frame is in the model's notice.
+        let _ = self.model.on_frame(frame);
         if self.model.ended_cleanly {
             Flow::Stop
         } else {

@@ -4,7 +4,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 use std::path::Path;
 
-use typhon_live_core::{Codec, Event, FrameKind, LaneKind, Payload};
+use typhon_live_core::{Codec, Event, FrameKind, LaneKind, Payload, SequenceCheck};
 use typhon_live_std::BlockBuffer;
 
 use typhon_live_cli::error::CliError;
@@ -41,7 +41,8 @@ pub fn report(path: &Path) -> Result<(String, bool), CliError> {
     let mut events: BTreeMap<&'static str, u64> = BTreeMap::new();
     let mut codecs: BTreeMap<&'static str, CodecStats> = BTreeMap::new();
     let mut unpacked = BlockBuffer::new();
-    let (mut gaps, mut expected, mut first, mut last) = (0u64, None::<u32>, u64::MAX, 0u64);
+    let (mut gaps, mut sequence, mut first, mut last) =
+        (0u64, SequenceCheck::new(), u64::MAX, 0u64);
     let (mut events_dropped, mut ticks_per_second, mut header, mut shutdown) =
         (0u64, 1_000_000_000u64, None, None);
     // Events that Blocks with damaged events stated and could not be read.
@@ -65,10 +66,7 @@ pub fn report(path: &Path) -> Result<(String, bool), CliError> {
         };
         *kinds.entry(kind).or_default() += 1;
         if frame.is_sequenced() {
-            if let Some(e) = expected {
-                gaps += u64::from(frame.seq.wrapping_sub(e));
-            }
-            expected = Some(frame.seq.wrapping_add(1));
+            gaps += u64::from(sequence.sequenced(frame.seq));
         }
         if frame.kind().is_err() {
             return Ok(());
@@ -76,7 +74,7 @@ pub fn report(path: &Path) -> Result<(String, bool), CliError> {
         let payload = frame.parse()?;
         match payload {
             Payload::Init(init) => {
-                expected = Some(init.next_seq);
+                gaps += u64::from(sequence.init(init.next_seq, init.session_id));
                 ticks_per_second = init.ticks_per_second.max(1);
                 names.extend(init.names().map(|(id, n)| (id, n.to_owned())));
                 for lane in init.lanes() {
@@ -116,7 +114,7 @@ pub fn report(path: &Path) -> Result<(String, bool), CliError> {
             }
             Payload::Definitions(defs) => {
                 names.extend(defs.names().map(|(id, n)| (id, n.to_owned())));
-                for lane in defs.lanes() {
+                for lane in defs.lanes().into_iter().flatten() {
                     let row = lanes.entry(lane.id).or_default();
                     (row.name, row.kind) = (lane.name, Some(lane.kind));
                 }

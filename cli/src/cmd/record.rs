@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use clap::ValueEnum;
 use typhon_live_core::frame::write_raw_frame;
-use typhon_live_core::{DecodeError, Frame, FrameKind};
+use typhon_live_core::{DecodeError, Frame, FrameKind, Payload, SequenceCheck};
 use typhon_live_perfetto::TraceWriter;
 
 use typhon_live_cli::error::CliError;
@@ -43,7 +43,7 @@ struct Recorder<'p> {
     bytes: u64,
     frames: u64,
     gaps: u64,
-    expected: Option<u32>,
+    sequence: SequenceCheck,
     damage: u64,
     /// Whole frames that break a rule of the format (a count over its
     /// bound, say): kept in the file as received, so that it stays the
@@ -145,13 +145,10 @@ impl Consumer for Recorder<'_> {
         }
         self.bytes += n as u64;
         self.frames += 1;
-        if frame.kind != FrameKind::Init.to_byte() {
-            if let Some(expected) = self.expected {
-                self.gaps += u64::from(frame.seq.wrapping_sub(expected));
-            }
-            self.expected = Some(frame.seq.wrapping_add(1));
-        } else {
-            self.expected = Some(frame.seq);
+        if frame.is_sequenced() {
+            self.gaps += u64::from(self.sequence.sequenced(frame.seq));
+        } else if let Ok(Payload::Init(init)) = frame.parse() {
+            self.gaps += u64::from(self.sequence.init(init.next_seq, init.session_id));
         }
         if frame.kind == FrameKind::Shutdown.to_byte() {
             self.shutdown = true;
@@ -204,7 +201,7 @@ pub fn run(
         bytes: 0,
         frames: 0,
         gaps: 0,
-        expected: None,
+        sequence: SequenceCheck::new(),
         damage: 0,
         refused: 0,
         first_refusal: None,

@@ -44,7 +44,7 @@ pub fn chrome_trace(bytes: &[u8]) -> Converted<Value> {
             }
             Payload::Definitions(defs) => {
                 names.extend(defs.names().map(|(id, n)| (id, n.to_owned())));
-                for lane in defs.lanes() {
+                for lane in defs.lanes().into_iter().flatten() {
                     if lane_names.insert(lane.id, lane.name) != Some(lane.name) {
                         thread_name(&mut out, pid, lane.id, &name_of(&names, lane.name));
                     }

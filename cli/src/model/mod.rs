@@ -14,7 +14,9 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
-use typhon_live_core::{DecodeError, Event, Frame, GaugeValue, LaneKind, OpenSpan, Payload};
+use typhon_live_core::{
+    DecodeError, Event, Frame, GaugeValue, LaneKind, OpenSpan, Payload, SequenceCheck,
+};
 use typhon_live_std::BlockBuffer;
 
 /// Host time the sliding windows cover (tick durations, top spans).
@@ -175,7 +177,7 @@ pub struct Model {
     pub refused: Refused,
     /// Connections made again after one was lost.
     pub reconnects: u32,
-    expected_seq: Option<u32>,
+    sequence: SequenceCheck,
     /// Frames read.
     pub frames: u64,
     /// Frames missing by sequence number.
@@ -214,6 +216,9 @@ pub struct Model {
     pub restarts: u32,
     /// The latest thing worth telling the user, until replaced.
     pub notice: Option<String>,
+    /// The first frame that broke a rule of the format, and why: kept
+    /// when later notices replace it.
+    first_damage: Option<String>,
     /// A Shutdown arrived.
     pub ended_cleanly: bool,
     /// Every record of the last stretch of the stream.
@@ -239,12 +244,13 @@ impl Default for Model {
             init_seen: false,
             refused: Refused::default(),
             reconnects: 0,
-            expected_seq: None,
+            sequence: SequenceCheck::new(),
             frames: 0,
             frames_dropped: 0,
             unknown_frames: 0,
             events: 0,
             events_dropped: 0,
+            first_damage: None,
             frames_damaged: 0,
             events_damaged: 0,
             bytes: 0,
@@ -354,26 +360,27 @@ impl Model {
     }
 
     /// Takes in one frame. Errors name a malformed payload; the model keeps
-    /// what it had.
+    /// what it had, and says so in its notice.
     pub fn on_frame(&mut self, frame: &Frame<'_>) -> Result<(), DecodeError> {
+        self.read_frame(frame).inspect_err(|error| {
+            let said = format!("damaged frame seq {}: {error}", frame.seq);
+            self.first_damage.get_or_insert_with(|| said.clone());
+            self.notice = Some(said);
+        })
+    }
+
+    fn read_frame(&mut self, frame: &Frame<'_>) -> Result<(), DecodeError> {
         self.frames += 1;
         self.bytes += frame.wire_len() as u64;
+        if frame.is_sequenced() {
+            let missed = self.sequence.sequenced(frame.seq);
+            self.missed(missed);
+        }
         if frame.kind().is_err() {
             // A newer writer's kind: skipped, not damage, and its number
             // counts as received.
             self.unknown_frames += 1;
-            if frame.is_sequenced() {
-                self.expected_seq = Some(frame.seq.wrapping_add(1));
-            }
             return Ok(());
-        }
-        if frame.is_sequenced() {
-            if let Some(expected) = self.expected_seq {
-                self.frames_dropped = self
-                    .frames_dropped
-                    .saturating_add(u64::from(frame.seq.wrapping_sub(expected)));
-            }
-            self.expected_seq = Some(frame.seq.wrapping_add(1));
         }
         let payload = frame.parse().inspect_err(|_| self.frames_damaged += 1)?;
         if !matches!(payload, Payload::Init(_)) && !self.init_seen {
@@ -413,7 +420,8 @@ impl Model {
                 self.process_id = init.process_id;
                 self.ticks_per_second = init.ticks_per_second.max(1);
                 self.history.set_max_age(self.ticks(self.history_seconds));
-                self.expected_seq = Some(init.next_seq);
+                let missed = self.sequence.init(init.next_seq, init.session_id);
+                self.missed(missed);
                 self.init_seen = true;
                 for (id, name) in init.names() {
                     self.define_name(id, name);
@@ -424,7 +432,9 @@ impl Model {
                 for (id, name) in defs.names() {
                     self.define_name(id, name);
                 }
-                self.set_lanes(defs.lanes());
+                if let Some(lanes) = defs.lanes() {
+                    self.set_lanes(lanes);
+                }
             }
             Payload::CatchUp(catchup) => {
                 self.advance_host_now(catchup.time);
@@ -476,6 +486,10 @@ impl Model {
         Ok(())
     }
 
+    fn missed(&mut self, frames: u32) {
+        self.frames_dropped = self.frames_dropped.saturating_add(u64::from(frames));
+    }
+
     /// Keeps `name` for `id` unless a cap is reached (then counts it).
     fn define_name(&mut self, id: u32, name: &str) {
         let known = self.names.get(&id).map_or(0, String::len);
@@ -518,6 +532,7 @@ impl Model {
     /// time read on it is far behind, the process restarted meanwhile.
     pub fn reconnected(&mut self) {
         self.reconnects += 1;
+        self.sequence.reconnected();
         if self.host_now_at.is_some() {
             self.clock_check = Some(self.host_now);
         }
@@ -976,6 +991,7 @@ impl Model {
             events_dropped: self.events_dropped,
             frames_damaged: self.frames_damaged,
             events_damaged: self.events_damaged,
+            first_damage: self.first_damage.clone(),
             reconnects: self.reconnects,
             refused: self.refused,
             limits: LIMITS,
@@ -1084,6 +1100,8 @@ pub struct Summary {
     pub frames_damaged: u64,
     /// Events such Blocks stated that could not be read.
     pub events_damaged: u64,
+    /// The first such frame, and why.
+    pub first_damage: Option<String>,
     /// Connections made again after one was lost.
     pub reconnects: u32,
     /// What a cap kept out, and the caps.
@@ -1231,7 +1249,7 @@ mod tests {
     use typhon_live_core::{Metadata, NameTable};
 
     use super::*;
-    use crate::testing::{feed, nested_stream};
+    use crate::testing::{each_frame, feed, nested_stream};
 
     fn init(session_id: u64) -> Vec<u8> {
         let names: NameTable<4, 64> = NameTable::new();
@@ -1360,6 +1378,53 @@ mod tests {
             "{history:?}"
         );
         assert_eq!(model.events, 5_000 * 5);
+    }
+
+    /// FORMAT.md's "Reading a stream", as the live view follows it: a
+    /// repeated Init that skips numbers is a gap; a Definitions without a
+    /// lanes section keeps the lanes; a Block of an unknown codec is
+    /// damage whose drop entries count and whose records are lost.
+    #[test]
+    fn the_reading_rules_for_repeated_inits_missing_sections_and_unknown_codecs() {
+        use typhon_live_core::frame::write_raw_frame;
+        let mut model = Model::default();
+        let stream = nested_stream(0..3);
+        feed(&mut model, &stream);
+        let (frames_before, next) = (model.frames_dropped, 1 + 3);
+        assert_eq!(frames_before, 0);
+        let mut out = vec![0u8; 1024];
+        let meta = Metadata {
+            session_id: 9,
+            ticks_per_second: 1_000_000,
+            ..Metadata::default()
+        };
+        let names: NameTable<4, 64> = NameTable::new();
+        // The repeated Init names 4 more than the next number.
+        let n = write_init(&mut out, next + 4, &meta, &names, std::iter::empty()).unwrap();
+        feed(&mut model, &out[..n]);
+        assert_eq!(model.frames_dropped, 4);
+        let lanes = |model: &Model| model.lanes.len();
+        assert_eq!(lanes(&model), 1);
+        // Definitions with a names section (no new name) and no lanes.
+        let names_only = [7, 2, 0, 0, 0, 0, 0];
+        let n = write_raw_frame(&mut out, 3, 0, next + 4, &names_only).unwrap();
+        feed(&mut model, &out[..n]);
+        assert_eq!(lanes(&model), 1);
+        // A Block of codec 0x40: 5 records, 3 dropped on lane 0.
+        let mut block = Vec::new();
+        block.extend(5u32.to_le_bytes());
+        block.extend([0; 16]);
+        block.extend(1u16.to_le_bytes());
+        block.extend([0, 0, 3, 0, 0, 0, 0xde, 0xad]);
+        let n = write_raw_frame(&mut out, 2, 0x40, next + 5, &block).unwrap();
+        let dropped = model.events_dropped;
+        each_frame(&out[..n], |frame| {
+            let error = model.on_frame(frame).unwrap_err();
+            assert_eq!(error, DecodeError::UnknownCodec { flags: 0x40 });
+        });
+        assert_eq!(model.events_dropped - dropped, 3);
+        assert_eq!((model.frames_damaged, model.events_damaged), (1, 5));
+        assert_eq!(model.frames_dropped, 4);
     }
 
     #[test]

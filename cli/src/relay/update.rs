@@ -10,7 +10,9 @@
 //! delay, and never ahead of when the relay saw them. It is estimated
 //! afresh when a source restarts.
 
-use typhon_live_core::{DecodeError, Event, Frame, LaneId, LaneInfo, NameId, Payload};
+use typhon_live_core::{
+    DecodeError, Event, Frame, LaneId, LaneInfo, NameId, Payload, SequenceCheck,
+};
 use typhon_live_std::BlockBuffer;
 
 /// What a source's frame said.
@@ -66,7 +68,7 @@ pub const RESTART_CLOCK_BACK: std::time::Duration = std::time::Duration::from_se
 /// Reads a source's frames into updates, across its connections.
 #[derive(Default)]
 pub struct Reader {
-    expected_seq: Option<u32>,
+    sequence: SequenceCheck,
     unpacked: BlockBuffer,
     session: Option<u64>,
     ticks_per_second: u64,
@@ -81,7 +83,7 @@ pub struct Reader {
 impl Reader {
     /// A new connection: its frames are numbered afresh.
     pub fn reconnected(&mut self) {
-        self.expected_seq = None;
+        self.sequence.reconnected();
     }
 
     /// Ticks of the source's clock in ns.
@@ -100,16 +102,15 @@ impl Reader {
         received: u64,
         mut take: impl FnMut(Update),
     ) -> Result<(), DecodeError> {
-        if frame.is_sequenced() {
-            if let Some(expected) = self.expected_seq {
-                let missing = frame.seq.wrapping_sub(expected);
-                if missing > 0 {
-                    take(Update::Gap {
-                        frames: u64::from(missing),
-                    });
-                }
-            }
-            self.expected_seq = Some(frame.seq.wrapping_add(1));
+        let missed = if frame.is_sequenced() {
+            self.sequence.sequenced(frame.seq)
+        } else {
+            0
+        };
+        if missed > 0 {
+            take(Update::Gap {
+                frames: u64::from(missed),
+            });
         }
         if frame.kind().is_err() {
             // A newer writer's kind: nothing in it for us.
@@ -117,7 +118,12 @@ impl Reader {
         }
         match frame.parse()? {
             Payload::Init(init) => {
-                self.expected_seq = Some(init.next_seq);
+                let missed = self.sequence.init(init.next_seq, init.session_id);
+                if missed > 0 {
+                    take(Update::Gap {
+                        frames: u64::from(missed),
+                    });
+                }
                 if self.session == Some(init.session_id) {
                     self.check_clock = self.latest > 0;
                 } else {
@@ -134,7 +140,7 @@ impl Reader {
             }
             Payload::Definitions(defs) => take(Update::Definitions {
                 names: defs.names().map(|(id, n)| (id, n.to_owned())).collect(),
-                lanes: defs.lanes().collect(),
+                lanes: defs.lanes().into_iter().flatten().collect(),
             }),
             Payload::Block(block) => {
                 let back = u64::try_from(

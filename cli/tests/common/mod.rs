@@ -10,6 +10,14 @@ use std::time::{Duration, Instant};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_typhon-live");
 
+/// Says that a test skipped a real component, and why. Written to the
+/// process's stderr itself, past the test harness's capture (which keeps
+/// a passing test's output to itself), so that `.ci/run` sees the line and
+/// fails: CI must really run what the test needs.
+pub fn skipped(why: &str) {
+    let _ = writeln!(std::io::stderr(), "skipped: {why}");
+}
+
 pub fn temp(name: &str) -> PathBuf {
     std::env::temp_dir().join(format!("typhon-live-e2e-{}-{name}", std::process::id()))
 }
@@ -117,9 +125,14 @@ pub fn wait_for(port: u16, series: &str, want: impl Fn(f64) -> bool) {
 /// Starts `relay ARGS` and returns it with the address the line starting
 /// with `prefix` gave (its first stdout lines tell where it serves).
 pub fn spawn_relay(args: &[&str], prefix: &str) -> (Killed, String) {
-    let mut relay = Command::new(BIN)
-        .arg("relay")
-        .args(args)
+    let mut command = Command::new(BIN);
+    command.arg("relay").args(args);
+    spawn_relay_with(command, prefix)
+}
+
+/// [`spawn_relay`] of a command made by the caller (under limits, say).
+pub fn spawn_relay_with(mut command: Command, prefix: &str) -> (Killed, String) {
+    let mut relay = command
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
