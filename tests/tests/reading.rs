@@ -39,6 +39,21 @@ fn poll<const R: usize>(
     got
 }
 
+/// The bytes of every frame due at `now`, all of them delivered.
+fn delivered<const R: usize>(
+    exporter: &mut Exporter<'_, 4, R>,
+    now: u64,
+    lanes: &Lanes<4, 16>,
+    names: &Names,
+) -> Vec<u8> {
+    bytes_of(&poll(exporter, now, lanes, names, |_| false))
+}
+
+/// `stream`'s frames, which must all decode.
+fn decoded(stream: &[u8]) -> Vec<Owned> {
+    frames(read_stream(stream, &[], 1 << 16))
+}
+
 fn kinds(frames: &[(Emitted, Vec<u8>)]) -> Vec<FrameKind> {
     frames.iter().map(|(e, _)| e.kind).collect()
 }
@@ -46,6 +61,16 @@ fn kinds(frames: &[(Emitted, Vec<u8>)]) -> Vec<FrameKind> {
 fn bytes_of(frames: &[(Emitted, Vec<u8>)]) -> Vec<u8> {
     frames.iter().flat_map(|(_, b)| b.iter().copied()).collect()
 }
+
+/// A writer's lanes and names, with "Main" interned as [`MAIN`].
+fn writer_parts() -> (Lanes<4, 16>, Names) {
+    let mut names = Names::new();
+    assert_eq!(names.intern("Main"), Ok(MAIN));
+    (Lanes::new(), names)
+}
+
+/// The name of lane 0 in these tests.
+const MAIN: u32 = 0;
 
 fn meta() -> Metadata<'static> {
     Metadata {
@@ -206,11 +231,8 @@ fn empty_blocks() {
 /// totals run from the stream's first Init (the writer's attach).
 #[test]
 fn a_repeated_init_that_skips_numbers_is_a_gap() {
-    let lanes: Lanes<4, 16> = Lanes::new();
-    let mut names = Names::new();
-    let lane = lanes
-        .claim(names.intern("Main").unwrap(), LaneKind::Main)
-        .unwrap();
+    let (lanes, mut names) = writer_parts();
+    let lane = lanes.claim(MAIN, LaneKind::Main).unwrap();
     let mut scratch = vec![0u8; 4096];
     let mut exporter: Exporter<'_, 4> = Exporter::new(meta(), &mut scratch);
     let reader = exporter.attach().unwrap();
@@ -232,11 +254,9 @@ fn a_repeated_init_that_skips_numbers_is_a_gap() {
         )));
     }
     exporter.stop();
-    stream.extend(bytes_of(&poll(&mut exporter, 9000, &lanes, &names, |_| {
-        false
-    })));
+    stream.extend(delivered(&mut exporter, 9000, &lanes, &names));
     // A listener that joins at the repeated Init sees no gap.
-    let got = frames(read_stream(&stream, &[], 1 << 16));
+    let got = decoded(&stream);
     let inits: Vec<usize> = (0..got.len())
         .filter(|&i| matches!(got[i], Owned::Init { .. }))
         .collect();
@@ -269,15 +289,12 @@ fn a_repeated_init_that_skips_numbers_is_a_gap() {
 /// receives; the drop entries it receives add up to its Shutdown's total.
 #[test]
 fn ring_losses_in_a_dropped_block_are_told_again() {
-    let lanes: Lanes<4, 16> = Lanes::new();
-    let mut names = Names::new();
-    let lane = lanes
-        .claim(names.intern("Main").unwrap(), LaneKind::Main)
-        .unwrap();
+    let (lanes, mut names) = writer_parts();
+    let lane = lanes.claim(MAIN, LaneKind::Main).unwrap();
     let mut scratch = vec![0u8; 4096];
     let mut exporter: Exporter<'_, 4> = Exporter::new(meta(), &mut scratch);
     exporter.attach().unwrap();
-    let mut stream = bytes_of(&poll(&mut exporter, 0, &lanes, &names, |_| false));
+    let mut stream = delivered(&mut exporter, 0, &lanes, &names);
     // 20 events into a ring of 16: 4 lost to it.
     for tick in 0..20 {
         lane.tick_start(tick, tick);
@@ -289,14 +306,10 @@ fn ring_losses_in_a_dropped_block_are_told_again() {
     assert!(dropped.is_empty());
     lane.tick_start(20, 200);
     exporter.request_drain();
-    stream.extend(bytes_of(&poll(&mut exporter, 300, &lanes, &names, |_| {
-        false
-    })));
+    stream.extend(delivered(&mut exporter, 300, &lanes, &names));
     exporter.stop();
-    stream.extend(bytes_of(&poll(&mut exporter, 400, &lanes, &names, |_| {
-        false
-    })));
-    let got = frames(read_stream(&stream, &[], 1 << 16));
+    stream.extend(delivered(&mut exporter, 400, &lanes, &names));
+    let got = decoded(&stream);
     let drops: Vec<_> = got
         .iter()
         .filter_map(|f| match f {
@@ -316,30 +329,23 @@ fn ring_losses_in_a_dropped_block_are_told_again() {
 /// table in force when they are read.
 #[test]
 fn a_lanes_events_come_before_the_definitions_that_free_it() {
-    let lanes: Lanes<4, 16> = Lanes::new();
-    let mut names = Names::new();
-    let main = lanes
-        .claim(names.intern("Main").unwrap(), LaneKind::Main)
-        .unwrap();
+    let (lanes, mut names) = writer_parts();
+    let main = lanes.claim(MAIN, LaneKind::Main).unwrap();
     let worker = lanes
         .claim(names.intern("worker").unwrap(), LaneKind::Worker)
         .unwrap();
     let mut scratch = vec![0u8; 4096];
     let mut exporter: Exporter<'_, 4> = Exporter::new(meta(), &mut scratch);
     exporter.attach().unwrap();
-    let mut stream = bytes_of(&poll(&mut exporter, 0, &lanes, &names, |_| false));
+    let mut stream = delivered(&mut exporter, 0, &lanes, &names);
     worker.tick_start(1, 10);
     drop(worker); // the thread ends with its event still in the ring
     main.tick_start(2, 20);
     exporter.request_drain();
-    stream.extend(bytes_of(&poll(&mut exporter, 30, &lanes, &names, |_| {
-        false
-    })));
+    stream.extend(delivered(&mut exporter, 30, &lanes, &names));
     exporter.request_drain();
-    stream.extend(bytes_of(&poll(&mut exporter, 40, &lanes, &names, |_| {
-        false
-    })));
-    let got = frames(read_stream(&stream, &[], 1 << 16));
+    stream.extend(delivered(&mut exporter, 40, &lanes, &names));
+    let got = decoded(&stream);
     let block = got
         .iter()
         .position(
@@ -364,11 +370,8 @@ fn a_lanes_events_come_before_the_definitions_that_free_it() {
 #[test]
 fn a_catch_up_lists_only_spans_open_at_its_time_and_named_before_it() {
     use typhon_live_core::catchup::write_catchup;
-    let lanes: Lanes<4, 16> = Lanes::new();
-    let mut names = Names::new();
-    let lane = lanes
-        .claim(names.intern("Main").unwrap(), LaneKind::Main)
-        .unwrap();
+    let (lanes, mut names) = writer_parts();
+    let lane = lanes.claim(MAIN, LaneKind::Main).unwrap();
     let (outer, inner) = (
         names.intern("outer").unwrap(),
         names.intern("inner").unwrap(),
@@ -379,7 +382,7 @@ fn a_catch_up_lists_only_spans_open_at_its_time_and_named_before_it() {
     let mut exporter: Exporter<'_, 4> = Exporter::new(meta(), &mut scratch);
     exporter.attach().unwrap();
     let got = frames(read_stream(
-        &bytes_of(&poll(&mut exporter, 500, &lanes, &names, |_| false)),
+        &delivered(&mut exporter, 500, &lanes, &names),
         &[],
         1 << 16,
     ));
@@ -418,11 +421,8 @@ fn a_catch_up_lists_only_spans_open_at_its_time_and_named_before_it() {
 /// Definitions may come between (and a Shutdown, if the session ends).
 #[test]
 fn the_catch_up_comes_right_after_each_init() {
-    let lanes: Lanes<4, 16> = Lanes::new();
-    let mut names = Names::new();
-    let lane = lanes
-        .claim(names.intern("Main").unwrap(), LaneKind::Main)
-        .unwrap();
+    let (lanes, mut names) = writer_parts();
+    let lane = lanes.claim(MAIN, LaneKind::Main).unwrap();
     let mut scratch = vec![0u8; 4096];
     let mut exporter: Exporter<'_, 4, 2> = Exporter::new(meta(), &mut scratch);
     let first = exporter.attach().unwrap();
@@ -490,19 +490,16 @@ fn a_version_2_block_with_flags_reads_by_version_3_rules() {
 /// the Init's flags field) are ignored by readers; writers write 0.
 #[test]
 fn reserved_flags_are_ignored() {
-    let lanes: Lanes<4, 16> = Lanes::new();
-    let mut names = Names::new();
-    let _lane = lanes
-        .claim(names.intern("Main").unwrap(), LaneKind::Main)
-        .unwrap();
+    let (lanes, mut names) = writer_parts();
+    let _lane = lanes.claim(MAIN, LaneKind::Main).unwrap();
     let mut scratch = vec![0u8; 4096];
     let mut exporter: Exporter<'_, 4> = Exporter::new(meta(), &mut scratch);
     exporter.attach().unwrap();
-    let mut stream = bytes_of(&poll(&mut exporter, 5, &lanes, &names, |_| false));
+    let mut stream = delivered(&mut exporter, 5, &lanes, &names);
     names.intern("late").unwrap();
     exporter.stop();
-    stream.extend(bytes_of(&poll(&mut exporter, 6, &lanes, &names, |_| false)));
-    let clean = frames(read_stream(&stream, &[], 1 << 16));
+    stream.extend(delivered(&mut exporter, 6, &lanes, &names));
+    let clean = decoded(&stream);
     let kinds: Vec<u8> = clean
         .iter()
         .map(|f| match f {
@@ -528,7 +525,7 @@ fn reserved_flags_are_ignored() {
         flagged.extend(&out[..n]);
     }
     assert_ne!(flagged, stream);
-    assert_eq!(frames(read_stream(&flagged, &[], 1 << 16)), clean);
+    assert_eq!(decoded(&flagged), clean);
 }
 
 /// Question 13: a Definitions frame without a names section defines no
@@ -536,11 +533,8 @@ fn reserved_flags_are_ignored() {
 /// empty lanes section frees every lane).
 #[test]
 fn definitions_without_a_section_change_nothing_of_it() {
-    let lanes: Lanes<4, 16> = Lanes::new();
-    let mut names = Names::new();
-    let _lane = lanes
-        .claim(names.intern("Main").unwrap(), LaneKind::Main)
-        .unwrap();
+    let (lanes, mut names) = writer_parts();
+    let _lane = lanes.claim(MAIN, LaneKind::Main).unwrap();
     let mut out = vec![0u8; 4096];
     let n = write_definitions(&mut out, 0, &names, 0, lanes.iter()).unwrap();
     let mut buf = vec![0u8; 4096];
@@ -590,17 +584,24 @@ fn a_record_of_unknown_kind_ends_the_block_there() {
             1
         ))
     );
+    // A record count above what the columns hold: the five read, then the
+    // fault, the two more it states unread.
+    let mut overstated = block_payload(5, &[]);
+    overstated[..4].copy_from_slice(&7u32.to_le_bytes());
+    let (_, read, damage) = read_block(&overstated, 0);
+    assert_eq!(read, 5);
+    assert!(
+        matches!(damage, Some((DecodeError::Malformed { .. }, 2))),
+        "{damage:?}"
+    );
 }
 
 /// Question 15: each reader's stream starts at 0, whenever it attaches:
 /// its Init names 0 and its first sequenced frame carries it.
 #[test]
 fn a_reader_attaching_later_starts_at_zero() {
-    let lanes: Lanes<4, 16> = Lanes::new();
-    let mut names = Names::new();
-    let lane = lanes
-        .claim(names.intern("Main").unwrap(), LaneKind::Main)
-        .unwrap();
+    let (lanes, mut names) = writer_parts();
+    let lane = lanes.claim(MAIN, LaneKind::Main).unwrap();
     let mut scratch = vec![0u8; 4096];
     let mut exporter: Exporter<'_, 4, 2> = Exporter::new(meta(), &mut scratch);
     exporter.attach().unwrap();
@@ -634,11 +635,8 @@ fn a_reader_attaching_later_starts_at_zero() {
 /// told in its stream (in its first Block, after its Init).
 #[test]
 fn a_reader_is_attached_from_attach_not_from_its_init() {
-    let lanes: Lanes<4, 16> = Lanes::new();
-    let mut names = Names::new();
-    let lane = lanes
-        .claim(names.intern("Main").unwrap(), LaneKind::Main)
-        .unwrap();
+    let (lanes, mut names) = writer_parts();
+    let lane = lanes.claim(MAIN, LaneKind::Main).unwrap();
     for tick in 0..20 {
         lane.tick_start(tick, tick);
     }
@@ -646,12 +644,10 @@ fn a_reader_is_attached_from_attach_not_from_its_init() {
     let mut exporter: Exporter<'_, 4> = Exporter::new(meta(), &mut scratch);
     exporter.attach().unwrap();
     exporter.request_drain();
-    let mut stream = bytes_of(&poll(&mut exporter, 100, &lanes, &names, |_| false));
+    let mut stream = delivered(&mut exporter, 100, &lanes, &names);
     exporter.stop();
-    stream.extend(bytes_of(&poll(&mut exporter, 200, &lanes, &names, |_| {
-        false
-    })));
-    let got = frames(read_stream(&stream, &[], 1 << 16));
+    stream.extend(delivered(&mut exporter, 200, &lanes, &names));
+    let got = decoded(&stream);
     let kinds: Vec<_> = got
         .iter()
         .map(|f| match f {
