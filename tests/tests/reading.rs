@@ -231,7 +231,7 @@ fn empty_blocks() {
 /// totals run from the stream's first Init (the writer's attach).
 #[test]
 fn a_repeated_init_that_skips_numbers_is_a_gap() {
-    let (lanes, mut names) = writer_parts();
+    let (lanes, names) = writer_parts();
     let lane = lanes.claim(MAIN, LaneKind::Main).unwrap();
     let mut scratch = vec![0u8; 4096];
     let mut exporter: Exporter<'_, 4> = Exporter::new(meta(), &mut scratch);
@@ -289,7 +289,7 @@ fn a_repeated_init_that_skips_numbers_is_a_gap() {
 /// receives; the drop entries it receives add up to its Shutdown's total.
 #[test]
 fn ring_losses_in_a_dropped_block_are_told_again() {
-    let (lanes, mut names) = writer_parts();
+    let (lanes, names) = writer_parts();
     let lane = lanes.claim(MAIN, LaneKind::Main).unwrap();
     let mut scratch = vec![0u8; 4096];
     let mut exporter: Exporter<'_, 4> = Exporter::new(meta(), &mut scratch);
@@ -533,7 +533,7 @@ fn reserved_flags_are_ignored() {
 /// empty lanes section frees every lane).
 #[test]
 fn definitions_without_a_section_change_nothing_of_it() {
-    let (lanes, mut names) = writer_parts();
+    let (lanes, names) = writer_parts();
     let _lane = lanes.claim(MAIN, LaneKind::Main).unwrap();
     let mut out = vec![0u8; 4096];
     let n = write_definitions(&mut out, 0, &names, 0, lanes.iter()).unwrap();
@@ -600,7 +600,7 @@ fn a_record_of_unknown_kind_ends_the_block_there() {
 /// its Init names 0 and its first sequenced frame carries it.
 #[test]
 fn a_reader_attaching_later_starts_at_zero() {
-    let (lanes, mut names) = writer_parts();
+    let (lanes, names) = writer_parts();
     let lane = lanes.claim(MAIN, LaneKind::Main).unwrap();
     let mut scratch = vec![0u8; 4096];
     let mut exporter: Exporter<'_, 4, 2> = Exporter::new(meta(), &mut scratch);
@@ -635,7 +635,7 @@ fn a_reader_attaching_later_starts_at_zero() {
 /// told in its stream (in its first Block, after its Init).
 #[test]
 fn a_reader_is_attached_from_attach_not_from_its_init() {
-    let (lanes, mut names) = writer_parts();
+    let (lanes, names) = writer_parts();
     let lane = lanes.claim(MAIN, LaneKind::Main).unwrap();
     for tick in 0..20 {
         lane.tick_start(tick, tick);
