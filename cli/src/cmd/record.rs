@@ -129,7 +129,8 @@ impl Consumer for Recorder<'_> {
             return Flow::Continue;
         }
         // Headers only: a Block's events are not read here.
-        if let Err(error) = frame.kind().and_then(|_| frame.parse()) {
+        let parsed = frame.kind().and_then(|_| frame.parse());
+        if let Err(error) = parsed {
             if !matches!(error, DecodeError::UnknownKind { .. }) {
                 self.refused += 1;
                 self.first_refusal
@@ -147,7 +148,7 @@ impl Consumer for Recorder<'_> {
         self.frames += 1;
         if frame.is_sequenced() {
             self.gaps += u64::from(self.sequence.sequenced(frame.seq));
-        } else if let Ok(Payload::Init(init)) = frame.parse() {
+        } else if let Ok(Payload::Init(init)) = parsed {
             self.gaps += u64::from(self.sequence.init(init.next_seq, init.session_id));
         }
         if frame.kind == FrameKind::Shutdown.to_byte() {
