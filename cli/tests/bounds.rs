@@ -42,21 +42,20 @@ fn traces() -> (Vec<u8>, Vec<u8>) {
 /// `typhon-live ARGS`, under GNU time where it is installed: the command,
 /// and the file where time writes the peak RSS.
 fn command(args: &[&str]) -> (Command, Option<PathBuf>) {
-    if Path::new(GNU_TIME).exists() {
+    if !cfg!(target_os = "linux") {
+        common::skipped("peak memory is measured on Linux only (GNU time, /proc)");
+    } else if !Path::new(GNU_TIME).exists() {
+        common::skipped("GNU time not installed: the peak memory is not measured");
+    } else {
         let report = temp(&format!("time-{}", args.join("-").replace('/', "_")));
         let mut command = Command::new(GNU_TIME);
-        command
-            .args(["-f", "%M", "-o"])
-            .arg(&report)
-            .arg(BIN)
-            .args(args);
-        (command, Some(report))
-    } else {
-        common::skipped("GNU time not installed: the peak memory is not measured");
-        let mut command = Command::new(BIN);
+        command.args(["-f", "%M", "-o"]).arg(&report).arg(BIN);
         command.args(args);
-        (command, None)
+        return (command, Some(report));
     }
+    let mut command = Command::new(BIN);
+    command.args(args);
+    (command, None)
 }
 
 const GNU_TIME: &str = "/usr/bin/time";
@@ -276,6 +275,9 @@ fn attach_refuses_the_block_and_keeps_every_other_event() {
 
 /// Peak resident memory of process `pid` so far (Linux's VmHWM).
 fn peak_rss(pid: u32) -> Option<u64> {
+    if !cfg!(target_os = "linux") {
+        return None;
+    }
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     let kib = status
         .lines()
