@@ -121,7 +121,9 @@ struct Located {
 
 impl<'b> Decoder<'b> {
     /// A decoder over `buf` accepting frames up to [`DEFAULT_MAX_FRAME`]
-    /// or the buffer's length, whichever is smaller.
+    /// or the buffer's length, whichever is smaller. A buffer shorter than
+    /// a frame header ([`HEADER_LEN`]) holds no frame: every byte fed to
+    /// it is skipped, reported once as [`DecodeError::FrameTooLarge`].
     pub fn new(buf: &'b mut [u8]) -> Self {
         Self::with_max_frame(buf, DEFAULT_MAX_FRAME)
     }
@@ -167,6 +169,12 @@ impl<'b> Decoder<'b> {
     /// Takes as many of `bytes` as fit and returns how many it took; feed
     /// the rest after taking frames out with [`Decoder::next`].
     pub fn feed(&mut self, bytes: &[u8]) -> usize {
+        if self.buf.len() < HEADER_LEN {
+            // No frame fits: every byte is damage, reported once by `next`.
+            // Holding bytes that can never be read would stall the caller.
+            self.discard_counted(bytes.len() as u64);
+            return bytes.len();
+        }
         let mut taken = 0;
         if self.skip > 0 && self.start == self.end {
             // Discard a rejected frame's tail without copying it.
@@ -245,6 +253,17 @@ impl<'b> Decoder<'b> {
 
     /// Skips damage and finds the next whole, checked frame at `start`.
     fn locate(&mut self) -> Result<Option<Located>, DecodeError> {
+        if self.buf.len() < HEADER_LEN {
+            // `feed` discarded everything: say so once.
+            if self.skipped > 0 && !core::mem::replace(&mut self.in_damage, true) {
+                return Err(DecodeError::FrameTooLarge {
+                    len: HEADER_LEN as u64,
+                    max: self.max_frame as u64,
+                    offset: self.offset - self.skipped,
+                });
+            }
+            return Ok(None);
+        }
         loop {
             if self.skip > 0 {
                 let n = ((self.end - self.start) as u64).min(self.skip) as usize;
@@ -281,19 +300,9 @@ impl<'b> Decoder<'b> {
                 self.advance(1, true);
                 return Err(DecodeError::BadMagic { offset });
             }
+            // The buffer holds a header (`feed` sees to it): wait for one.
             let Some(head) = avail.first_chunk::<HEADER_LEN>() else {
-                if avail.len() < self.buf.len() {
-                    return Ok(None);
-                }
-                // A buffer smaller than a header can never hold a frame:
-                // say so and move on rather than wait forever.
-                self.resync = true;
-                self.advance(1, true);
-                return Err(DecodeError::FrameTooLarge {
-                    len: HEADER_LEN as u64,
-                    max: self.max_frame as u64,
-                    offset,
-                });
+                return Ok(None);
             };
             let Some(header) = Header::parse(head) else {
                 self.resync = true;
