@@ -49,6 +49,7 @@ pub(crate) struct Scratch {
 struct Open {
     next_child: usize,
     children_end: usize,
+    start: u64,
     end: u64,
 }
 
@@ -60,9 +61,12 @@ const SCRATCH_KEPT: usize = 4096;
 ///
 /// Spans whose parent is not among them (roots, and spans whose parent
 /// was lost) are walked by start time. A child ending after its parent
-/// (not from a lane) ends with it; spans no walk reaches (a peer's cycle
-/// of parents) are walked last; every span is written once, every begin
-/// gets one end.
+/// (not from a lane) ends with it. A child beginning outside its parent
+/// is not nested in it: its end would come before its begin. A peer's
+/// clock that went back can do that (a firmware's read racing its timer's
+/// wrap goes back a millisecond), and so can a peer reusing ids. Spans no walk
+/// reaches (those, and a peer's cycle of parents) are walked last. Every
+/// span is written once, and every begin gets one end, no earlier.
 pub(crate) fn order(spans: &mut [Held], scratch: &mut Scratch, mut write: impl FnMut(Edge)) {
     // Children grouped under their parent, each group in arrival order.
     spans.sort_unstable_by_key(|s| (s.parent, s.order));
@@ -96,7 +100,7 @@ pub(crate) fn order(spans: &mut [Held], scratch: &mut Scratch, mut write: impl F
                 let child = top.next_child;
                 top.next_child += 1;
                 let end = top.end;
-                if !visited[child] {
+                if !visited[child] && (top.start..=end).contains(&spans[child].start) {
                     begin(spans, child, end, open, visited, &mut write);
                 }
             } else {
@@ -132,6 +136,7 @@ fn begin(
     open.push(Open {
         next_child,
         children_end,
+        start: span.start,
         end: span.end,
     });
 }
@@ -260,6 +265,85 @@ mod tests {
             edges(&mut spans),
             [('B', 0, 1), ('E', 10, 1), ('B', 4, 3), ('E', 6, 3)]
         );
+    }
+
+    #[test]
+    fn a_child_beginning_after_its_parent_ended_is_walked_on_its_own() {
+        // A clock that went back 1 ms as its timer wrapped: the loop span
+        // ended (1998) before its child began (1999). Nested, the child's
+        // end (its parent's) came before its begin, and a reader met an
+        // end with no begin.
+        let mut spans = [
+            span(1999, 2000, 3, 1, 0),
+            span(1997, 1998, 2, 1, 1),
+            span(1996, 1998, 1, 0, 2),
+        ];
+        assert_eq!(
+            edges(&mut spans),
+            [
+                ('B', 1996, 1),
+                ('B', 1997, 2),
+                ('E', 1998, 2),
+                ('E', 1998, 1),
+                ('B', 1999, 3),
+                ('E', 2000, 3)
+            ]
+        );
+        // And one beginning before its parent did.
+        let mut spans = [span(5, 6, 2, 1, 0), span(8, 9, 1, 0, 1)];
+        assert_eq!(
+            edges(&mut spans),
+            [('B', 8, 1), ('E', 9, 1), ('B', 5, 2), ('E', 6, 2)]
+        );
+    }
+
+    #[test]
+    fn any_spans_a_peer_sends_read_back_with_every_end_after_its_begin() {
+        // Spans from a small xorshift: tangled ids, parents and times.
+        let mut rng = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = |max: u64| {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng % max
+        };
+        for _ in 0..2000 {
+            let mut spans: Vec<Held> = (0..next(12))
+                .map(|order| {
+                    let start = next(20);
+                    span(
+                        start,
+                        start + next(6),
+                        next(8) as u32 + 1,
+                        next(9) as u32,
+                        order,
+                    )
+                })
+                .collect();
+            let mut edges = Vec::new();
+            order(&mut spans, &mut Scratch::default(), |edge| edges.push(edge));
+            // Sorted by time, ties in written order, as a reader does: no
+            // end without an open begin, and none left open.
+            let mut timed: Vec<(u64, usize, bool)> = edges
+                .iter()
+                .enumerate()
+                .map(|(i, e)| match e {
+                    Edge::Begin(s) => (s.start, i, true),
+                    Edge::End(t) => (*t, i, false),
+                })
+                .collect();
+            timed.sort_unstable();
+            let mut depth = 0usize;
+            for (_, _, begins) in timed {
+                if begins {
+                    depth += 1;
+                } else {
+                    depth = depth.checked_sub(1).expect("an end has a begin");
+                }
+            }
+            assert_eq!(depth, 0);
+            assert_eq!(edges.len(), 2 * spans.len());
+        }
     }
 
     #[test]

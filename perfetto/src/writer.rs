@@ -528,6 +528,9 @@ impl TraceWriter {
                 match started {
                     Some((start, number)) if number == tick => {
                         self.stats.ticks += 1;
+                        // A peer's clock that went back within the tick
+                        // would put its end before its begin.
+                        let end = at(time).max(start);
                         let track = self.ticks_track(lane, out);
                         let (iid, text) = if overrun { OVERRUN_TICK } else { TICK };
                         self.seq.named(
@@ -542,7 +545,7 @@ impl TraceWriter {
                                 (Annotation::Overrun, AnnotationValue::Bool(overrun)),
                             ],
                         );
-                        self.seq.event(out, at(time), track, Kind::End);
+                        self.seq.event(out, end, track, Kind::End);
                     }
                     other => {
                         if let Some((start, number)) = other {

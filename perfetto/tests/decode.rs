@@ -469,3 +469,61 @@ fn a_root_open_past_the_hold_limit_has_its_children_written_early_still_nested()
         .iter()
         .all(|s| (s.name == "root") == (s.depth == 0)));
 }
+
+#[test]
+fn a_clock_gone_back_within_a_tick_still_pairs_every_begin_with_a_later_end() {
+    // A firmware clock read 1 ms back as its timer wrapped: the loop span
+    // and the tick ended before a child and the tick began. A reader met
+    // an end with no begin (as in issue 23's flaky QEMU test, at the same
+    // line); now each end comes at or after its begin.
+    let lanes = Lanes::<1, 1024>::new();
+    let mut names: NameTable<4, 64> = NameTable::new();
+    let main = lanes
+        .claim(names.intern("Main").unwrap(), LaneKind::Main)
+        .unwrap();
+    let [outer, sense, control] = ["outer", "sense", "control"].map(|n| names.intern(n).unwrap());
+    let mut scratch = vec![0u8; 1 << 16];
+    let meta = Metadata {
+        ticks_per_second: 1_000_000,
+        session_id: 1,
+        process_id: 7,
+        ..Metadata::default()
+    };
+    let mut exporter: Exporter<'_, 1> = Exporter::new(meta, &mut scratch);
+    exporter.attach().unwrap();
+    let mut out = vec![0u8; exporter.min_block_buffer()];
+    main.tick_start(1, 1995);
+    let o = main.begin(outer, 1996);
+    let s = main.begin(sense, 1997);
+    main.end(s, 1998, None);
+    // Ends 1 ms back: `outer` is empty at 1996, before `control` begins.
+    main.end(o, 999, None);
+    let c = main.begin(control, 1999);
+    main.end(c, 2000, None);
+    main.tick_end(1, 1001, false);
+    exporter.request_drain();
+    let mut stream = Vec::new();
+    while let Some(frame) = exporter.poll(3000, &lanes, &names, &mut out).unwrap() {
+        stream.extend_from_slice(&out[..frame.len]);
+    }
+
+    let (bytes, stats) = convert(&[&stream]);
+    assert_eq!((stats.spans, stats.ticks), (3, 1));
+    let read = read(&bytes);
+    let us = |t: u64| t * 1_000;
+    let mut slices: Vec<(&str, u64, u64, usize)> = read
+        .slices
+        .iter()
+        .map(|s| (s.name.as_str(), s.start, s.end, s.depth))
+        .collect();
+    slices.sort_unstable_by_key(|s| (s.1, s.0));
+    assert_eq!(
+        slices,
+        [
+            ("tick", us(1995), us(1995), 0),
+            ("outer", us(1996), us(1996), 0),
+            ("sense", us(1997), us(1998), 0),
+            ("control", us(1999), us(2000), 0),
+        ]
+    );
+}

@@ -22,11 +22,11 @@ mod cmsdk_uart;
 #[cfg(not(uart_link))]
 mod itm;
 
-use core::cell::RefCell;
+use core::cell::{Cell, RefCell};
 use core::sync::atomic::{AtomicU32, Ordering};
 
 use cortex_m::peripheral::syst::SystClkSource;
-use cortex_m::peripheral::SYST;
+use cortex_m::peripheral::{SCB, SYST};
 use cortex_m_rt::{entry, exception};
 use critical_section::Mutex;
 #[cfg(feature = "lz4")]
@@ -59,16 +59,35 @@ static PASSES: AtomicU32 = AtomicU32::new(0);
 /// The interrupt's lane and the ids it records with, set up by `main`.
 static INTERRUPT: Mutex<RefCell<Option<(Lane<'static>, Ids)>>> = Mutex::new(RefCell::new(None));
 
+/// The latest time [`now_us`] returned.
+static LAST_US: Mutex<Cell<u64>> = Mutex::new(Cell::new(0));
+
 /// Microseconds since boot: the milliseconds plus SysTick's progress in
-/// the current one. Read twice so that a tick between the reads is seen.
+/// the current one, never less than the last time returned.
+///
+/// Between the counter's wrap and its interrupt (masked, or not yet
+/// taken), the counter has started a millisecond that `MILLIS` does not
+/// count yet: a time read then went back 1 ms, and a span could end
+/// before its children began. A wrap still pending counts its
+/// millisecond; where the counter shows the wrap before the interrupt is
+/// even pending (an emulator may), the time waits rather than going back.
 fn now_us() -> u64 {
-    loop {
+    let read = loop {
         let millis = MILLIS.load(Ordering::Acquire);
+        let wrapped = SCB::is_pendst_pending();
         let elapsed = RELOAD - SYST::get_current();
-        if MILLIS.load(Ordering::Acquire) == millis {
-            return u64::from(millis) * 1_000 + u64::from(elapsed / (CPU_HZ / 1_000_000));
+        // A wrap or an interrupt between the reads: read again.
+        if SCB::is_pendst_pending() == wrapped && MILLIS.load(Ordering::Acquire) == millis {
+            let millis = u64::from(millis) + u64::from(wrapped);
+            break millis * 1_000 + u64::from(elapsed / (CPU_HZ / 1_000_000));
         }
-    }
+    };
+    critical_section::with(|cs| {
+        let last = LAST_US.borrow(cs);
+        let now = read.max(last.get());
+        last.set(now);
+        now
+    })
 }
 
 #[exception]
