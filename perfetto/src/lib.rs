@@ -42,5 +42,5 @@ mod writer;
 pub use sequence::SEQUENCE_ID;
 pub use writer::{
     TraceWriter, WriterStats, MAX_COUNTERS, MAX_HELD, MAX_LANES, MAX_NAMES, MAX_NAME_BYTES,
-    RESTART_CLOCK_MARGIN_NS, SUBSTITUTE_PID,
+    SUBSTITUTE_PID,
 };

@@ -9,7 +9,7 @@ use foldhash::HashMap;
 
 use typhon_live_core::{
     DecodeError, Event, Frame, GaugeValue, InitView, LaneId, LaneInfo, NameId, Payload,
-    SequenceCheck,
+    RestartCheck, SequenceCheck,
 };
 use typhon_live_std::BlockBuffer;
 
@@ -40,11 +40,6 @@ pub const MAX_HELD: usize = 1 << 18;
 /// or one Perfetto's `int32` cannot hold: this plus the session's number,
 /// so that two such sessions stay two processes.
 pub const SUBSTITUTE_PID: i32 = 0x4000_0000;
-
-/// How far a session's clock must go back after a repeated Init for the
-/// writer to take it as a restart under the same id: 1 s, as `attach`
-/// does.
-pub const RESTART_CLOCK_MARGIN_NS: u64 = 1_000_000_000;
 
 /// Iids of the writer's own event names, above every `NameId + 1`.
 const OWN_NAMES: u64 = 1 << 40;
@@ -147,8 +142,6 @@ struct Session {
     frames_lost: u64,
     events_lost: u64,
     ticks_tracks: u32,
-    /// Set by a repeated Init: the next Block's time tells a restart.
-    check_clock: bool,
 }
 
 /// A lane of the current session.
@@ -180,6 +173,7 @@ pub struct TraceWriter {
     next_tid: i32,
     order: u64,
     sequence: SequenceCheck,
+    restart: RestartCheck,
     /// The latest time seen, ns: where a loss is marked.
     last_time: u64,
     unpacked: BlockBuffer,
@@ -217,6 +211,7 @@ impl TraceWriter {
             next_tid: 1,
             order: 0,
             sequence: SequenceCheck::new(),
+            restart: RestartCheck::new(),
             last_time: 0,
             unpacked: BlockBuffer::new(),
             unread: 0,
@@ -283,13 +278,10 @@ impl TraceWriter {
                 }
             }
             Payload::Block(block) => {
-                if std::mem::take(&mut self.session.check_clock)
-                    && self
-                        .session
-                        .clock
-                        .ns(block.first_time)
-                        .saturating_add(RESTART_CLOCK_MARGIN_NS)
-                        < self.last_time
+                let tps = self.session.clock.ticks_per_second;
+                if self
+                    .restart
+                    .block(block.first_time, block.last_time, block.records, tps)
                 {
                     self.restart(out);
                 }
@@ -310,8 +302,14 @@ impl TraceWriter {
                     return Err(damage.error);
                 }
             }
-            // Spans open when a viewer joined arrive whole when they end.
-            Payload::CatchUp(_) => {}
+            // Spans open when a viewer joined arrive whole when they end;
+            // its time may tell a restart.
+            Payload::CatchUp(catchup) => {
+                let tps = self.session.clock.ticks_per_second;
+                if self.restart.catch_up(catchup.time, tps) {
+                    self.restart(out);
+                }
+            }
             Payload::Shutdown(_) => self.finish(out),
         }
         Ok(())
@@ -331,17 +329,18 @@ impl TraceWriter {
             self.held_total = 0;
             self.names.clear();
             self.name_bytes = 0;
+            self.restart.new_session();
             self.new_session(
                 init.session_id,
                 init.process_id,
                 init.process_name,
                 init.ticks_per_second,
             );
-        } else if self.last_time > 0 {
+        } else {
             // A reconnect, a device's repeated announcement, or a device
             // that rebooted with the same id (one without a source of
-            // fresh ids): the next Block's time tells.
-            self.session.check_clock = true;
+            // fresh ids): the next time read tells.
+            self.restart.arm();
         }
         self.seq.clear();
         for (id, name) in init.names() {
@@ -363,8 +362,8 @@ impl TraceWriter {
         self.last_time = 0;
     }
 
-    /// The same session id with its clock gone back more than
-    /// [`RESTART_CLOCK_MARGIN_NS`]: the process started over, so it gets a
+    /// The same session id with its clock gone back (as
+    /// [`RestartCheck`] tells): the process started over, so it gets a
     /// process track (and its lanes thread tracks) of its own, keeping the
     /// names and lanes its Init just gave.
     fn restart(&mut self, out: &mut Vec<u8>) {
@@ -791,7 +790,6 @@ impl Session {
             frames_lost: 0,
             events_lost: 0,
             ticks_tracks: 0,
-            check_clock: false,
         }
     }
 }

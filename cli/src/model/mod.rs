@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 use typhon_live_core::{
-    DecodeError, Event, Frame, GaugeValue, LaneKind, OpenSpan, Payload, SequenceCheck,
+    DecodeError, Event, Frame, GaugeValue, LaneKind, OpenSpan, Payload, RestartCheck, SequenceCheck,
 };
 use typhon_live_std::BlockBuffer;
 
@@ -170,9 +170,8 @@ pub struct Model {
     init_seen: bool,
     /// Frames read while no Init had been.
     frames_before_init: u64,
-    /// The host time when a reconnect or an Init with the session's own id
-    /// came: a time well below it next means a restart.
-    clock_check: Option<u64>,
+    /// Tells a restart under the session's own id.
+    restart: RestartCheck,
     /// What the caps kept out.
     pub refused: Refused,
     /// Connections made again after one was lost.
@@ -267,7 +266,7 @@ impl Default for Model {
             restarts: 0,
             notice: None,
             frames_before_init: 0,
-            clock_check: None,
+            restart: RestartCheck::new(),
             ended_cleanly: false,
             history: History::new(
                 (history::DEFAULT_HISTORY_SECONDS * 1e9) as u64,
@@ -401,12 +400,12 @@ impl Model {
                             init.session_id
                         ));
                         self.reset_session();
-                    } else if self.host_now_at.is_some() {
+                    } else {
                         // A repeated Init (a reconnect, or a device's
                         // announcement), or a device that rebooted with
                         // the same id (one without a source of fresh ids):
                         // the next time read tells.
-                        self.clock_check = Some(self.host_now);
+                        self.restart.arm();
                     }
                 }
                 if !self.init_seen && self.frames_before_init > 0 {
@@ -437,6 +436,9 @@ impl Model {
                 }
             }
             Payload::CatchUp(catchup) => {
+                if self.restart.catch_up(catchup.time, self.ticks_per_second) {
+                    self.clock_went_back(catchup.time);
+                }
                 self.advance_host_now(catchup.time);
                 for lane in catchup.lanes() {
                     if !self.names.contains_key(&lane.info.name) {
@@ -454,7 +456,14 @@ impl Model {
             Payload::Block(block) => {
                 self.block_bytes += block.encoded_len() as u64;
                 self.block_events += u64::from(block.records);
-                self.advance_host_now(block.last_time);
+                let (first, last) = (block.first_time, block.last_time);
+                if self
+                    .restart
+                    .block(first, last, block.records, self.ticks_per_second)
+                {
+                    self.clock_went_back(first);
+                }
+                self.advance_host_now(last);
                 for (lane, dropped) in block.drops() {
                     self.events_dropped = self.events_dropped.saturating_add(u64::from(dropped));
                     if let Some(row) = self.lane(lane) {
@@ -512,16 +521,6 @@ impl Model {
     }
 
     fn advance_host_now(&mut self, time: u64) {
-        // More than a second back: a Block may end a little before a
-        // Catch-up seen earlier, but not that far.
-        let tps = self.ticks_per_second;
-        if self
-            .clock_check
-            .take()
-            .is_some_and(|before| time.saturating_add(tps) < before)
-        {
-            self.clock_went_back(time);
-        }
         if time > self.host_now {
             self.host_now = time;
             self.host_now_at = Some(Instant::now());
@@ -533,14 +532,12 @@ impl Model {
     pub fn reconnected(&mut self) {
         self.reconnects += 1;
         self.sequence.reconnected();
-        if self.host_now_at.is_some() {
-            self.clock_check = Some(self.host_now);
-        }
+        self.restart.arm();
     }
 
     /// After a reconnect or an Init with the session's own id, the clock
-    /// started again more than a second below where it was: the process
-    /// restarted without a new session id
+    /// started again more than a second below where it was
+    /// ([`RestartCheck`]): the process restarted without a new session id
     /// (a microcontroller has no source of fresh ids). The names and lanes
     /// of that Init stay; the time windows start over.
     fn clock_went_back(&mut self, time: u64) {

@@ -11,7 +11,7 @@
 //! afresh when a source restarts.
 
 use typhon_live_core::{
-    DecodeError, Event, Frame, LaneId, LaneInfo, NameId, Payload, SequenceCheck,
+    DecodeError, Event, Frame, LaneId, LaneInfo, NameId, Payload, RestartCheck, SequenceCheck,
 };
 use typhon_live_std::BlockBuffer;
 
@@ -54,16 +54,10 @@ pub enum Update {
         frames: u64,
     },
     /// The source started over under the same session id (a device
-    /// without a source of fresh ids): after a repeated Init, its clock
-    /// went back more than [`RESTART_CLOCK_BACK`]. Comes before the
-    /// first Block of the new run.
+    /// without a source of fresh ids), as [`RestartCheck`] tells. Comes
+    /// before the first Block of the new run.
     Restarted,
 }
-
-/// How far a source's clock must go back after a repeated Init to be a
-/// restart under the same id: a second, as `attach` and the Perfetto
-/// writer take it.
-pub const RESTART_CLOCK_BACK: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Reads a source's frames into updates, across its connections.
 #[derive(Default)]
@@ -72,10 +66,7 @@ pub struct Reader {
     unpacked: BlockBuffer,
     session: Option<u64>,
     ticks_per_second: u64,
-    /// The latest Block end seen this session, in the source's ticks.
-    latest: u64,
-    /// A repeated Init came: the next Block's time tells a restart.
-    check_clock: bool,
+    restart: RestartCheck,
     /// Unix ns minus source ns, least seen this run of the source.
     unix_offset: Option<i128>,
 }
@@ -84,6 +75,7 @@ impl Reader {
     /// A new connection: its frames are numbered afresh.
     pub fn reconnected(&mut self) {
         self.sequence.reconnected();
+        self.restart.arm();
     }
 
     /// Ticks of the source's clock in ns.
@@ -125,10 +117,10 @@ impl Reader {
                     });
                 }
                 if self.session == Some(init.session_id) {
-                    self.check_clock = self.latest > 0;
+                    self.restart.arm();
                 } else {
                     self.session = Some(init.session_id);
-                    self.latest = 0;
+                    self.restart.new_session();
                     self.unix_offset = None;
                 }
                 self.ticks_per_second = init.ticks_per_second.max(1);
@@ -143,19 +135,14 @@ impl Reader {
                 lanes: defs.lanes().into_iter().flatten().collect(),
             }),
             Payload::Block(block) => {
-                let back = u64::try_from(
-                    u128::from(self.ticks_per_second) * RESTART_CLOCK_BACK.as_nanos()
-                        / 1_000_000_000,
-                )
-                .unwrap_or(u64::MAX);
-                if std::mem::take(&mut self.check_clock)
-                    && block.first_time.saturating_add(back) < self.latest
+                let (first, last) = (block.first_time, block.last_time);
+                if self
+                    .restart
+                    .block(first, last, block.records, self.ticks_per_second)
                 {
                     take(Update::Restarted);
-                    self.latest = 0;
                     self.unix_offset = None;
                 }
-                self.latest = self.latest.max(block.last_time);
                 let sample = i128::from(received) - i128::from(self.ns(block.last_time));
                 let unix_offset = self.unix_offset.map_or(sample, |o| o.min(sample));
                 self.unix_offset = Some(unix_offset);
@@ -173,7 +160,13 @@ impl Reader {
                 });
                 result.map_err(|damage| damage.error)?;
             }
-            Payload::CatchUp(_) | Payload::Shutdown(_) => {}
+            Payload::CatchUp(catchup) => {
+                if self.restart.catch_up(catchup.time, self.ticks_per_second) {
+                    take(Update::Restarted);
+                    self.unix_offset = None;
+                }
+            }
+            Payload::Shutdown(_) => {}
         }
         Ok(())
     }
@@ -248,6 +241,60 @@ mod tests {
             });
         }
         restarts
+    }
+
+    /// Restarts as each reader of the project counts them: the relay's,
+    /// the view model's and the Perfetto writer's.
+    fn restarts_by_every_reader(streams: &[Vec<u8>]) -> [usize; 3] {
+        let mut model = crate::model::Model::default();
+        let mut writer = typhon_live_perfetto::TraceWriter::new();
+        let mut out = Vec::new();
+        for stream in streams {
+            model.reconnected();
+            each_frame(stream, |frame| {
+                let _ = model.on_frame(frame);
+                let _ = writer.frame(frame, &mut out);
+            });
+        }
+        [
+            restarts(streams),
+            model.restarts as usize,
+            writer.stats().restarts as usize,
+        ]
+    }
+
+    /// `stream` with a Block of drop entries only (no records, so its
+    /// timestamps are 0) right after its Init.
+    fn with_an_empty_block_after_its_init(stream: &[u8]) -> Vec<u8> {
+        let mut init_len = 0;
+        each_frame(stream, |frame| {
+            if init_len == 0 {
+                init_len = frame.wire_len();
+            }
+        });
+        let mut scratch = vec![0u8; 256];
+        let empty = typhon_live_core::BlockBuilder::new(&mut scratch);
+        let mut block = vec![0u8; 1024];
+        let n = typhon_live_core::block::write_block(&mut block, 0, &empty, &[(0, 3)]).unwrap();
+        [&stream[..init_len], &block[..n], &stream[init_len..]].concat()
+    }
+
+    #[test]
+    fn every_reader_tells_the_same_restarts_and_an_empty_block_is_none() {
+        let late = nested_stream(5_000..5_010);
+        assert_eq!(
+            restarts_by_every_reader(&[late.clone(), nested_stream(0..10)]),
+            [1, 1, 1]
+        );
+        assert_eq!(
+            restarts_by_every_reader(&[nested_stream(0..10), late.clone()]),
+            [0, 0, 0]
+        );
+        // A repeated Init, then a Block without records: its timestamps
+        // (0) state no time. Each reader once took them for the clock
+        // going back, a restart.
+        let going_on = with_an_empty_block_after_its_init(&nested_stream(5_010..5_020));
+        assert_eq!(restarts_by_every_reader(&[late, going_on]), [0, 0, 0]);
     }
 
     #[test]
