@@ -44,6 +44,64 @@ pub fn write_catchup<const L: usize, const N: usize>(
     })
 }
 
+/// One lane of a Catch-up to write: what a reader holds of a lane, for
+/// [`write_catchup_of`].
+#[derive(Clone, Copy, Debug)]
+pub struct OpenLane<'a> {
+    /// Lane identity.
+    pub info: LaneInfo,
+    /// The lane's name.
+    pub name: &'a str,
+    /// How many spans are open, at least `open.len()`.
+    pub open_depth: u32,
+    /// The outermost open spans, outermost first; their names must have
+    /// been defined to the reader before the frame.
+    pub open: &'a [OpenSpan],
+}
+
+/// Writes a Catch-up frame of `lanes` at host time `now`: the state of a
+/// stream that a reader (the relay, a viewer) holds, written back out for
+/// a reader that starts from it. Spans begun after `now` are not listed,
+/// nor those inside them.
+pub fn write_catchup_of<'a>(
+    out: &mut [u8],
+    seq: u32,
+    now: u64,
+    lanes: impl Iterator<Item = OpenLane<'a>>,
+) -> Result<usize, EncodeError> {
+    write_frame(out, FrameKind::CatchUp, seq, |w| {
+        w.u64(now);
+        write_live_table(w, lanes, |w, lane| {
+            let listed = lane
+                .open
+                .iter()
+                .position(|span| span.start > now)
+                .unwrap_or(lane.open.len());
+            let depth = if listed < lane.open.len() {
+                listed as u32
+            } else {
+                lane.open_depth.max(listed as u32)
+            };
+            write_open_lane(w, lane.info, lane.name, depth, &lane.open[..listed]);
+        });
+        Ok(())
+    })
+}
+
+fn write_open_lane(w: &mut Writer<'_>, info: LaneInfo, name: &str, depth: u32, open: &[OpenSpan]) {
+    w.varint(u64::from(info.id));
+    w.u8(info.kind.to_byte());
+    w.varint(u64::from(info.name));
+    w.str(name);
+    w.varint(u64::from(depth));
+    w.varint(open.len() as u64);
+    for span in open {
+        w.varint(u64::from(span.id));
+        w.varint(u64::from(span.name));
+        w.varint(span.start);
+    }
+}
+
 fn write_lane<const L: usize, const N: usize>(
     w: &mut Writer<'_>,
     now: u64,
@@ -52,10 +110,6 @@ fn write_lane<const L: usize, const N: usize>(
     names: &impl NameSource,
     lane: LaneInfo,
 ) {
-    w.varint(u64::from(lane.id));
-    w.u8(lane.kind.to_byte());
-    w.varint(u64::from(lane.name));
-    w.str(names.get(lane.name).unwrap_or(""));
     let mut open = [OpenSpan::default(); MAX_OPEN_SPANS];
     let (mut listed, mut depth) = lanes.open_spans(lane.id, &mut open).unwrap_or((0, 0));
     // Outermost first: the spans inside a later one began later still.
@@ -66,13 +120,8 @@ fn write_lane<const L: usize, const N: usize>(
         listed = later;
         depth = later as u32;
     }
-    w.varint(u64::from(depth));
-    w.varint(listed as u64);
-    for span in &open[..listed] {
-        w.varint(u64::from(span.id));
-        w.varint(u64::from(span.name));
-        w.varint(span.start);
-    }
+    let name = names.get(lane.name).unwrap_or("");
+    write_open_lane(w, lane, name, depth, &open[..listed]);
 }
 
 /// One lane of a Catch-up frame.
@@ -138,5 +187,76 @@ impl<'a> CatchUpView<'a> {
     /// The lanes.
     pub fn lanes(&self) -> Entries<'a, CatchUpLane<'a>> {
         Entries::counted(self.body, Count::U16, parse_lane)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::decode::Decoder;
+
+    #[test]
+    fn written_state_reads_back_without_the_spans_begun_after_its_time() {
+        let open = [
+            OpenSpan {
+                id: 1,
+                name: 4,
+                start: 10,
+            },
+            OpenSpan {
+                id: 2,
+                name: 5,
+                start: 30,
+            },
+            OpenSpan {
+                id: 3,
+                name: 6,
+                start: 40,
+            },
+        ];
+        let lanes = [
+            OpenLane {
+                info: LaneInfo {
+                    id: 2,
+                    name: 7,
+                    kind: LaneKind::Worker,
+                },
+                name: "worker",
+                open_depth: 5,
+                open: &open,
+            },
+            OpenLane {
+                info: LaneInfo {
+                    id: 0,
+                    name: 8,
+                    kind: LaneKind::Main,
+                },
+                name: "main",
+                open_depth: 2,
+                open: &open[..1],
+            },
+        ];
+        let mut out = [0u8; 256];
+        let n = write_catchup_of(&mut out, 9, 20, lanes.into_iter()).unwrap();
+        let mut buf = [0u8; 256];
+        let mut decoder = Decoder::new(&mut buf);
+        assert_eq!(decoder.feed(&out[..n]), n);
+        let frame = decoder.next().unwrap().unwrap();
+        assert_eq!((frame.kind, frame.seq), (FrameKind::CatchUp.to_byte(), 9));
+        let view = CatchUpView::parse(frame.payload).unwrap();
+        assert_eq!(view.time, 20);
+        let read: Vec<(LaneInfo, &str, u32, usize)> = view
+            .lanes()
+            .map(|l| (l.info, l.name, l.open_depth, l.open.count()))
+            .collect();
+        // Spans 2 and 3 began after 20: not listed, the depth cut to 1. A
+        // lane listing all it has keeps its deeper depth.
+        assert_eq!(
+            read,
+            [
+                (lanes[0].info, "worker", 1, 1),
+                (lanes[1].info, "main", 2, 1),
+            ]
+        );
     }
 }

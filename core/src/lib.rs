@@ -109,7 +109,7 @@ pub mod sequence;
 pub mod shutdown;
 
 pub use block::{BlockBuilder, BlockEvents, BlockView, MAX_BLOCK_RECORDS};
-pub use catchup::{CatchUpLane, CatchUpView};
+pub use catchup::{CatchUpLane, CatchUpView, OpenLane};
 pub use codec::{Codec, Compression, Lz4Table};
 pub use decode::{Decoder, Frame, Payload, DEFAULT_MAX_FRAME};
 pub use definitions::DefinitionsView;

@@ -2,9 +2,10 @@
 //! sources' updates ([`Merger`]) and hands each frame to every viewer's
 //! queue; a thread per viewer writes its queue to its socket.
 //!
-//! Each viewer gets an Init built for it when it connects, then every
-//! frame with its own sequence numbers. A viewer that reads slowly has
-//! Blocks dropped whole once its queue holds [`MAX_QUEUED`] bytes, each
+//! Each viewer gets an Init built for it when it connects and a Catch-up
+//! of what is open, then every frame with its own sequence numbers. A
+//! viewer that reads slowly has Blocks and Catch-ups dropped whole once
+//! its queue holds [`MAX_QUEUED`] bytes, each
 //! drop a gap in its sequence numbers, as the std exporter does for its
 //! viewer; Definitions are never dropped. The merging never waits for a
 //! viewer, so a slow one slows neither the relay nor the others. At most
@@ -85,7 +86,9 @@ impl Viewer {
         let seq = self.next_seq;
         self.next_seq = seq.wrapping_add(1);
         let mut pending = self.queue.frames.lock().unwrap_or_else(|p| p.into_inner());
-        let droppable = frame.kind == FrameKind::Block.to_byte();
+        // Catch-ups may be dropped too (FORMAT.md): the next one tells.
+        let droppable =
+            frame.kind == FrameKind::Block.to_byte() || frame.kind == FrameKind::CatchUp.to_byte();
         if droppable && pending.bytes + frame.payload.len() > MAX_QUEUED {
             self.dropped_frames += 1;
             return;
@@ -208,10 +211,12 @@ pub fn merge(mut merger: Merger, inputs: Receiver<Input>) {
                     next_seq: 0,
                     dropped_frames: 0,
                 };
-                // The Init carries the number of the frame after it.
+                // The Init carries the number of the frame after it; the
+                // Catch-up after it tells what is open now.
                 let init = Arc::new(merger.init(0));
                 viewer.offer(&init);
                 viewer.next_seq = 0;
+                viewer.offer(&Arc::new(merger.catch_up()));
                 std::thread::spawn(move || write_viewer(stream, queue));
                 viewers.push(viewer);
             }

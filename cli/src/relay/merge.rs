@@ -12,18 +12,24 @@
 //! - **Clock**: the relay's, in ns since it started (`created_unix_ns`):
 //!   each source's events placed on the Unix clock as its
 //!   [`Update::Events`] says (see [`super::update`] for how).
+//! - **Open spans**: each relay lane keeps the spans its source's last
+//!   Catch-up listed, less those that ended since. A source's Catch-up is
+//!   passed on as a Catch-up of its lanes; a viewer connecting gets one
+//!   of every lane after its Init ([`Merger::catch_up`]).
 
 use std::collections::HashMap;
 
 use typhon_live_core::block::{block_scratch_len, max_block_frame_len, write_block};
+use typhon_live_core::catchup::write_catchup_of;
 use typhon_live_core::definitions::write_definitions;
 use typhon_live_core::frame::{write_raw_frame, HEADER_LEN, TRAILER_LEN};
 use typhon_live_core::init::write_init;
 use typhon_live_core::{
-    BlockBuilder, Event, LaneId, LaneInfo, LaneKind, Metadata, NameId, NameSource,
+    BlockBuilder, Event, LaneId, LaneInfo, LaneKind, Metadata, NameId, NameSource, OpenLane,
+    OpenSpan,
 };
 
-use super::update::Update;
+use super::update::{self, Update};
 use crate::model::{MAX_LANES, MAX_NAMES, MAX_NAME_BYTES};
 
 /// Events a merged Block holds at most.
@@ -107,12 +113,24 @@ struct SourceState {
     lanes: HashMap<LaneId, LaneId>,
 }
 
+/// A relay lane's open spans: as its source's last Catch-up listed them,
+/// less those that ended since; starts in relay ns.
+#[derive(Clone, Debug, Default)]
+struct Open {
+    depth: u32,
+    spans: Vec<OpenSpan>,
+}
+
 /// Merges the sources' updates into the relay's stream.
 pub struct Merger {
     session_id: u64,
     created_unix_ns: u64,
     names: Names,
     lanes: Vec<LaneInfo>,
+    /// Per relay lane (by id).
+    open: Vec<Open>,
+    /// The latest relay time seen: a new viewer's Catch-up describes it.
+    latest: u64,
     /// Names already sent in an Init or Definitions (viewers that
     /// connect later get them all in their Init).
     names_sent: u32,
@@ -135,6 +153,8 @@ impl Merger {
             created_unix_ns,
             names,
             lanes: Vec::new(),
+            open: Vec::new(),
+            latest: 0,
             names_sent: 0,
             sources: labels
                 .iter()
@@ -192,19 +212,26 @@ impl Merger {
                     state.texts.clear();
                     state.names.clear();
                     state.gauges.clear();
+                    self.close_spans_of(source);
                 }
                 self.define(source, names, lanes, &mut emit);
             }
             Update::Definitions { names, lanes } => self.define(source, names, lanes, &mut emit),
+            Update::CatchUp {
+                time,
+                lanes,
+                unix_offset,
+            } => self.catch_up_of(source, *time, lanes, *unix_offset, &mut emit),
             Update::Events {
                 events,
                 drops,
                 unix_offset,
                 ..
             } => self.events(source, events, drops, *unix_offset, &mut emit),
-            // Counted in the metrics; a gap upstream has no events to say,
-            // and a restart's clock is placed anew by the reader.
-            Update::Gap { .. } | Update::Restarted => {}
+            // A restarted process has nothing open from before.
+            Update::Restarted => self.close_spans_of(source),
+            // Counted in the metrics; a gap upstream has no events to say.
+            Update::Gap { .. } => {}
         }
     }
 
@@ -267,6 +294,117 @@ impl Merger {
         .expect("the buffer is sized for the new names and every lane");
         self.names_sent = self.names.count();
         emit(self.frame(n));
+    }
+
+    /// Source `source`'s process started over: nothing it had open is.
+    fn close_spans_of(&mut self, source: usize) {
+        for &relay in self.sources[source].lanes.values() {
+            if let Some(open) = self.open.get_mut(usize::from(relay)) {
+                *open = Open::default();
+            }
+        }
+    }
+
+    /// The Catch-up a viewer connecting now gets after its Init: every
+    /// lane with the spans open on it as far as the relay knows, at the
+    /// latest time seen.
+    pub fn catch_up(&mut self) -> MergedFrame {
+        let relay_lanes: Vec<LaneId> = (0..self.lanes.len() as LaneId).collect();
+        let n = self.write_catch_up(self.latest, &relay_lanes);
+        self.frame(n)
+    }
+
+    /// A source's Catch-up: its lanes' open spans kept, and sent on in a
+    /// Catch-up of those lanes.
+    fn catch_up_of(
+        &mut self,
+        source: usize,
+        time: u64,
+        lanes: &[update::OpenLane],
+        unix_offset: i128,
+        emit: &mut impl FnMut(MergedFrame),
+    ) {
+        let names: Vec<(NameId, String)> = lanes
+            .iter()
+            .map(|lane| (lane.info.name, lane.name.clone()))
+            .collect();
+        let infos: Vec<LaneInfo> = lanes.iter().map(|lane| lane.info).collect();
+        self.define(source, &names, &infos, emit);
+        let state = &mut self.sources[source];
+        // Span names the source has not defined to us show as `#id`.
+        for span in lanes.iter().flat_map(|lane| &lane.open) {
+            let names = &mut self.names;
+            if state.names.len() + state.gauges.len() < MAX_NAMES {
+                state
+                    .names
+                    .entry(span.name)
+                    .or_insert_with(|| names.intern(&format!("#{}", span.name)));
+            }
+        }
+        if self.names.count() > self.names_sent {
+            self.definitions(emit);
+        }
+        let state = &self.sources[source];
+        let offset = unix_offset - i128::from(self.created_unix_ns);
+        let at = |t: u64| u64::try_from((i128::from(t) + offset).max(0)).unwrap_or(u64::MAX);
+        let mut listed = Vec::with_capacity(lanes.len());
+        for lane in lanes {
+            let Some(&relay) = state.lanes.get(&lane.info.id) else {
+                continue;
+            };
+            let spans = lane
+                .open
+                .iter()
+                .map(|span| OpenSpan {
+                    start: at(span.start),
+                    name: state.names.get(&span.name).copied().unwrap_or(0),
+                    ..*span
+                })
+                .collect();
+            let index = usize::from(relay);
+            if self.open.len() <= index {
+                self.open.resize(index + 1, Open::default());
+            }
+            self.open[index] = Open {
+                depth: lane.open_depth,
+                spans,
+            };
+            listed.push(relay);
+        }
+        let time = at(time);
+        self.latest = self.latest.max(time);
+        let n = self.write_catch_up(time, &listed);
+        emit(self.frame(n));
+    }
+
+    /// Writes a Catch-up of `relay_lanes` at relay time `time` into `out`.
+    fn write_catch_up(&mut self, time: u64, relay_lanes: &[LaneId]) -> usize {
+        let lanes: Vec<OpenLane<'_>> = relay_lanes
+            .iter()
+            .filter_map(|&id| {
+                let info = *self.lanes.get(usize::from(id))?;
+                let open = self.open.get(usize::from(id));
+                Some(OpenLane {
+                    info,
+                    name: self.names.get(info.name).unwrap_or(""),
+                    open_depth: open.map_or(0, |o| o.depth),
+                    open: open.map_or(&[][..], |o| &o.spans),
+                })
+            })
+            .collect();
+        let needed = 64
+            + lanes
+                .iter()
+                .map(|l| 32 + l.name.len() + 24 * l.open.len())
+                .sum::<usize>();
+        let mut out = std::mem::take(&mut self.out);
+        if out.len() < needed {
+            out.resize(needed, 0);
+        }
+        let n = write_catchup_of(&mut out, 0, time, lanes.into_iter())
+            .expect("the buffer is sized for every lane and open span");
+        self.out = out;
+        n
     }
 
     fn events(
@@ -388,6 +526,16 @@ impl Merger {
                     overrun,
                 },
             };
+            if let Event::Span { id, .. } = moved {
+                // Ended: no longer open, whatever the last Catch-up said.
+                if let Some(open) = self.open.get_mut(usize::from(relay)) {
+                    if let Some(at) = open.spans.iter().position(|s| s.id == id) {
+                        open.spans.truncate(at);
+                        open.depth = at as u32;
+                    }
+                }
+            }
+            self.latest = self.latest.max(moved.end_time());
             if !builder.has_room(relay) {
                 flush(&builder, &mut drops);
                 builder.clear();
@@ -491,6 +639,94 @@ mod tests {
                 .unwrap()
         });
         ends
+    }
+
+    /// The open spans of each lane a model fed `stream` shows, by name.
+    fn open_spans(stream: &[u8]) -> Vec<(String, Vec<String>)> {
+        let mut model = Model::default();
+        feed(&mut model, stream);
+        model
+            .timeline_inputs(std::time::Instant::now())
+            .lanes
+            .into_iter()
+            .map(|(_, lane, open)| (lane, open.iter().map(|s| model.name(s.name)).collect()))
+            .collect()
+    }
+
+    #[test]
+    fn viewers_see_the_spans_open_at_a_sources_catch_up_and_a_late_one_too() {
+        use typhon_live_core::{Exporter, LaneKind, Lanes, NameTable};
+        let lanes = Lanes::<2, 1024>::new();
+        let mut names: NameTable<8, 128> = NameTable::new();
+        let main = lanes
+            .claim(names.intern("Main").unwrap(), LaneKind::Main)
+            .unwrap();
+        let stall = names.intern("stall").unwrap();
+        let mut scratch = vec![0u8; 1 << 16];
+        let meta = Metadata {
+            ticks_per_second: 1_000_000,
+            session_id: 3,
+            ..Metadata::default()
+        };
+        let mut exporter: Exporter<'_, 2> = Exporter::new(meta, &mut scratch);
+        exporter.attach().unwrap();
+        let mut out = vec![0u8; exporter.min_block_buffer()];
+        let mut source = Vec::new();
+        let mut poll = |exporter: &mut Exporter<'_, 2>, names: &NameTable<8, 128>, now| {
+            exporter.request_drain();
+            while let Some(frame) = exporter.poll(now, &lanes, names, &mut out).unwrap() {
+                source.push(out[..frame.len].to_vec());
+            }
+        };
+        // A span open when the source's Init and Catch-up go out.
+        let token = main.begin(stall, 1_000);
+        poll(&mut exporter, &names, 2_000);
+        main.end(token, 3_000, None);
+        poll(&mut exporter, &names, 4_000);
+        // The frames up to the first Block, which the end is in.
+        let open_at = source
+            .iter()
+            .position(|f| f[2] == typhon_live_core::FrameKind::Block.to_byte())
+            .unwrap();
+
+        let mut merger = Merger::new(&["a".into()], 7, 0);
+        let mut reader = Reader::default();
+        let mut stream = merger.init(0).seal(0);
+        let mut seq = 0;
+        let mut late = None;
+        for (i, frame_bytes) in source.iter().enumerate() {
+            if i == open_at {
+                // A viewer connecting now: its Init, then its Catch-up.
+                late = Some([merger.init(0).seal(0), merger.catch_up().seal(0)].concat());
+            }
+            each_frame(frame_bytes, |frame| {
+                reader
+                    .read(frame, 1_000_000_000, |update| {
+                        merger.update(0, &update, |frame| {
+                            stream.extend(frame.seal(seq));
+                            seq += 1;
+                        })
+                    })
+                    .unwrap()
+            });
+            if i + 1 == open_at {
+                // The source's Catch-up came through: the stall is open.
+                assert_eq!(
+                    open_spans(&stream),
+                    [("a/Main".to_owned(), vec!["stall".to_owned()])]
+                );
+            }
+        }
+        let late = late.expect("the source sent frames after its Catch-up");
+        assert_eq!(
+            open_spans(&late),
+            [("a/Main".to_owned(), vec!["stall".to_owned()])],
+            "a viewer joining while it is open sees it"
+        );
+        // Ended: neither the stream's viewers nor a new one see it open.
+        assert_eq!(open_spans(&stream), [("a/Main".to_owned(), vec![])]);
+        let now = [merger.init(0).seal(0), merger.catch_up().seal(0)].concat();
+        assert_eq!(open_spans(&now), [("a/Main".to_owned(), vec![])]);
     }
 
     #[test]

@@ -422,6 +422,8 @@ impl SourceMetrics {
                 }
             }
             Update::Gap { frames } => self.count(&self.metrics.frames_dropped, *frames),
+            // Open spans are for viewers; the metrics count what ended.
+            Update::CatchUp { .. } => {}
             Update::Restarted => {
                 self.count(&self.metrics.restarts, 1);
                 self.ticks.clear();

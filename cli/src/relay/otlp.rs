@@ -440,7 +440,8 @@ impl TickTracer {
                     self.event(lane, event);
                 }
             }
-            Update::Gap { .. } => {}
+            // Slow ticks are exported once they end.
+            Update::Gap { .. } | Update::CatchUp { .. } => {}
             Update::Restarted => {
                 self.recent.clear();
                 self.open.clear();

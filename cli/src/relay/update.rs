@@ -3,15 +3,17 @@
 //! is decoded once, its times turned into ns and placed on the Unix clock
 //! once, whoever needs them.
 //!
-//! The placing: a source's offset is the least, over its Blocks, of (Unix
-//! time when the Block arrived − the Block's latest event end). That is
+//! The placing: a source's offset is the least, over its Blocks and
+//! Catch-ups, of (Unix time when the frame arrived − the latest time it
+//! states: a Block's latest event end, a Catch-up's time). That is
 //! the true offset plus the fastest delivery seen (a Block's drain age and
 //! the network), so sources line up to within their smallest delivery
 //! delay, and never ahead of when the relay saw them. It is estimated
 //! afresh when a source restarts.
 
 use typhon_live_core::{
-    DecodeError, Event, Frame, LaneId, LaneInfo, NameId, Payload, RestartCheck, SequenceCheck,
+    DecodeError, Event, Frame, LaneId, LaneInfo, NameId, OpenSpan, Payload, RestartCheck,
+    SequenceCheck,
 };
 use typhon_live_std::BlockBuffer;
 
@@ -48,6 +50,16 @@ pub enum Update {
         /// unix_offset` ns since the Unix epoch (see the module's doc).
         unix_offset: i128,
     },
+    /// A Catch-up: the source's lanes with their open spans, start times
+    /// in ns of the source's clock.
+    CatchUp {
+        /// When it describes, ns of the source's clock.
+        time: u64,
+        /// The lanes.
+        lanes: Vec<OpenLane>,
+        /// As for [`Update::Events`].
+        unix_offset: i128,
+    },
     /// Frames missing before this one (a sequence gap).
     Gap {
         /// How many.
@@ -57,6 +69,19 @@ pub enum Update {
     /// without a source of fresh ids), as [`RestartCheck`] tells. Comes
     /// before the first Block of the new run.
     Restarted,
+}
+
+/// A lane of a Catch-up, owned.
+#[derive(Clone, Debug, PartialEq)]
+pub struct OpenLane {
+    /// The lane.
+    pub info: LaneInfo,
+    /// Its name.
+    pub name: String,
+    /// Spans open, at least `open.len()`.
+    pub open_depth: u32,
+    /// The outermost open spans, starts in ns.
+    pub open: Vec<OpenSpan>,
 }
 
 /// Reads a source's frames into updates, across its connections.
@@ -76,6 +101,15 @@ impl Reader {
     pub fn reconnected(&mut self) {
         self.sequence.reconnected();
         self.restart.arm();
+    }
+
+    /// Unix ns minus source ns, with a time stated at `time` (ticks) that
+    /// arrived at Unix time `received` (see the module's doc).
+    fn place(&mut self, received: u64, time: u64) -> i128 {
+        let sample = i128::from(received) - i128::from(self.ns(time));
+        let unix_offset = self.unix_offset.map_or(sample, |o| o.min(sample));
+        self.unix_offset = Some(unix_offset);
+        unix_offset
     }
 
     /// Ticks of the source's clock in ns.
@@ -143,9 +177,7 @@ impl Reader {
                     take(Update::Restarted);
                     self.unix_offset = None;
                 }
-                let sample = i128::from(received) - i128::from(self.ns(block.last_time));
-                let unix_offset = self.unix_offset.map_or(sample, |o| o.min(sample));
-                self.unix_offset = Some(unix_offset);
+                let unix_offset = self.place(received, block.last_time);
                 // At most MAX_BLOCK_RECORDS, the format's bound.
                 let mut events = Vec::with_capacity(block.records as usize);
                 let mut unpacked = std::mem::take(&mut self.unpacked);
@@ -165,6 +197,26 @@ impl Reader {
                     take(Update::Restarted);
                     self.unix_offset = None;
                 }
+                let lanes = catchup
+                    .lanes()
+                    .map(|lane| OpenLane {
+                        info: lane.info,
+                        name: lane.name.to_owned(),
+                        open_depth: lane.open_depth,
+                        open: lane
+                            .open
+                            .map(|span| OpenSpan {
+                                start: self.ns(span.start),
+                                ..span
+                            })
+                            .collect(),
+                    })
+                    .collect();
+                take(Update::CatchUp {
+                    time: self.ns(catchup.time),
+                    lanes,
+                    unix_offset: self.place(received, catchup.time),
+                });
             }
             Payload::Shutdown(_) => {}
         }
