@@ -15,7 +15,8 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 use typhon_live_core::{
-    DecodeError, Event, Frame, GaugeValue, LaneKind, OpenSpan, Payload, RestartCheck, SequenceCheck,
+    DecodeError, Event, Frame, GaugeValue, LaneKind, OpenSpan, Payload, RestartCheck,
+    SequenceCheck, MAX_OPEN_SPANS,
 };
 use typhon_live_std::BlockBuffer;
 
@@ -450,7 +451,8 @@ impl Model {
                     row.name = lane.info.name;
                     row.kind = Some(lane.info.kind);
                     row.open_depth = lane.open_depth;
-                    row.open = lane.open.collect();
+                    // As deep as a writer tracks, whatever a peer lists.
+                    row.open = lane.open.take(MAX_OPEN_SPANS).collect();
                 }
             }
             Payload::Block(block) => {

@@ -13,7 +13,7 @@
 
 use typhon_live_core::{
     DecodeError, Event, Frame, LaneId, LaneInfo, NameId, OpenSpan, Payload, RestartCheck,
-    SequenceCheck,
+    SequenceCheck, MAX_OPEN_SPANS,
 };
 use typhon_live_std::BlockBuffer;
 
@@ -203,8 +203,10 @@ impl Reader {
                         info: lane.info,
                         name: lane.name.to_owned(),
                         open_depth: lane.open_depth,
+                        // As deep as a writer tracks, whatever a peer lists.
                         open: lane
                             .open
+                            .take(MAX_OPEN_SPANS)
                             .map(|span| OpenSpan {
                                 start: self.ns(span.start),
                                 ..span
@@ -347,6 +349,43 @@ mod tests {
         // going back, a restart.
         let going_on = with_an_empty_block_after_its_init(&nested_stream(5_010..5_020));
         assert_eq!(restarts_by_every_reader(&[late, going_on]), [0, 0, 0]);
+    }
+
+    #[test]
+    fn a_catch_up_is_kept_as_deep_as_a_writer_tracks() {
+        use typhon_live_core::catchup::write_catchup_of;
+        use typhon_live_core::{LaneKind, OpenLane as Listed};
+        // A peer listing more open spans than any writer tracks.
+        let open: Vec<OpenSpan> = (1..=40)
+            .map(|id| OpenSpan {
+                id,
+                name: 1,
+                start: u64::from(id),
+            })
+            .collect();
+        let lane = Listed {
+            info: LaneInfo {
+                id: 0,
+                name: 0,
+                kind: LaneKind::Main,
+            },
+            name: "Main",
+            open_depth: 40,
+            open: &open,
+        };
+        let mut out = vec![0u8; 4096];
+        let n = write_catchup_of(&mut out, 0, 100, std::iter::once(lane)).unwrap();
+        let mut kept = Vec::new();
+        each_frame(&out[..n], |frame| {
+            Reader::default()
+                .read(frame, 0, |update| {
+                    if let Update::CatchUp { lanes, .. } = update {
+                        kept.extend(lanes.into_iter().map(|l| (l.open_depth, l.open.len())));
+                    }
+                })
+                .unwrap()
+        });
+        assert_eq!(kept, [(40, MAX_OPEN_SPANS)]);
     }
 
     #[test]
