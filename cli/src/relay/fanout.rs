@@ -330,6 +330,29 @@ mod tests {
             socket.connect(&addr.into()).unwrap();
             TcpStream::from(socket)
         };
+        // It reads, but far slower than the sources write (32 KiB every
+        // half second), so that its writer is never stuck for the relay's
+        // write timeout (a viewer that reads nothing for 10 s is let go,
+        // and the merging of this test took longer than that under wine).
+        let slow_go = Arc::new(AtomicBool::new(false));
+        let slow_reader = {
+            let go = Arc::clone(&slow_go);
+            std::thread::spawn(move || {
+                let mut slow = slow;
+                slow.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+                let (mut all, mut buf) = (Vec::new(), vec![0u8; 1 << 16]);
+                while !go.load(Ordering::Acquire) {
+                    if let Ok(n) = slow.read(&mut buf[..32 << 10]) {
+                        all.extend_from_slice(&buf[..n]);
+                    }
+                    std::thread::sleep(Duration::from_millis(500));
+                }
+                while let Ok(n @ 1..) = slow.read(&mut buf) {
+                    all.extend_from_slice(&buf[..n]);
+                }
+                all
+            })
+        };
         let mut fast = TcpStream::connect(addr).unwrap();
         let read = Arc::new(AtomicUsize::new(0));
         let fast_reader = {
@@ -388,8 +411,8 @@ mod tests {
         }
 
         // Once the merger is through (the fast viewer has had everything
-        // for a second), the slow viewer reads at last; a frame after its
-        // drops shows them as a gap.
+        // for a second), the slow viewer reads all it can; a frame after
+        // its drops shows them as a gap.
         let mut seen = (read.load(Ordering::Acquire), Instant::now());
         while seen.1.elapsed() < Duration::from_secs(1) {
             std::thread::sleep(Duration::from_millis(50));
@@ -398,15 +421,7 @@ mod tests {
                 seen = (now, Instant::now());
             }
         }
-        slow.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
-        let slow_reader = std::thread::spawn(move || {
-            let mut slow = slow;
-            let (mut all, mut buf) = (Vec::new(), vec![0u8; 1 << 16]);
-            while let Ok(n @ 1..) = slow.read(&mut buf) {
-                all.extend_from_slice(&buf[..n]);
-            }
-            all
-        });
+        slow_go.store(true, Ordering::Release);
         std::thread::sleep(Duration::from_secs(1));
         send(Update::Events {
             events: vec![(0, Event::TickStart { time: 1, tick: 1 })],
