@@ -13,9 +13,12 @@ pub const BIN: &str = env!("CARGO_BIN_EXE_typhon-live");
 /// Says that a test skipped a real component, and why. Written to the
 /// process's stderr itself, past the test harness's capture (which keeps
 /// a passing test's output to itself), so that `.ci/run` sees the line and
-/// fails: CI must really run what the test needs.
+/// fails: CI must really run what the test needs. The line goes out in
+/// one write: `writeln!` writes it in pieces, and the harness's lines of
+/// other tests, running at once, came between them.
 pub fn skipped(why: &str) {
-    let _ = writeln!(std::io::stderr(), "skipped: {why}");
+    let line = format!("skipped: {why}\n");
+    let _ = std::io::stderr().write_all(line.as_bytes());
 }
 
 pub fn temp(name: &str) -> PathBuf {
