@@ -87,7 +87,7 @@ fn viewer(addr: std::net::SocketAddr, done: Arc<AtomicBool>, name: &str) -> Run 
     let mut buf = vec![0u8; 16 << 20];
     let mut decoder = Decoder::new(&mut buf);
     let mut names = std::collections::HashMap::new();
-    let mut unpacked = typhon_live_std::BlockBuffer::new();
+    let mut unpacked = typhon_live_reader::BlockBuffer::new();
     let mut run = empty_run();
     let mut expected = None;
     read_all(addr, &done, |mut rest| loop {

@@ -226,7 +226,7 @@ fn decoder(stream: &[u8], samples: usize) -> f64 {
     let mut rates = Vec::new();
     // A viewer's batch of decoded events, reused.
     let mut out = vec![(0, Event::TickStart { time: 0, tick: 0 }); 1024];
-    let mut unpacked = typhon_live_std::BlockBuffer::new();
+    let mut unpacked = typhon_live_reader::BlockBuffer::new();
     for _ in 0..samples {
         let started = Instant::now();
         let mut decoder = Decoder::new(&mut buf);

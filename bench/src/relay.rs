@@ -21,7 +21,7 @@ use typhon_live_core::init::write_init;
 use typhon_live_core::{
     BlockBuilder, Decoder, Event, LaneInfo, LaneKind, Metadata, NameTable, Payload,
 };
-use typhon_live_std::BlockBuffer;
+use typhon_live_reader::BlockBuffer;
 
 const SOURCES: usize = 4;
 const VIEWERS: usize = 4;

@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 
 use common::{temp, BIN};
 use typhon_live_core::{Decoder, Event, GaugeValue, LaneKind, Payload};
-use typhon_live_std::BlockBuffer;
+use typhon_live_reader::BlockBuffer;
 
 /// The UART's line rate in the firmware, and what it carries: 10 bits a
 /// byte (start, 8 data, stop).

@@ -72,20 +72,22 @@ pub fn write_catchup_of<'a>(
     write_frame(out, FrameKind::CatchUp, seq, |w| {
         w.u64(now);
         write_live_table(w, lanes, |w, lane| {
-            let listed = lane
-                .open
-                .iter()
-                .position(|span| span.start > now)
-                .unwrap_or(lane.open.len());
-            let depth = if listed < lane.open.len() {
-                listed as u32
-            } else {
-                lane.open_depth.max(listed as u32)
-            };
+            let (listed, depth) = begun_by(lane.open, lane.open_depth, now);
             write_open_lane(w, lane.info, lane.name, depth, &lane.open[..listed]);
         });
         Ok(())
     })
+}
+
+/// Of open spans `open` (outermost first) at depth `open_depth`, how many
+/// a Catch-up at `now` lists, and the depth it states: none from the first
+/// span begun after `now` (the spans inside it began later still), and a
+/// depth of at least the spans listed. Writers and readers apply it alike.
+pub fn begun_by(open: &[OpenSpan], open_depth: u32, now: u64) -> (usize, u32) {
+    match open.iter().position(|span| span.start > now) {
+        Some(listed) => (listed, listed as u32),
+        None => (open.len(), open_depth.max(open.len() as u32)),
+    }
 }
 
 fn write_open_lane(w: &mut Writer<'_>, info: LaneInfo, name: &str, depth: u32, open: &[OpenSpan]) {

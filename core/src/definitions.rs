@@ -26,6 +26,22 @@ pub fn write_definitions(
     })
 }
 
+/// Writes a Definitions frame with names `first..first + count` of `names`
+/// and no lanes section (the reader's lane table stays as it is): how a
+/// reader's state with gaps in its name ids is written back out, a run of
+/// ids a frame.
+pub fn write_names(
+    out: &mut [u8],
+    seq: u32,
+    names: &impl NameSource,
+    first: u32,
+    count: u32,
+) -> Result<usize, EncodeError> {
+    write_frame(out, FrameKind::Definitions, seq, |w| {
+        section::write_names(w, first, count, |id| names.get(id))
+    })
+}
+
 /// A checked Definitions frame.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DefinitionsView<'a> {

@@ -11,7 +11,7 @@ use typhon_live_core::{
     DecodeError, Event, Frame, GaugeValue, InitView, LaneId, LaneInfo, NameId, Payload,
     RestartCheck, SequenceCheck,
 };
-use typhon_live_std::BlockBuffer;
+use typhon_live_reader::BlockBuffer;
 
 use crate::nesting::{self, Edge, Held};
 use crate::proto::{

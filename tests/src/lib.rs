@@ -117,7 +117,7 @@ pub fn own(frame: &Frame<'_>) -> Result<Owned, DecodeError> {
             lanes: init.lanes().collect(),
         },
         Payload::Block(block) => {
-            let events = typhon_live_std::BlockBuffer::new()
+            let events = typhon_live_reader::BlockBuffer::new()
                 .events(&block)?
                 .collect::<Result<Vec<_>, _>>()?;
             Owned::Block {

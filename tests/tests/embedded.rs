@@ -141,7 +141,7 @@ where
     let mut frames = FrameReader::new(reader, &mut buf, &mut chunk);
     let (mut names, mut events, mut dropped) = (HashMap::new(), Vec::new(), 0u64);
     let mut frames_seen = 0;
-    let mut unpacked = typhon_live_std::BlockBuffer::new();
+    let mut unpacked = typhon_live_reader::BlockBuffer::new();
     loop {
         let frame = match frames.next() {
             Ok(Some(frame)) => frame,

@@ -5,16 +5,19 @@
 //! Shutdown states its own totals, drop reports never outnumber drain
 //! passes, and every recorded event is accounted for. With a "file" reader
 //! (attached first, never dropping) beside the viewer, the file holds every
-//! event whatever the viewer does.
+//! event whatever the viewer does. The one stream reader
+//! (`typhon-live-reader`) reads every stream to the same counts, and finds
+//! each Shutdown's totals agree with what it received and lost.
 
 use std::collections::{HashMap, HashSet};
 
 use proptest::prelude::*;
 use typhon_live_core::block::encoding_buffer_len;
 use typhon_live_core::{
-    Compression, Event, Exporter, FrameKind, GaugeValue, LaneHandle, LaneKind, Lanes, Lz4Table,
-    Metadata, NameTable, ReaderId,
+    Compression, Decoder, Event, Exporter, FrameKind, GaugeValue, LaneHandle, LaneKind, Lanes,
+    Lz4Table, Metadata, NameTable, ReaderId,
 };
+use typhon_live_reader::{Reader, Tally, TotalsCheck, Update};
 use typhon_live_tests::{frames, read_stream, Owned, Seen};
 
 const LANES: usize = 4;
@@ -362,6 +365,26 @@ fn check_attachment(a: &Attachment) -> (u64, u64, Option<typhon_live_core::Shutd
     (events, drop_entries, shutdown)
 }
 
+/// `stream` read by the one stream reader: its tally, and what it made
+/// of the Shutdown's totals.
+fn read_with_the_reader(stream: &[u8]) -> (Tally, Option<TotalsCheck>) {
+    let mut reader = Reader::new();
+    let mut check = None;
+    let mut buf = vec![0u8; 1 << 20];
+    let mut decoder = Decoder::new(&mut buf);
+    decoder.feed(stream);
+    while let Some(frame) = decoder.next().expect("the stream decodes") {
+        reader
+            .read(&frame, |_, update| {
+                if let Update::Shutdown { check: c, .. } = update {
+                    check = Some(c);
+                }
+            })
+            .expect("the frame reads");
+    }
+    (*reader.state().tally(), check)
+}
+
 /// Runs `ops` and checks every stream; returns each attachment's bytes.
 /// With an `encoding` buffer of that many bytes, Blocks are encoded once
 /// for every reader (`Exporter::set_encoding_buffer`) and compressed as
@@ -428,6 +451,21 @@ fn run(
     for (index, a) in run.attachments.iter().enumerate() {
         let (events, drop_entries, shutdown) = check_attachment(a);
         delivered += events;
+        // The one stream reader agrees with this test's own reading, and
+        // with the writer's totals: received + lost = sent.
+        let (tally, check) = read_with_the_reader(&a.bytes);
+        assert_eq!(
+            (tally.events, tally.frames_missed),
+            (events, a.sequenced_drops),
+            "the reader's tally differs from the stream's"
+        );
+        match shutdown {
+            Some(totals) => {
+                assert_eq!(check, Some(TotalsCheck::Agree), "{totals:?}");
+                assert_eq!(tally.events_dropped, totals.events_dropped);
+            }
+            None => assert_eq!(tally.events_dropped, drop_entries),
+        }
         assert!(
             a.drop_only_blocks <= run.drains,
             "{} drop-only Blocks in {} drain passes: drop reports outran the drains",

@@ -13,7 +13,7 @@ use typhon_live_core::{
     FrameKind, LaneKind, Lanes, Metadata, NameTable, OpenSpan, Payload, ReaderId, SequenceCheck,
     Shutdown, DEFAULT_MAX_FRAME,
 };
-use typhon_live_std::BlockBuffer;
+use typhon_live_reader::BlockBuffer;
 use typhon_live_tests::{block_frame, frames, read_stream, Owned};
 
 type Names = NameTable<16, 256>;

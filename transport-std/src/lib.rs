@@ -23,7 +23,6 @@
 //! ```
 #![deny(missing_docs)]
 
-mod block_buffer;
 pub mod config;
 mod file;
 pub mod metadata;
@@ -31,6 +30,5 @@ pub mod runtime;
 mod session;
 mod tcp;
 
-pub use block_buffer::{BlockBuffer, BlockDamage};
 pub use session::{Profiler, StartError, Stats, SHUTDOWN_WAIT};
 pub use tcp::{MAX_QUEUED_BYTES, SEND_BUFFER_BYTES};

@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use typhon_live_core::{Codec, Event, FrameKind, LaneKind, Payload, SequenceCheck};
-use typhon_live_std::BlockBuffer;
+use typhon_live_reader::BlockBuffer;
 
 use typhon_live_cli::error::CliError;
 use typhon_live_cli::source::file;

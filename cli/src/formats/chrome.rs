@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use serde_json::{json, Value};
 use typhon_live_core::{Event, GaugeValue, Payload};
-use typhon_live_std::BlockBuffer;
+use typhon_live_reader::BlockBuffer;
 
 use super::Converted;
 use crate::source::file;

@@ -18,7 +18,7 @@ use typhon_live_core::{
     DecodeError, Event, Frame, GaugeValue, LaneKind, OpenSpan, Payload, RestartCheck,
     SequenceCheck, MAX_OPEN_SPANS,
 };
-use typhon_live_std::BlockBuffer;
+use typhon_live_reader::BlockBuffer;
 
 /// Host time the sliding windows cover (tick durations, top spans).
 const WINDOW_SECONDS: f64 = 2.0;

@@ -15,7 +15,7 @@ use typhon_live_core::{
     DecodeError, Event, Frame, LaneId, LaneInfo, NameId, OpenSpan, Payload, RestartCheck,
     SequenceCheck, MAX_OPEN_SPANS,
 };
-use typhon_live_std::BlockBuffer;
+use typhon_live_reader::BlockBuffer;
 
 /// What a source's frame said.
 #[derive(Clone, Debug, PartialEq)]

@@ -1,7 +1,8 @@
 //! A reader's buffer for compressed Blocks: grows to the largest Block's
 //! packed events it has met, never past the format's 8 MiB bound.
 
-use std::fmt;
+use alloc::vec::Vec;
+use core::fmt;
 
 use typhon_live_core::{BlockEvents, BlockView, Codec, DecodeError, Event, LaneId};
 
@@ -30,7 +31,7 @@ impl fmt::Display for BlockDamage {
     }
 }
 
-impl std::error::Error for BlockDamage {}
+impl core::error::Error for BlockDamage {}
 
 impl BlockBuffer {
     /// An empty buffer; it grows on the first compressed Block.

@@ -1,0 +1,77 @@
+//! The one reading of a typhon-live stream.
+//!
+//! Every consumer of a stream (the live view's model, `inspect`, the
+//! Chrome and Perfetto converters, the relay, the browser viewer) must
+//! read it alike: an Init's names, lanes and clock; Definitions that add
+//! names and replace the lane table; ticks in ns, placed on the Unix
+//! clock; a new session, a reconnect, a restart under the same id;
+//! joining mid-stream; gaps, drop entries, damage and Shutdown totals;
+//! caps that a hostile peer cannot grow past. This crate is where those
+//! rules live, once (docs/FORMAT.md, "Reading a stream").
+//!
+//! - [`Reader`] takes the decoder's frames and hands each [`Update`] to
+//!   its consumer with the [`State`] it knows as of that update.
+//! - [`State::write_start`] writes that state back out as the start of a
+//!   stream (Init, Catch-up) that a new reader begins from.
+//! - [`BlockBuffer`] decompresses Blocks, for the few who read events
+//!   without a reader (benchmarks, the exporter's tests).
+//!
+//! It is `no_std` with `alloc`, reads no clock (arrival times are passed
+//! in) and builds for `wasm32-unknown-unknown` and microcontrollers.
+//!
+//! # Example
+//! ```
+//! use typhon_live_core::{Decoder, Exporter, LaneKind, Lanes, Metadata, NameTable};
+//! use typhon_live_reader::{Reader, Update};
+//!
+//! static LANES: Lanes<1, 64> = Lanes::new();
+//! let mut names: NameTable<8, 64> = NameTable::new();
+//! let tick = names.intern("Tick").unwrap();
+//! let lane = LANES.claim(names.intern("Main").unwrap(), LaneKind::Main).unwrap();
+//! let span = lane.begin(tick, 100);
+//! lane.end(span, 350, None);
+//!
+//! let meta = Metadata { ticks_per_second: 1_000_000, process_name: "doc", ..Metadata::default() };
+//! let mut scratch = [0u8; 1024];
+//! let mut exporter: Exporter<'_, 1> = Exporter::new(meta, &mut scratch);
+//! exporter.attach().unwrap();
+//! exporter.request_drain();
+//! let (mut out, mut stream) = ([0u8; 4096], Vec::new());
+//! while let Some(frame) = exporter.poll(400, &LANES, &names, &mut out).unwrap() {
+//!     stream.extend_from_slice(&out[..frame.len]);
+//! }
+//!
+//! let (mut buf, mut reader, mut spans) = (vec![0u8; 1 << 16], Reader::new(), Vec::new());
+//! let mut decoder = Decoder::new(&mut buf);
+//! decoder.feed(&stream);
+//! while let Some(frame) = decoder.next().unwrap() {
+//!     reader.read(&frame, |state, update| {
+//!         if let Update::Event { event, .. } = update {
+//!             // Times in ns: the 1 MHz clock's 100 is 100 000 ns.
+//!             spans.push((state.names().show(tick).into_owned(), event.time()));
+//!         }
+//!     }).unwrap();
+//! }
+//! assert_eq!(spans, [("Tick".to_string(), 100_000)]);
+//! ```
+#![no_std]
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
+extern crate alloc;
+
+mod block_buffer;
+mod clock;
+mod names;
+mod read;
+mod start;
+mod state;
+mod update;
+
+pub use block_buffer::{BlockBuffer, BlockDamage};
+pub use clock::Clock;
+pub use names::{Defined, Names, MAX_NAMES, MAX_NAME_BYTES};
+pub use read::Reader;
+pub use start::{Start, START_TICKS_PER_SECOND};
+pub use state::{Lane, Refused, Session, State, Tally, MAX_LANES};
+pub use update::{Loss, TotalsCheck, Update};

@@ -1,0 +1,469 @@
+//! [`Reader`]: frames in, [`Update`]s out, by the rules of FORMAT.md's
+//! "Reading a stream".
+
+use alloc::string::String;
+
+use alloc::vec::Vec;
+use typhon_live_core::catchup::begun_by;
+
+use typhon_live_core::{
+    BlockView, CatchUpView, DecodeError, Event, Frame, InitView, LaneInfo, Payload, RestartCheck,
+    SequenceCheck, Shutdown, MAX_OPEN_SPANS,
+};
+
+use crate::block_buffer::BlockBuffer;
+use crate::clock::Clock;
+use crate::names::Defined;
+use crate::state::{Session, State};
+use crate::update::{Loss, TotalsCheck, Update};
+
+/// What a stream's frames say, read once by the one set of rules that
+/// every consumer shares: the live view's model, `inspect`, the
+/// converters and the relay.
+///
+/// Feed it each whole frame the decoder yields, in order, with
+/// [`Reader::read`] (or [`Reader::read_at`] with the frame's arrival
+/// time), and tell it of a new connection with [`Reader::reconnected`].
+/// Its consumer gets each [`Update`] with the reader's [`State`] as of
+/// that update. It reads no clock, and keeps at most what its caps
+/// allow ([`MAX_NAMES`](crate::MAX_NAMES),
+/// [`MAX_NAME_BYTES`](crate::MAX_NAME_BYTES),
+/// [`MAX_LANES`](crate::MAX_LANES), [`MAX_OPEN_SPANS`]) whatever a peer
+/// sends.
+#[derive(Debug, Default)]
+pub struct Reader {
+    state: State,
+    sequence: SequenceCheck,
+    restart: RestartCheck,
+    unpacked: BlockBuffer,
+    /// No frame was read on this connection yet.
+    fresh: bool,
+    /// Counts since the stream's first Init, for its Shutdown's totals.
+    stream: Option<StreamCount>,
+}
+
+/// What a reader saw of one stream since its first Init.
+#[derive(Clone, Copy, Debug, Default)]
+struct StreamCount {
+    received: u64,
+    missed: u64,
+    dropped: u64,
+}
+
+impl Reader {
+    /// A reader that has read nothing.
+    pub fn new() -> Self {
+        Reader {
+            fresh: true,
+            ..Reader::default()
+        }
+    }
+
+    /// What it knows.
+    pub fn state(&self) -> &State {
+        &self.state
+    }
+
+    /// A new connection: its frames are numbered afresh, and the first
+    /// time it states tells whether the process restarted meanwhile.
+    pub fn reconnected(&mut self) {
+        self.state.tally.reconnects += 1;
+        self.sequence.reconnected();
+        self.restart.arm();
+        self.stream = None;
+        self.fresh = true;
+    }
+
+    /// Reads `frame`, handing its updates to `take`. See [`Reader::read_at`].
+    pub fn read(
+        &mut self,
+        frame: &Frame<'_>,
+        take: impl FnMut(&State, Update<'_>),
+    ) -> Result<(), DecodeError> {
+        self.read_frame(frame, None, take)
+    }
+
+    /// Reads `frame`, which arrived at Unix time `received` (ns), handing
+    /// its updates to `take` in the order the frame says them: a gap
+    /// first if frames are missing before it.
+    ///
+    /// An error names a payload that broke a rule of the format: it was
+    /// reported as [`Loss::Damaged`] (a Block's events before the fault
+    /// were handed on) and the reader goes on with the next frame.
+    pub fn read_at(
+        &mut self,
+        frame: &Frame<'_>,
+        received: u64,
+        take: impl FnMut(&State, Update<'_>),
+    ) -> Result<(), DecodeError> {
+        self.read_frame(frame, Some(received), take)
+    }
+
+    fn read_frame(
+        &mut self,
+        frame: &Frame<'_>,
+        received: Option<u64>,
+        mut take: impl FnMut(&State, Update<'_>),
+    ) -> Result<(), DecodeError> {
+        let state = &mut self.state;
+        state.tally.frames += 1;
+        state.tally.bytes = state.tally.bytes.saturating_add(frame.wire_len() as u64);
+        if core::mem::take(&mut self.fresh) && frame.skipped > 0 {
+            take(
+                state,
+                Update::JoinedMidStream {
+                    skipped: frame.skipped,
+                },
+            );
+        }
+        if frame.is_sequenced() {
+            let missed = self.sequence.sequenced(frame.seq);
+            self.gap(missed, &mut take);
+            if self.state.session.is_none() {
+                self.state.tally.frames_before_init += 1;
+            }
+        }
+        if frame.kind().is_err() {
+            self.state.tally.frames_unknown += 1;
+            self.count_received();
+            take(&self.state, Update::Unknown { kind: frame.kind });
+            return Ok(());
+        }
+        let result = match frame.parse() {
+            Ok(Payload::Init(init)) => {
+                self.init(&init, &mut take);
+                Ok(())
+            }
+            Ok(Payload::Definitions(defs)) => {
+                self.count_received();
+                for (id, text) in defs.names() {
+                    self.define(id, text, &mut take);
+                }
+                if let Some(lanes) = defs.lanes() {
+                    self.set_lanes(lanes, &mut take);
+                }
+                Ok(())
+            }
+            Ok(Payload::CatchUp(catchup)) => {
+                self.count_received();
+                self.catch_up(&catchup, received, &mut take);
+                Ok(())
+            }
+            Ok(Payload::Block(block)) => {
+                self.count_received();
+                self.block(&block, received, &mut take)
+            }
+            Ok(Payload::Shutdown(totals)) => {
+                self.shutdown(totals, &mut take);
+                Ok(())
+            }
+            Err(error) => {
+                if frame.is_sequenced() {
+                    self.count_received();
+                }
+                take(&self.state, Update::Lost(Loss::Damaged { events: 0 }));
+                Err(error)
+            }
+        };
+        if result.is_err() {
+            self.state.tally.frames_damaged += 1;
+        }
+        result
+    }
+
+    fn gap(&mut self, missed: u32, take: &mut impl FnMut(&State, Update<'_>)) {
+        if missed == 0 {
+            return;
+        }
+        let frames = u64::from(missed);
+        self.state.tally.frames_missed = self.state.tally.frames_missed.saturating_add(frames);
+        if let Some(stream) = &mut self.stream {
+            stream.missed = stream.missed.saturating_add(frames);
+        }
+        take(&self.state, Update::Lost(Loss::Gap { frames }));
+    }
+
+    fn count_received(&mut self) {
+        if let Some(stream) = &mut self.stream {
+            stream.received += 1;
+        }
+    }
+
+    fn init(&mut self, init: &InitView<'_>, take: &mut impl FnMut(&State, Update<'_>)) {
+        let missed = self.sequence.init(init.next_seq, init.session_id);
+        let previous = self.state.session.as_ref().map(|s| s.id);
+        if previous == Some(init.session_id) {
+            // A reconnect, a device's repeated announcement, or a device
+            // that rebooted with the same id: the next time read tells.
+            self.restart.arm();
+            self.gap(missed, take);
+        } else {
+            self.restart.new_session();
+            let state = &mut self.state;
+            state.tally.sessions += 1;
+            state.names.clear();
+            state.lanes.clear();
+            state.open_spans = 0;
+            state.latest = None;
+            state.unix_offset = None;
+        }
+        let state = &mut self.state;
+        state.clock = Clock::new(init.ticks_per_second);
+        state.session = Some(Session {
+            id: init.session_id,
+            process_name: String::from(init.process_name),
+            process_id: init.process_id,
+            created_unix_ns: init.created_unix_ns,
+        });
+        // The stream's first Init names 0; a repeated one goes on.
+        if init.next_seq == 0 {
+            self.stream = Some(StreamCount::default());
+        } else if previous != Some(init.session_id) {
+            self.stream = None;
+        }
+        if previous == Some(init.session_id) {
+            take(&self.state, Update::SessionRepeated);
+        } else {
+            take(&self.state, Update::NewSession { previous });
+        }
+        for (id, text) in init.names() {
+            self.define(id, text, take);
+        }
+        self.set_lanes(init.lanes(), take);
+    }
+
+    fn define(&mut self, id: u32, text: &str, take: &mut impl FnMut(&State, Update<'_>)) {
+        match self.state.names.define(id, text) {
+            Defined::New => take(&self.state, Update::Name { id, text }),
+            Defined::Same => {}
+            Defined::Refused => self.state.tally.refused.names += 1,
+        }
+    }
+
+    /// The lane table becomes `lanes`: a lane missing from it was freed.
+    fn set_lanes(
+        &mut self,
+        lanes: impl Iterator<Item = LaneInfo>,
+        take: &mut impl FnMut(&State, Update<'_>),
+    ) {
+        let state = &mut self.state;
+        let mut listed = Vec::new();
+        for info in lanes {
+            if state.set_lane(info).is_some() {
+                listed.push(info.id);
+            }
+        }
+        listed.sort_unstable();
+        state.lanes.retain(|id, _| listed.binary_search(id).is_ok());
+        state.open_spans = state.lanes.values().map(|lane| lane.open.len()).sum();
+        take(&self.state, Update::Lanes);
+    }
+
+    /// The time `ticks` a frame states first tells a restart, after a
+    /// repeated Init or a reconnect (`RestartCheck`).
+    fn restarted(&mut self, first: u64, take: &mut impl FnMut(&State, Update<'_>)) {
+        let state = &mut self.state;
+        let to = state.clock.ns(first);
+        let from = state.latest.unwrap_or(0);
+        state.tally.restarts += 1;
+        state.forget_open_spans();
+        state.latest = None;
+        state.unix_offset = None;
+        take(&self.state, Update::Restarted { from, to });
+    }
+
+    fn catch_up(
+        &mut self,
+        catchup: &CatchUpView<'_>,
+        received: Option<u64>,
+        take: &mut impl FnMut(&State, Update<'_>),
+    ) {
+        let tps = self.state.clock.ticks_per_second();
+        if self.restart.catch_up(catchup.time, tps) {
+            self.restarted(catchup.time, take);
+        }
+        let clock = self.state.clock;
+        let time = clock.ns(catchup.time);
+        self.state.forget_open_spans();
+        for lane in catchup.lanes() {
+            // A lane claimed since the last Definitions: its name comes
+            // spelled out beside the id (empty when the writer did not
+            // know it either).
+            if self.state.names.get(lane.info.name).is_none() && !lane.name.is_empty() {
+                self.define(lane.info.name, lane.name, take);
+            }
+            let state = &mut self.state;
+            let listed = lane.open.clone().count();
+            let Some(row) = state.set_lane(lane.info) else {
+                continue;
+            };
+            row.open_depth = lane.open_depth;
+            // As deep as a writer tracks, whatever a peer lists.
+            row.open.extend(lane.open.take(MAX_OPEN_SPANS).map(|span| {
+                typhon_live_core::OpenSpan {
+                    start: clock.ns(span.start),
+                    ..span
+                }
+            }));
+            // Those begun by its time, as a writer lists them.
+            let (kept, depth) = begun_by(&row.open, row.open_depth, time);
+            row.open.truncate(kept);
+            row.open_depth = depth;
+            state.open_spans += kept;
+            state.tally.refused.open_spans = state
+                .tally
+                .refused
+                .open_spans
+                .saturating_add((listed.saturating_sub(kept)) as u64);
+        }
+        self.state.stated(time);
+        self.state.placed(received, time);
+        take(&self.state, Update::CatchUp { time });
+    }
+
+    fn block(
+        &mut self,
+        block: &BlockView<'_>,
+        received: Option<u64>,
+        take: &mut impl FnMut(&State, Update<'_>),
+    ) -> Result<(), DecodeError> {
+        let tps = self.state.clock.ticks_per_second();
+        if self
+            .restart
+            .block(block.first_time, block.last_time, block.records, tps)
+        {
+            self.restarted(block.first_time, take);
+        }
+        let state = &mut self.state;
+        state.tally.block_bytes = state
+            .tally
+            .block_bytes
+            .saturating_add(block.encoded_len() as u64);
+        state.tally.block_records = state
+            .tally
+            .block_records
+            .saturating_add(u64::from(block.records));
+        for (lane, events) in block.drops() {
+            state.tally.events_dropped =
+                state.tally.events_dropped.saturating_add(u64::from(events));
+            if let Some(stream) = &mut self.stream {
+                stream.dropped = stream.dropped.saturating_add(u64::from(events));
+            }
+            take(state, Update::Lost(Loss::Dropped { lane, events }));
+        }
+        if block.records > 0 {
+            let last = state.clock.ns(block.last_time);
+            state.placed(received, last);
+        }
+        let clock = state.clock;
+        let result = self.unpacked.each_event(block, |lane, event| {
+            let event = in_ns(event, clock);
+            state.tally.events += 1;
+            if state.open_spans > 0 {
+                if let Event::Span { id, .. } = event {
+                    state.ended(lane, id);
+                }
+            }
+            state.stated(event.end_time());
+            take(state, Update::Event { lane, event });
+        });
+        result.map_err(|damage| {
+            self.state.tally.events_damaged = self
+                .state
+                .tally
+                .events_damaged
+                .saturating_add(u64::from(damage.unread));
+            take(
+                &self.state,
+                Update::Lost(Loss::Damaged {
+                    events: damage.unread,
+                }),
+            );
+            damage.error
+        })
+    }
+
+    fn shutdown(&mut self, totals: Shutdown, take: &mut impl FnMut(&State, Update<'_>)) {
+        let check = match self.stream {
+            Some(seen)
+                if seen.received == totals.frames_sent
+                    && seen.missed == totals.frames_dropped
+                    && seen.dropped <= totals.events_dropped =>
+            {
+                // Events of the last Blocks, dropped on the way, that no
+                // later Block's drop entries could report.
+                let events = totals.events_dropped - seen.dropped;
+                if events > 0 {
+                    self.state.tally.events_dropped =
+                        self.state.tally.events_dropped.saturating_add(events);
+                    take(&self.state, Update::Lost(Loss::AtShutdown { events }));
+                }
+                TotalsCheck::Agree
+            }
+            Some(seen) => TotalsCheck::Differ {
+                received: seen.received,
+                missed: seen.missed,
+                dropped: seen.dropped,
+            },
+            None => TotalsCheck::Unknown,
+        };
+        // Counted after the check: the totals leave the Shutdown out.
+        self.count_received();
+        let time = self.state.clock.ns(totals.time);
+        if self.state.session.is_some() {
+            self.state.stated(time);
+        }
+        take(&self.state, Update::Shutdown { totals, check });
+    }
+}
+
+/// `event` with its times and duration in ns.
+fn in_ns(event: Event, clock: Clock) -> Event {
+    let ns = |t| clock.ns(t);
+    match event {
+        Event::Span {
+            start,
+            duration,
+            name,
+            id,
+            parent,
+            arg,
+        } => Event::Span {
+            start: ns(start),
+            // The end converted, not the duration: a child that ends with
+            // its parent in ticks does so in ns too.
+            duration: ns(start.saturating_add(duration)) - ns(start),
+            name,
+            id,
+            parent,
+            arg,
+        },
+        Event::Instant {
+            time,
+            name,
+            payload,
+        } => Event::Instant {
+            time: ns(time),
+            name,
+            payload,
+        },
+        Event::Gauge { time, gauge, value } => Event::Gauge {
+            time: ns(time),
+            gauge,
+            value,
+        },
+        Event::TickStart { time, tick } => Event::TickStart {
+            time: ns(time),
+            tick,
+        },
+        Event::TickEnd {
+            time,
+            tick,
+            overrun,
+        } => Event::TickEnd {
+            time: ns(time),
+            tick,
+            overrun,
+        },
+    }
+}

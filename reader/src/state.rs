@@ -1,0 +1,208 @@
+//! What a reader knows of the stream it reads: the session, its names,
+//! lanes and open spans, the latest time, and its tally.
+
+use alloc::collections::BTreeMap;
+use alloc::string::String;
+use alloc::vec::Vec;
+
+use typhon_live_core::{LaneId, LaneInfo, OpenSpan, SpanId};
+
+use crate::clock::Clock;
+use crate::names::Names;
+
+/// Lanes kept at most. A typhon-live process has at most 64, so this
+/// binds only on a peer that is broken or hostile.
+pub const MAX_LANES: usize = 1024;
+
+/// The session an Init described.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Session {
+    /// Its id: a new one whenever the process restarts (a device without
+    /// fresh ids keeps one; see [`Update::Restarted`](crate::Update)).
+    pub id: u64,
+    /// The process's name.
+    pub process_name: String,
+    /// The process id (0 on a device).
+    pub process_id: u32,
+    /// When the session was created, ns since the Unix epoch.
+    pub created_unix_ns: u64,
+}
+
+/// A lane of the stream's current lane table.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Lane {
+    /// Its id, name id and kind.
+    pub info: LaneInfo,
+    /// Spans open, at least `open.len()` (the last Catch-up's depth).
+    pub open_depth: u32,
+    /// The outermost spans open on it as of the last Catch-up, less those
+    /// that ended since; starts in ns. At most [`MAX_OPEN_SPANS`]
+    /// (as deep as a writer tracks, whatever a peer lists).
+    ///
+    /// [`MAX_OPEN_SPANS`]: typhon_live_core::MAX_OPEN_SPANS
+    pub open: Vec<OpenSpan>,
+}
+
+/// What the reader refused to keep because a cap was reached. It still
+/// hands on every event; these are only what it does not remember.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Refused {
+    /// Name definitions past [`MAX_NAMES`](crate::MAX_NAMES) or
+    /// [`MAX_NAME_BYTES`](crate::MAX_NAME_BYTES).
+    pub names: u64,
+    /// Lanes past [`MAX_LANES`].
+    pub lanes: u64,
+    /// Open spans past [`MAX_OPEN_SPANS`](typhon_live_core::MAX_OPEN_SPANS)
+    /// in a Catch-up's lane.
+    pub open_spans: u64,
+}
+
+/// What the reader has read and lost since it was made, over every
+/// session and connection.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Tally {
+    /// Frames read (every kind, damaged ones too).
+    pub frames: u64,
+    /// Their bytes on the wire.
+    pub bytes: u64,
+    /// Frames missing by sequence number.
+    pub frames_missed: u64,
+    /// Frames that arrived whole and broke a rule of the format.
+    pub frames_damaged: u64,
+    /// Frames of kinds this reader does not know, skipped.
+    pub frames_unknown: u64,
+    /// Frames read while no Init had been (names show as `#id`).
+    pub frames_before_init: u64,
+    /// Events read.
+    pub events: u64,
+    /// Events the stream reports dropped (Block drop entries).
+    pub events_dropped: u64,
+    /// Events damaged Blocks stated and that could not be read.
+    pub events_damaged: u64,
+    /// Encoded event bytes of the Blocks read, and the records they
+    /// stated: bytes per event on the wire.
+    pub block_bytes: u64,
+    /// See `block_bytes`.
+    pub block_records: u64,
+    /// Sessions read: Inits with a session id other than the last one's.
+    pub sessions: u64,
+    /// Sessions that started over under their own id.
+    pub restarts: u64,
+    /// Connections made again after one was lost.
+    pub reconnects: u64,
+    /// What the caps kept out.
+    pub refused: Refused,
+}
+
+/// What a reader knows: passed to its consumer beside every update.
+#[derive(Clone, Debug, Default)]
+pub struct State {
+    pub(crate) session: Option<Session>,
+    pub(crate) clock: Clock,
+    pub(crate) names: Names,
+    pub(crate) lanes: BTreeMap<LaneId, Lane>,
+    /// Spans listed open over all lanes: while there are none (the usual
+    /// case), an event costs no lane lookup.
+    pub(crate) open_spans: usize,
+    pub(crate) latest: Option<u64>,
+    pub(crate) unix_offset: Option<i128>,
+    pub(crate) tally: Tally,
+}
+
+impl State {
+    /// The session of the last Init, if one was read.
+    pub fn session(&self) -> Option<&Session> {
+        self.session.as_ref()
+    }
+
+    /// The session's clock ([`Clock::NS`] until an Init states one).
+    pub fn clock(&self) -> Clock {
+        self.clock
+    }
+
+    /// The names defined this session.
+    pub fn names(&self) -> &Names {
+        &self.names
+    }
+
+    /// The current lane table, by lane id.
+    pub fn lanes(&self) -> &BTreeMap<LaneId, Lane> {
+        &self.lanes
+    }
+
+    /// The latest time the stream stated this run (events' ends,
+    /// Catch-ups, Shutdown), ns.
+    pub fn latest(&self) -> Option<u64> {
+        self.latest
+    }
+
+    /// Unix ns minus session ns, when frames were read with their arrival
+    /// times ([`Reader::read_at`](crate::Reader::read_at)): an event at
+    /// `t` ns was at `t + unix_offset` ns since the Unix epoch.
+    ///
+    /// It is the least, over the frames that state a time, of (arrival −
+    /// the latest time the frame states): the true offset plus the
+    /// fastest delivery seen, so that two streams line up to within their
+    /// smallest delivery delay, never ahead of when they were received.
+    /// It is estimated afresh for a new session or a restart.
+    pub fn unix_offset(&self) -> Option<i128> {
+        self.unix_offset
+    }
+
+    /// What was read and lost so far.
+    pub fn tally(&self) -> &Tally {
+        &self.tally
+    }
+
+    pub(crate) fn stated(&mut self, time: u64) {
+        self.latest = Some(self.latest.map_or(time, |latest| latest.max(time)));
+    }
+
+    pub(crate) fn placed(&mut self, received: Option<u64>, time: u64) {
+        if let Some(received) = received {
+            let sample = i128::from(received) - i128::from(time);
+            self.unix_offset = Some(self.unix_offset.map_or(sample, |o| o.min(sample)));
+        }
+    }
+
+    /// Span `id` of `lane` ended: no longer open, whatever the last
+    /// Catch-up said.
+    pub(crate) fn ended(&mut self, lane: LaneId, id: SpanId) {
+        if let Some(lane) = self.lanes.get_mut(&lane) {
+            let before = lane.open.len();
+            lane.open.retain(|open| open.id != id);
+            self.open_spans -= before - lane.open.len();
+        }
+    }
+
+    pub(crate) fn forget_open_spans(&mut self) {
+        for lane in self.lanes.values_mut() {
+            lane.open.clear();
+            lane.open_depth = 0;
+        }
+        self.open_spans = 0;
+    }
+
+    /// Sets lane `info`'s entry, unless [`MAX_LANES`] is reached. A slot
+    /// given to another thread (another name) is another lane.
+    pub(crate) fn set_lane(&mut self, info: LaneInfo) -> Option<&mut Lane> {
+        if !self.lanes.contains_key(&info.id) && self.lanes.len() >= MAX_LANES {
+            self.tally.refused.lanes += 1;
+            return None;
+        }
+        let lane = self.lanes.entry(info.id).or_insert(Lane {
+            info,
+            open_depth: 0,
+            open: Vec::new(),
+        });
+        if lane.info != info {
+            self.open_spans -= lane.open.len();
+            *lane = Lane {
+                info,
+                open_depth: 0,
+                open: Vec::new(),
+            };
+        }
+        Some(lane)
+    }
+}

@@ -1,0 +1,141 @@
+//! What a [`Reader`](crate::Reader) tells its consumer, frame by frame.
+
+use typhon_live_core::{Event, LaneId, NameId, Shutdown};
+
+/// One thing a frame said, resolved: times in ns of the session's clock
+/// (add [`State::unix_offset`](crate::State::unix_offset) for the Unix
+/// clock), names and lanes in the reader's [`State`](crate::State),
+/// which is up to date when the update arrives.
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum Update<'a> {
+    /// The first frame of a connection came after `skipped` bytes that
+    /// were not a whole frame: the reader joined mid-stream (a serial
+    /// link). Ids show as `#id` until the next Init names them.
+    JoinedMidStream {
+        /// Bytes before the first whole frame.
+        skipped: u64,
+    },
+    /// An Init of a session this reader was not reading: the first, or a
+    /// new session id (the process restarted). What the reader knew of
+    /// the previous one is gone; the state holds this Init's session,
+    /// names and lanes.
+    NewSession {
+        /// The session before it, if any.
+        previous: Option<u64>,
+    },
+    /// An Init of the session being read: a reconnect, or a device
+    /// repeating its announcement. Its names and lanes are taken in;
+    /// the next time the stream states tells whether it restarted.
+    SessionRepeated,
+    /// The session started over under the same id (a device without a
+    /// source of fresh ids): the clock went back more than a second
+    /// after a repeated Init or a reconnect (FORMAT.md, "Restarts"). The
+    /// names and lanes stay; open spans are forgotten. Comes before the
+    /// frame's own updates.
+    Restarted {
+        /// The latest time seen before, ns.
+        from: u64,
+        /// The time the stream went back to, ns.
+        to: u64,
+    },
+    /// A name defined by an Init or Definitions, or a Catch-up's lane
+    /// name: new, or new text for its id.
+    Name {
+        /// Its id.
+        id: NameId,
+        /// Its text.
+        text: &'a str,
+    },
+    /// An Init or Definitions set the lane table: the state's lanes are
+    /// the ones it lists (a lane missing from it was freed).
+    Lanes,
+    /// A Catch-up: the state's lanes now hold the spans open at `time`.
+    CatchUp {
+        /// The moment it describes, ns.
+        time: u64,
+    },
+    /// An event, its times and duration in ns.
+    Event {
+        /// The lane it was recorded on.
+        lane: LaneId,
+        /// The event.
+        event: Event,
+    },
+    /// Something the stream says is lost.
+    Lost(Loss),
+    /// A frame of a kind this reader does not know (a newer writer's):
+    /// skipped, its sequence number counted as received. Not damage.
+    Unknown {
+        /// Its kind byte.
+        kind: u8,
+    },
+    /// The session ended cleanly.
+    Shutdown {
+        /// What the writer says it sent and lost on this stream.
+        totals: Shutdown,
+        /// Those totals against what this reader saw.
+        check: TotalsCheck,
+    },
+}
+
+/// What was lost, and how the stream tells it (FORMAT.md, "Losses, and
+/// what counts").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Loss {
+    /// Frames missing by sequence number: dropped on the way, or damaged
+    /// past reading by the decoder. Comes before the frame after them.
+    Gap {
+        /// How many.
+        frames: u64,
+    },
+    /// Events the writer reports it could not deliver on a lane (a Block's
+    /// drop entry): refused by a full ring, or in a Block dropped on the
+    /// way to this reader.
+    Dropped {
+        /// The lane.
+        lane: LaneId,
+        /// How many.
+        events: u32,
+    },
+    /// Events a Shutdown counts as lost that no drop entry reported: they
+    /// were in the last Blocks, dropped on the way. Told only when the
+    /// reader saw the whole stream (its totals then agree).
+    AtShutdown {
+        /// How many.
+        events: u64,
+    },
+    /// A frame that arrived whole but broke a rule of the format. What it
+    /// held is lost (a Block's events before the fault were handed on);
+    /// the error is returned by [`Reader::read`](crate::Reader::read).
+    Damaged {
+        /// Records a damaged Block stated and that could not be read.
+        events: u32,
+    },
+}
+
+/// A Shutdown's totals against what the reader saw of the stream.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TotalsCheck {
+    /// Frames received and missed are what the writer says it sent and
+    /// dropped, and the events it says were lost are those the drop
+    /// entries reported plus those told as [`Loss::AtShutdown`].
+    Agree,
+    /// They differ: frames damaged on the way count as missed here and
+    /// as sent there, and anything else is a writer's or reader's fault.
+    Differ {
+        /// Sequenced frames this reader received since the stream's
+        /// first Init (the Shutdown itself not counted).
+        received: u64,
+        /// Frames it missed by sequence number.
+        missed: u64,
+        /// Events the drop entries it received report.
+        dropped: u64,
+    },
+    /// The reader did not see the stream's first Init (it joined at a
+    /// repeated one, or reconnected without an Init since), so it cannot
+    /// tell.
+    Unknown,
+}
