@@ -1,11 +1,11 @@
 //! `typhon-live inspect`: what a trace file holds, and where it is damaged.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
 
-use typhon_live_core::{Codec, Event, FrameKind, LaneKind, Payload, SequenceCheck};
-use typhon_live_reader::BlockBuffer;
+use typhon_live_core::{Codec, Event, FrameKind, LaneKind, Payload};
+use typhon_live_reader::{Reader, Update};
 
 use typhon_live_cli::error::CliError;
 use typhon_live_cli::source::file;
@@ -16,7 +16,7 @@ struct LaneStats {
     kind: Option<LaneKind>,
     events: u64,
     spans: u64,
-    span_ticks: u64,
+    span_ns: u64,
     dropped: u64,
 }
 
@@ -35,26 +35,19 @@ struct CodecStats {
 pub fn report(path: &Path) -> Result<(String, bool), CliError> {
     let bytes = file::read(path)?;
     let mut out = String::new();
-    let mut names: HashMap<u32, String> = HashMap::new();
+    // The stream as every consumer reads it; what is counted here beside
+    // it is the file's own make-up (frame kinds, codecs, the Init's
+    // metadata).
+    let mut reader = Reader::new();
     let mut lanes: BTreeMap<u16, LaneStats> = BTreeMap::new();
     let mut kinds: BTreeMap<&'static str, u64> = BTreeMap::new();
     let mut events: BTreeMap<&'static str, u64> = BTreeMap::new();
     let mut codecs: BTreeMap<&'static str, CodecStats> = BTreeMap::new();
-    let mut unpacked = BlockBuffer::new();
-    let (mut gaps, mut sequence, mut first, mut last) =
-        (0u64, SequenceCheck::new(), u64::MAX, 0u64);
-    let (mut events_dropped, mut ticks_per_second, mut header, mut shutdown) =
-        (0u64, 1_000_000_000u64, None, None);
-    // Events that Blocks with damaged events stated and could not be read.
-    let mut events_unread = 0u64;
-    // Frames read before any Init (the Init was damaged): still counted and
-    // read, their names shown as ids until a Definitions names them.
-    let (mut frames_read, mut before_init) = (0u64, 0u64);
+    let (mut first, mut last) = (u64::MAX, 0u64);
+    let (mut header, mut shutdown) = (None, None);
+    let mut frames_read = 0u64;
     let damage = file::frames(&bytes, |frame| {
         frames_read += 1;
-        if header.is_none() && frame.kind != FrameKind::Init.to_byte() {
-            before_init += 1;
-        }
         let kind = match frame.kind() {
             Ok(FrameKind::Init) => "init",
             Ok(FrameKind::Block) => "block",
@@ -65,101 +58,54 @@ pub fn report(path: &Path) -> Result<(String, bool), CliError> {
             Err(_) => "unknown",
         };
         *kinds.entry(kind).or_default() += 1;
-        if frame.is_sequenced() {
-            gaps += u64::from(sequence.sequenced(frame.seq));
+        match frame.parse() {
+            Ok(Payload::Init(init)) if header.is_none() => header = Some(init_header(&init)),
+            Ok(Payload::Block(block)) if block.records > 0 => {
+                let codec = codecs
+                    .entry(block.codec().map_or("unknown", Codec::name))
+                    .or_default();
+                codec.blocks += 1;
+                codec.events += u64::from(block.records);
+                codec.packed += block.packed_len() as u64;
+                codec.wire += block.encoded_len() as u64;
+            }
+            _ => {}
         }
-        if frame.kind().is_err() {
-            return Ok(());
-        }
-        let payload = frame.parse()?;
-        match payload {
-            Payload::Init(init) => {
-                gaps += u64::from(sequence.init(init.next_seq, init.session_id));
-                ticks_per_second = init.ticks_per_second.max(1);
-                names.extend(init.names().map(|(id, n)| (id, n.to_owned())));
-                for lane in init.lanes() {
-                    let row = lanes.entry(lane.id).or_default();
-                    (row.name, row.kind) = (lane.name, Some(lane.kind));
-                }
-                if header.is_none() {
-                    let mut h = String::new();
-                    let _ = writeln!(h, "session     {:016x}", init.session_id);
-                    let _ = writeln!(
-                        h,
-                        "process     {} (pid {})",
-                        init.process_name, init.process_id
-                    );
-                    let _ = writeln!(
-                        h,
-                        "created     {} ns since the Unix epoch",
-                        init.created_unix_ns
-                    );
-                    let _ = writeln!(h, "clock       {} ticks per second", init.ticks_per_second);
-                    let components: Vec<&str> = init.components().map(|c| c.name).collect();
-                    let _ = writeln!(h, "components  {} {}", components.len(), list(&components));
-                    let archetypes: Vec<&str> = init.archetypes().map(|a| a.name).collect();
-                    let _ = writeln!(h, "archetypes  {} {}", archetypes.len(), list(&archetypes));
-                    let _ = writeln!(h, "indexes     {}", init.indexes().count());
-                    let config: Vec<String> = init
-                        .config()
-                        .map(|c| format!("{}={}", c.key, c.value))
-                        .collect();
-                    let config: Vec<&str> = config.iter().map(String::as_str).collect();
-                    let _ = writeln!(h, "config      {} {}", config.len(), list(&config));
-                    let queues: Vec<&str> = init.queues().map(|q| q.name).collect();
-                    let _ = writeln!(h, "queues      {} {}", queues.len(), list(&queues));
-                    let _ = writeln!(h, "resources   {}", init.resources().count());
-                    header = Some(h);
+        reader.read(frame, |state, update| match update {
+            Update::Lanes => {
+                for lane in state.lanes().values() {
+                    let row = lanes.entry(lane.info.id).or_default();
+                    (row.name, row.kind) = (lane.info.name, Some(lane.info.kind));
                 }
             }
-            Payload::Definitions(defs) => {
-                names.extend(defs.names().map(|(id, n)| (id, n.to_owned())));
-                for lane in defs.lanes().into_iter().flatten() {
-                    let row = lanes.entry(lane.id).or_default();
-                    (row.name, row.kind) = (lane.name, Some(lane.kind));
-                }
+            Update::Lost(typhon_live_reader::Loss::Dropped { lane, events }) => {
+                lanes.entry(lane).or_default().dropped += u64::from(events);
             }
-            Payload::Block(block) => {
-                for (lane, dropped) in block.drops() {
-                    events_dropped += u64::from(dropped);
-                    lanes.entry(lane).or_default().dropped += u64::from(dropped);
-                }
-                if block.records > 0 {
-                    first = first.min(block.first_time);
-                    last = last.max(block.last_time);
-                    let codec = codecs
-                        .entry(block.codec().map_or("unknown", Codec::name))
-                        .or_default();
-                    codec.blocks += 1;
-                    codec.events += u64::from(block.records);
-                    codec.packed += block.packed_len() as u64;
-                    codec.wire += block.encoded_len() as u64;
-                }
-                let result = unpacked.each_event(&block, |lane, event| {
-                    let row = lanes.entry(lane).or_default();
-                    row.events += 1;
-                    let kind = match event {
-                        Event::Span { duration, .. } => {
-                            row.spans += 1;
-                            row.span_ticks += duration;
-                            "spans"
-                        }
-                        Event::Instant { .. } => "instants",
-                        Event::Gauge { .. } => "gauges",
-                        Event::TickStart { .. } | Event::TickEnd { .. } => "tick markers",
-                    };
-                    *events.entry(kind).or_default() += 1;
-                });
-                if let Err(damage) = result {
-                    events_unread += u64::from(damage.unread);
-                    return Err(damage.error);
-                }
+            Update::Event { lane, event } => {
+                first = first.min(event.time());
+                last = last.max(event.end_time());
+                let row = lanes.entry(lane).or_default();
+                row.events += 1;
+                let kind = match event {
+                    Event::Span { duration, .. } => {
+                        row.spans += 1;
+                        row.span_ns += duration;
+                        "spans"
+                    }
+                    Event::Instant { .. } => "instants",
+                    Event::Gauge { .. } => "gauges",
+                    Event::TickStart { .. } | Event::TickEnd { .. } => "tick markers",
+                };
+                *events.entry(kind).or_default() += 1;
             }
-            Payload::CatchUp(_) => {}
-            Payload::Shutdown(totals) => shutdown = Some(totals),
-        }
-        Ok(())
+            Update::Shutdown { totals, .. } => shutdown = Some(totals),
+            _ => {}
+        })
     });
+    let state = reader.state();
+    let tally = state.tally();
+    let (gaps, before_init) = (tally.frames_missed, tally.frames_before_init);
+    let (events_dropped, events_unread) = (tally.events_dropped, tally.events_damaged);
     file::require_frames(path, frames_read, &damage)?;
     let header = header.unwrap_or_else(|| {
         "session     unknown: no readable Init (see damage); clock assumed 1e9 ticks per second\n"
@@ -198,7 +144,7 @@ pub fn report(path: &Path) -> Result<(String, bool), CliError> {
         }
     );
     if first <= last {
-        let seconds = |t: u64| t as f64 / ticks_per_second as f64;
+        let seconds = |ns: u64| ns as f64 / 1e9;
         let _ = writeln!(
             out,
             "time span   {:.6} s to {:.6} s ({:.3} s)",
@@ -241,10 +187,7 @@ pub fn report(path: &Path) -> Result<(String, bool), CliError> {
     }
     let _ = writeln!(out, "lanes");
     for (id, lane) in &lanes {
-        let name = names
-            .get(&lane.name)
-            .cloned()
-            .unwrap_or_else(|| format!("#{}", lane.name));
+        let name = state.names().show(lane.name);
         let kind = match lane.kind {
             Some(LaneKind::Main) => "main",
             Some(LaneKind::Worker) => "worker",
@@ -256,7 +199,7 @@ pub fn report(path: &Path) -> Result<(String, bool), CliError> {
             "  {id:>3} {name:<24} {kind:<6} {:>9} events {:>8} spans {:>12.3} ms in spans {:>6} dropped",
             lane.events,
             lane.spans,
-            lane.span_ticks as f64 * 1e3 / ticks_per_second as f64,
+            lane.span_ns as f64 / 1e6,
             lane.dropped
         );
     }
@@ -267,6 +210,38 @@ pub fn report(path: &Path) -> Result<(String, bool), CliError> {
         }
     }
     Ok((out, !damage.is_empty()))
+}
+
+/// The session's lines, from its first readable Init.
+fn init_header(init: &typhon_live_core::InitView<'_>) -> String {
+    let mut h = String::new();
+    let _ = writeln!(h, "session     {:016x}", init.session_id);
+    let _ = writeln!(
+        h,
+        "process     {} (pid {})",
+        init.process_name, init.process_id
+    );
+    let _ = writeln!(
+        h,
+        "created     {} ns since the Unix epoch",
+        init.created_unix_ns
+    );
+    let _ = writeln!(h, "clock       {} ticks per second", init.ticks_per_second);
+    let components: Vec<&str> = init.components().map(|c| c.name).collect();
+    let _ = writeln!(h, "components  {} {}", components.len(), list(&components));
+    let archetypes: Vec<&str> = init.archetypes().map(|a| a.name).collect();
+    let _ = writeln!(h, "archetypes  {} {}", archetypes.len(), list(&archetypes));
+    let _ = writeln!(h, "indexes     {}", init.indexes().count());
+    let config: Vec<String> = init
+        .config()
+        .map(|c| format!("{}={}", c.key, c.value))
+        .collect();
+    let config: Vec<&str> = config.iter().map(String::as_str).collect();
+    let _ = writeln!(h, "config      {} {}", config.len(), list(&config));
+    let queues: Vec<&str> = init.queues().map(|q| q.name).collect();
+    let _ = writeln!(h, "queues      {} {}", queues.len(), list(&queues));
+    let _ = writeln!(h, "resources   {}", init.resources().count());
+    h
 }
 
 fn list(items: &[&str]) -> String {

@@ -2,83 +2,71 @@
 //! names `M`; what chrome://tracing and ui.perfetto.dev's legacy importer
 //! open.
 
-use std::collections::HashMap;
-
 use serde_json::{json, Value};
-use typhon_live_core::{Event, GaugeValue, Payload};
-use typhon_live_reader::BlockBuffer;
+use typhon_live_core::{Event, GaugeValue};
+use typhon_live_reader::{Reader, State, Update};
 
 use super::Converted;
 use crate::source::file;
 
-/// The Chrome trace of a trace file's `bytes`.
+/// The Chrome trace of a trace file's `bytes`, read by the one stream
+/// reader: names as the stream defined them (`#id` before), times in µs
+/// of the session's clock, a process per session (a restart under the
+/// same id stays one: Chrome's format has no way to say it).
 pub fn chrome_trace(bytes: &[u8]) -> Converted<Value> {
     let mut out: Vec<Value> = Vec::new();
-    let mut names: HashMap<u32, String> = HashMap::new();
-    let mut unpacked = BlockBuffer::new();
-    let mut lane_names: HashMap<u16, u32> = HashMap::new();
-    // Without a readable Init: pid 0, nanoseconds, names as ids.
-    let (mut pid, mut ticks_per_second, mut frames_read) = (0u32, 1_000_000_000f64, 0u64);
-    let thread_name = |out: &mut Vec<Value>, pid: u32, lane: u16, name: &str| {
-        out.push(json!({ "ph": "M", "name": "thread_name", "pid": pid, "tid": lane, "args": { "name": name } }));
-    };
+    let mut reader = Reader::new();
+    let mut frames_read = 0u64;
+    let pid = |state: &State| state.session().map_or(0, |s| s.process_id);
+    let name = |state: &State, id: u32| state.names().show(id).into_owned();
+    let us = |ns: u64| ns as f64 / 1e3;
+    // The lanes named so far, so that a lane is named again only when its
+    // name changes.
+    let mut named: Vec<(u16, u32)> = Vec::new();
     let damage = file::frames(bytes, |frame| {
-        let name_of = |names: &HashMap<u32, String>, id: u32| {
-            names.get(&id).cloned().unwrap_or_else(|| format!("#{id}"))
-        };
         frames_read += 1;
-        if frame.kind().is_err() {
-            // A newer writer's kind: nothing to convert, not damage.
-            return Ok(());
-        }
-        match frame.parse()? {
-            Payload::Init(init) => {
-                pid = init.process_id;
-                ticks_per_second = init.ticks_per_second.max(1) as f64;
-                names.extend(init.names().map(|(id, n)| (id, n.to_owned())));
-                out.push(json!({ "ph": "M", "name": "process_name", "pid": pid, "args": { "name": init.process_name } }));
-                for lane in init.lanes() {
-                    lane_names.insert(lane.id, lane.name);
-                    thread_name(&mut out, pid, lane.id, &name_of(&names, lane.name));
-                }
+        reader.read(frame, |state, update| match update {
+            Update::NewSession { .. } => {
+                let process = state.session().map_or("", |s| s.process_name.as_str());
+                out.push(json!({ "ph": "M", "name": "process_name", "pid": pid(state), "args": { "name": process } }));
+                named.clear();
             }
-            Payload::Definitions(defs) => {
-                names.extend(defs.names().map(|(id, n)| (id, n.to_owned())));
-                for lane in defs.lanes().into_iter().flatten() {
-                    if lane_names.insert(lane.id, lane.name) != Some(lane.name) {
-                        thread_name(&mut out, pid, lane.id, &name_of(&names, lane.name));
+            Update::Lanes => {
+                for lane in state.lanes().values() {
+                    let (id, name_id) = (lane.info.id, lane.info.name);
+                    if named.contains(&(id, name_id)) {
+                        continue;
                     }
+                    named.retain(|&(lane, _)| lane != id);
+                    named.push((id, name_id));
+                    out.push(json!({ "ph": "M", "name": "thread_name", "pid": pid(state), "tid": id, "args": { "name": name(state, name_id) } }));
                 }
             }
-            Payload::Block(block) => {
-                let us = |t: u64| t as f64 * 1e6 / ticks_per_second;
-                let result = unpacked.each_event(&block, |lane, event| {
-                    out.push(match event {
-                        Event::Span { start, duration, name, arg, .. } => {
-                            let mut e = json!({ "ph": "X", "name": name_of(&names, name), "ts": us(start), "dur": us(duration), "pid": pid, "tid": lane });
-                            if let Some(arg) = arg {
-                                e["args"] = json!({ "arg": arg });
-                            }
-                            e
+            Update::Event { lane, event } => {
+                let pid = pid(state);
+                out.push(match event {
+                    Event::Span { start, duration, name: id, arg, .. } => {
+                        let mut e = json!({ "ph": "X", "name": name(state, id), "ts": us(start), "dur": us(duration), "pid": pid, "tid": lane });
+                        if let Some(arg) = arg {
+                            e["args"] = json!({ "arg": arg });
                         }
-                        Event::Instant { time, name, payload } => json!({ "ph": "i", "s": "t", "name": name_of(&names, name), "ts": us(time), "pid": pid, "tid": lane, "args": { "payload": payload } }),
-                        Event::Gauge { time, gauge, value } => {
-                            let value = match value {
-                                GaugeValue::Int(v) => json!(v),
-                                GaugeValue::Float(v) if v.is_finite() => json!(v),
-                                GaugeValue::Float(_) => json!(null),
-                            };
-                            json!({ "ph": "C", "name": name_of(&names, gauge), "ts": us(time), "pid": pid, "args": { "value": value } })
-                        }
-                        Event::TickStart { time, tick } => json!({ "ph": "i", "s": "t", "name": "tick start", "ts": us(time), "pid": pid, "tid": lane, "args": { "tick": tick } }),
-                        Event::TickEnd { time, tick, overrun } => json!({ "ph": "i", "s": "t", "name": "tick end", "ts": us(time), "pid": pid, "tid": lane, "args": { "tick": tick, "overrun": overrun } }),
-                    });
+                        e
+                    }
+                    Event::Instant { time, name: id, payload } => json!({ "ph": "i", "s": "t", "name": name(state, id), "ts": us(time), "pid": pid, "tid": lane, "args": { "payload": payload } }),
+                    Event::Gauge { time, gauge, value } => {
+                        let value = match value {
+                            GaugeValue::Int(v) => json!(v),
+                            GaugeValue::Float(v) if v.is_finite() => json!(v),
+                            GaugeValue::Float(_) => json!(null),
+                        };
+                        json!({ "ph": "C", "name": name(state, gauge), "ts": us(time), "pid": pid, "args": { "value": value } })
+                    }
+                    Event::TickStart { time, tick } => json!({ "ph": "i", "s": "t", "name": "tick start", "ts": us(time), "pid": pid, "tid": lane, "args": { "tick": tick } }),
+                    Event::TickEnd { time, tick, overrun } => json!({ "ph": "i", "s": "t", "name": "tick end", "ts": us(time), "pid": pid, "tid": lane, "args": { "tick": tick, "overrun": overrun } }),
                 });
-                result.map_err(|damage| damage.error)?;
             }
-            Payload::CatchUp(_) | Payload::Shutdown(_) => {}
-        }
-        Ok(())
+            _ => {}
+        })
     });
     Converted {
         output: json!({ "traceEvents": out, "displayTimeUnit": "ms" }),

@@ -1,21 +1,13 @@
-//! A source's frames read once into owned [`Update`]s, which the metrics,
-//! the merged stream and the slow-tick tracer all take: a source's stream
-//! is decoded once, its times turned into ns and placed on the Unix clock
-//! once, whoever needs them.
-//!
-//! The placing: a source's offset is the least, over its Blocks and
-//! Catch-ups, of (Unix time when the frame arrived − the latest time it
-//! states: a Block's latest event end, a Catch-up's time). That is
-//! the true offset plus the fastest delivery seen (a Block's drain age and
-//! the network), so sources line up to within their smallest delivery
-//! delay, and never ahead of when the relay saw them. It is estimated
-//! afresh when a source restarts.
+//! A source's frames read once, by the one stream reader
+//! (`typhon-live-reader`), into owned [`Update`]s that the metrics, the
+//! merged stream and the slow-tick tracer all take, the merger on a
+//! thread of its own: a source's stream is decoded once, its times turned
+//! into ns and placed on the Unix clock once (the reader's
+//! `State::unix_offset`, from each frame's arrival time), whoever needs
+//! them.
 
-use typhon_live_core::{
-    DecodeError, Event, Frame, LaneId, LaneInfo, NameId, OpenSpan, Payload, RestartCheck,
-    SequenceCheck, MAX_OPEN_SPANS,
-};
-use typhon_live_reader::BlockBuffer;
+use typhon_live_core::{DecodeError, Event, Frame, LaneId, LaneInfo, NameId, OpenSpan};
+use typhon_live_reader::{Loss, State};
 
 /// What a source's frame said.
 #[derive(Clone, Debug, PartialEq)]
@@ -87,35 +79,27 @@ pub struct OpenLane {
 /// Reads a source's frames into updates, across its connections.
 #[derive(Default)]
 pub struct Reader {
-    sequence: SequenceCheck,
-    unpacked: BlockBuffer,
+    reader: typhon_live_reader::Reader,
+}
+
+/// What one frame said, gathered for the updates made at its end.
+#[derive(Default)]
+struct Said {
+    /// An Init: the session it named.
     session: Option<u64>,
-    ticks_per_second: u64,
-    restart: RestartCheck,
-    /// Unix ns minus source ns, least seen this run of the source.
-    unix_offset: Option<i128>,
+    names: Vec<(NameId, String)>,
+    /// The lane table, when the frame set it.
+    lanes: Option<Vec<LaneInfo>>,
+    block: bool,
+    events: Vec<(LaneId, Event)>,
+    drops: Vec<(LaneId, u32)>,
+    unread: u32,
 }
 
 impl Reader {
     /// A new connection: its frames are numbered afresh.
     pub fn reconnected(&mut self) {
-        self.sequence.reconnected();
-        self.restart.arm();
-    }
-
-    /// Unix ns minus source ns, with a time stated at `time` (ticks) that
-    /// arrived at Unix time `received` (see the module's doc).
-    fn place(&mut self, received: u64, time: u64) -> i128 {
-        let sample = i128::from(received) - i128::from(self.ns(time));
-        let unix_offset = self.unix_offset.map_or(sample, |o| o.min(sample));
-        self.unix_offset = Some(unix_offset);
-        unix_offset
-    }
-
-    /// Ticks of the source's clock in ns.
-    fn ns(&self, ticks: u64) -> u64 {
-        u64::try_from(u128::from(ticks) * 1_000_000_000 / u128::from(self.ticks_per_second.max(1)))
-            .unwrap_or(u64::MAX)
+        self.reader.reconnected();
     }
 
     /// The updates of `frame`, which arrived at Unix time `received` (ns),
@@ -128,152 +112,71 @@ impl Reader {
         received: u64,
         mut take: impl FnMut(Update),
     ) -> Result<(), DecodeError> {
-        let missed = if frame.is_sequenced() {
-            self.sequence.sequenced(frame.seq)
-        } else {
-            0
-        };
-        if missed > 0 {
-            take(Update::Gap {
-                frames: u64::from(missed),
+        use typhon_live_reader::Update as Read;
+        let mut said = Said::default();
+        let result = self
+            .reader
+            .read_at(frame, received, |state, update| match update {
+                Read::NewSession { .. } | Read::SessionRepeated => {
+                    said.session = state.session().map(|s| s.id);
+                }
+                Read::Name { id, text } => said.names.push((id, text.to_owned())),
+                Read::Lanes => said.lanes = Some(state.lanes().values().map(|l| l.info).collect()),
+                Read::Restarted { .. } => take(Update::Restarted),
+                Read::Lost(Loss::Gap { frames }) => take(Update::Gap { frames }),
+                Read::Lost(Loss::Dropped { lane, events }) => {
+                    said.block = true;
+                    said.drops.push((lane, events));
+                }
+                Read::Lost(Loss::Damaged { events }) => said.unread = events,
+                Read::Event { lane, event } => {
+                    said.block = true;
+                    said.events.push((lane, event));
+                }
+                Read::CatchUp { time } => take(Update::CatchUp {
+                    time,
+                    lanes: open_lanes(state),
+                    unix_offset: state.unix_offset().unwrap_or(0),
+                }),
+                _ => {}
+            });
+        let state = self.reader.state();
+        if let Some(id) = said.session {
+            take(Update::Session {
+                id,
+                names: said.names,
+                lanes: said.lanes.unwrap_or_default(),
+            });
+        } else if !said.names.is_empty() || said.lanes.is_some() {
+            take(Update::Definitions {
+                names: said.names,
+                lanes: said.lanes.unwrap_or_default(),
             });
         }
-        if frame.kind().is_err() {
-            // A newer writer's kind: nothing in it for us.
-            return Ok(());
+        if said.block || said.unread > 0 {
+            take(Update::Events {
+                events: said.events,
+                drops: said.drops,
+                unread: said.unread,
+                unix_offset: state.unix_offset().unwrap_or(0),
+            });
         }
-        match frame.parse()? {
-            Payload::Init(init) => {
-                let missed = self.sequence.init(init.next_seq, init.session_id);
-                if missed > 0 {
-                    take(Update::Gap {
-                        frames: u64::from(missed),
-                    });
-                }
-                if self.session == Some(init.session_id) {
-                    self.restart.arm();
-                } else {
-                    self.session = Some(init.session_id);
-                    self.restart.new_session();
-                    self.unix_offset = None;
-                }
-                self.ticks_per_second = init.ticks_per_second.max(1);
-                take(Update::Session {
-                    id: init.session_id,
-                    names: init.names().map(|(id, n)| (id, n.to_owned())).collect(),
-                    lanes: init.lanes().collect(),
-                });
-            }
-            Payload::Definitions(defs) => take(Update::Definitions {
-                names: defs.names().map(|(id, n)| (id, n.to_owned())).collect(),
-                lanes: defs.lanes().into_iter().flatten().collect(),
-            }),
-            Payload::Block(block) => {
-                let (first, last) = (block.first_time, block.last_time);
-                if self
-                    .restart
-                    .block(first, last, block.records, self.ticks_per_second)
-                {
-                    take(Update::Restarted);
-                    self.unix_offset = None;
-                }
-                let unix_offset = self.place(received, block.last_time);
-                // At most MAX_BLOCK_RECORDS, the format's bound.
-                let mut events = Vec::with_capacity(block.records as usize);
-                let mut unpacked = std::mem::take(&mut self.unpacked);
-                let result = unpacked
-                    .each_event(&block, |lane, event| events.push((lane, self.in_ns(event))));
-                self.unpacked = unpacked;
-                take(Update::Events {
-                    events,
-                    drops: block.drops().collect(),
-                    unread: result.err().map_or(0, |damage| damage.unread),
-                    unix_offset,
-                });
-                result.map_err(|damage| damage.error)?;
-            }
-            Payload::CatchUp(catchup) => {
-                if self.restart.catch_up(catchup.time, self.ticks_per_second) {
-                    take(Update::Restarted);
-                    self.unix_offset = None;
-                }
-                let lanes = catchup
-                    .lanes()
-                    .map(|lane| OpenLane {
-                        info: lane.info,
-                        name: lane.name.to_owned(),
-                        open_depth: lane.open_depth,
-                        // As deep as a writer tracks, whatever a peer lists.
-                        open: lane
-                            .open
-                            .take(MAX_OPEN_SPANS)
-                            .map(|span| OpenSpan {
-                                start: self.ns(span.start),
-                                ..span
-                            })
-                            .collect(),
-                    })
-                    .collect();
-                take(Update::CatchUp {
-                    time: self.ns(catchup.time),
-                    lanes,
-                    unix_offset: self.place(received, catchup.time),
-                });
-            }
-            Payload::Shutdown(_) => {}
-        }
-        Ok(())
+        result
     }
 }
 
-impl Reader {
-    /// `event` with its times and duration in ns.
-    fn in_ns(&self, event: Event) -> Event {
-        match event {
-            Event::Span {
-                start,
-                duration,
-                name,
-                id,
-                parent,
-                arg,
-            } => Event::Span {
-                start: self.ns(start),
-                duration: self.ns(duration),
-                name,
-                id,
-                parent,
-                arg,
-            },
-            Event::Instant {
-                time,
-                name,
-                payload,
-            } => Event::Instant {
-                time: self.ns(time),
-                name,
-                payload,
-            },
-            Event::Gauge { time, gauge, value } => Event::Gauge {
-                time: self.ns(time),
-                gauge,
-                value,
-            },
-            Event::TickStart { time, tick } => Event::TickStart {
-                time: self.ns(time),
-                tick,
-            },
-            Event::TickEnd {
-                time,
-                tick,
-                overrun,
-            } => Event::TickEnd {
-                time: self.ns(time),
-                tick,
-                overrun,
-            },
-        }
-    }
+/// The lanes of `state` with their open spans, owned.
+fn open_lanes(state: &State) -> Vec<OpenLane> {
+    state
+        .lanes()
+        .values()
+        .map(|lane| OpenLane {
+            info: lane.info,
+            name: state.names().get(lane.info.name).unwrap_or("").to_owned(),
+            open_depth: lane.open_depth,
+            open: lane.open.clone(),
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -354,7 +257,7 @@ mod tests {
     #[test]
     fn a_catch_up_is_kept_as_deep_as_a_writer_tracks() {
         use typhon_live_core::catchup::write_catchup_of;
-        use typhon_live_core::{LaneKind, OpenLane as Listed};
+        use typhon_live_core::{LaneKind, OpenLane as Listed, MAX_OPEN_SPANS};
         // A peer listing more open spans than any writer tracks.
         let open: Vec<OpenSpan> = (1..=40)
             .map(|id| OpenSpan {
