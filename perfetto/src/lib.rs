@@ -40,7 +40,4 @@ mod sequence;
 mod writer;
 
 pub use sequence::SEQUENCE_ID;
-pub use writer::{
-    TraceWriter, WriterStats, MAX_COUNTERS, MAX_HELD, MAX_LANES, MAX_NAMES, MAX_NAME_BYTES,
-    SUBSTITUTE_PID,
-};
+pub use writer::{TraceWriter, WriterStats, MAX_COUNTERS, MAX_HELD, MAX_LANES, SUBSTITUTE_PID};

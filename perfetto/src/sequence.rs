@@ -84,6 +84,12 @@ impl Sequence {
         }
     }
 
+    /// Whether event name `iid` is interned since the state was last
+    /// cleared.
+    pub(crate) fn is_interned(&self, iid: u64) -> bool {
+        self.interned.contains(&iid)
+    }
+
     /// The next packet starts the interned names afresh (a new Init: its
     /// ids may mean other names); names interned from now on go in it or
     /// later.

@@ -1,17 +1,12 @@
 //! [`TraceWriter`]: typhon-live frames in, Perfetto packets out, frame by
 //! frame, so that a recorder can append them to a file as they arrive.
 
-use std::borrow::Cow;
-
 use std::collections::hash_map::Entry;
 
 use foldhash::HashMap;
 
-use typhon_live_core::{
-    DecodeError, Event, Frame, GaugeValue, InitView, LaneId, LaneInfo, NameId, Payload,
-    RestartCheck, SequenceCheck,
-};
-use typhon_live_reader::BlockBuffer;
+use typhon_live_core::{DecodeError, Event, Frame, GaugeValue, LaneId, LaneInfo, NameId};
+use typhon_live_reader::{Loss, Names, Reader, State, Update};
 
 use crate::nesting::{self, Edge, Held};
 use crate::proto::{
@@ -20,15 +15,11 @@ use crate::proto::{
 };
 use crate::sequence::{Annotation, Kind, Sequence};
 
-/// Names kept per session, as the live view caps them.
-pub const MAX_NAMES: usize = 65_536;
-/// Bytes of name text kept per session.
-pub const MAX_NAME_BYTES: usize = 16 << 20;
 /// Counter tracks per session; readings of further gauges are refused.
 pub const MAX_COUNTERS: usize = 1024;
-/// Lanes per session, as the live view caps them; events of further
-/// lanes are refused.
-pub const MAX_LANES: usize = 1024;
+/// Lanes per session whose tracks the writer keeps, as the reader caps
+/// its lane table; events of further lanes are refused.
+pub const MAX_LANES: usize = typhon_live_reader::MAX_LANES;
 /// Held spans whose room a lane keeps between its roots: a burst past it
 /// gives its memory back.
 const HELD_KEPT: usize = 256;
@@ -82,8 +73,7 @@ pub struct WriterStats {
     pub damaged_frames: u64,
     /// Frames of a kind a newer writer added, skipped.
     pub unknown_frames: u64,
-    /// Names refused by [`MAX_NAMES`] or [`MAX_NAME_BYTES`] (written as
-    /// `#id`).
+    /// Names the reader refused by its caps (written as `#id`).
     pub names_refused: u64,
     /// Gauge readings refused by [`MAX_COUNTERS`].
     pub gauge_values_refused: u64,
@@ -96,35 +86,6 @@ pub struct WriterStats {
     pub early_writes: u64,
 }
 
-/// Ticks to nanoseconds, exact.
-#[derive(Clone, Copy, Debug)]
-struct Clock {
-    ticks_per_second: u64,
-    /// When a tick is a whole number of ns, the cheap way.
-    ns_per_tick: Option<u64>,
-}
-
-impl Clock {
-    fn new(ticks_per_second: u64) -> Self {
-        let ticks_per_second = ticks_per_second.max(1);
-        Clock {
-            ticks_per_second,
-            ns_per_tick: (1_000_000_000 % ticks_per_second == 0)
-                .then_some(1_000_000_000 / ticks_per_second),
-        }
-    }
-
-    fn ns(&self, ticks: u64) -> u64 {
-        match self.ns_per_tick {
-            Some(k) => ticks.saturating_mul(k),
-            None => {
-                u64::try_from(u128::from(ticks) * 1_000_000_000 / u128::from(self.ticks_per_second))
-                    .unwrap_or(u64::MAX)
-            }
-        }
-    }
-}
-
 /// One process track and what hangs under it.
 struct Session {
     /// `None` for data before any Init.
@@ -135,7 +96,6 @@ struct Session {
     pid: i32,
     uuid: u64,
     described: bool,
-    clock: Clock,
     counters: HashMap<NameId, u64>,
     /// Counter tracks of the frames and events lost.
     loss_tracks: Option<(u64, u64)>,
@@ -163,21 +123,22 @@ struct LaneState {
 /// writes what it still holds: spans whose root span has not ended, and
 /// a tick that started and did not end.
 pub struct TraceWriter {
+    /// The stream as every consumer reads it: names, sessions, restarts,
+    /// losses, times in ns.
+    reader: Reader,
     seq: Sequence,
-    names: HashMap<NameId, String>,
-    name_bytes: usize,
     session: Session,
     lanes: HashMap<LaneId, LaneState>,
     held_total: usize,
     next_uuid: u64,
     next_tid: i32,
     order: u64,
-    sequence: SequenceCheck,
-    restart: RestartCheck,
     /// The latest time seen, ns: where a loss is marked.
     last_time: u64,
-    unpacked: BlockBuffer,
-    /// Records of the Block being read that could not be read: events
+    /// Events the Block being read reports dropped, marked as lost before
+    /// its first event (or at its end).
+    dropped: u64,
+    /// Records of the frame being read that could not be read: events
     /// lost with its damage.
     unread: u32,
     nesting: nesting::Scratch,
@@ -194,26 +155,17 @@ impl TraceWriter {
     /// A writer at the start of a trace.
     pub fn new() -> Self {
         TraceWriter {
+            reader: Reader::new(),
             seq: Sequence::new(),
-            names: HashMap::default(),
-            name_bytes: 0,
             // Data before any Init: times taken as ns, names as ids.
-            session: Session::new(
-                None,
-                SUBSTITUTE_PID,
-                "unknown process (no Init read)",
-                1_000_000_000,
-                1,
-            ),
+            session: Session::new(None, SUBSTITUTE_PID, "unknown process (no Init read)", 1),
             lanes: HashMap::default(),
             held_total: 0,
             next_uuid: 2,
             next_tid: 1,
             order: 0,
-            sequence: SequenceCheck::new(),
-            restart: RestartCheck::new(),
             last_time: 0,
-            unpacked: BlockBuffer::new(),
+            dropped: 0,
             unread: 0,
             nesting: nesting::Scratch::default(),
             stats: WriterStats::default(),
@@ -222,8 +174,10 @@ impl TraceWriter {
 
     /// What was taken in and written so far.
     pub fn stats(&self) -> WriterStats {
+        let state = self.reader.state();
         WriterStats {
             packets: self.seq.packets,
+            names_refused: state.tally().refused.names,
             ..self.stats.clone()
         }
     }
@@ -233,18 +187,14 @@ impl TraceWriter {
     /// next packet says, and the writer goes on with the next frame.
     pub fn frame(&mut self, frame: &Frame<'_>, out: &mut Vec<u8>) -> Result<(), DecodeError> {
         self.stats.frames += 1;
-        if frame.is_sequenced() {
-            let missed = self.sequence.sequenced(frame.seq);
-            if missed > 0 {
-                self.lost(u64::from(missed), 0, out);
-            }
+        // Taken out while its updates are written.
+        let mut reader = std::mem::take(&mut self.reader);
+        let result = reader.read(frame, |state, update| self.update(state, update, out));
+        self.reader = reader;
+        let dropped = std::mem::take(&mut self.dropped);
+        if dropped > 0 {
+            self.lost(0, dropped, out);
         }
-        if frame.kind().is_err() {
-            // A newer writer's kind: nothing to convert, not damage.
-            self.stats.unknown_frames += 1;
-            return Ok(());
-        }
-        let result = frame.parse().and_then(|payload| self.payload(payload, out));
         if result.is_err() {
             // What it held (all of it, or a Block's events from the bad
             // one on) is lost.
@@ -259,127 +209,94 @@ impl TraceWriter {
     /// ended (in nesting order) and each tick without its end (as an
     /// instant).
     pub fn finish(&mut self, out: &mut Vec<u8>) {
+        let reader = std::mem::take(&mut self.reader);
+        self.finish_with(reader.state().names(), out);
+        self.reader = reader;
+    }
+
+    fn finish_with(&mut self, names: &Names, out: &mut Vec<u8>) {
         let mut lanes: Vec<LaneId> = self.lanes.keys().copied().collect();
         lanes.sort_unstable();
         for lane in lanes {
-            self.write_lane(lane, out);
+            self.write_lane(names, lane, out);
         }
     }
 
-    fn payload(&mut self, payload: Payload<'_>, out: &mut Vec<u8>) -> Result<(), DecodeError> {
-        match payload {
-            Payload::Init(init) => self.init(&init, out),
-            Payload::Definitions(defs) => {
-                for (id, name) in defs.names() {
-                    self.define(id, name);
-                }
-                if let Some(lanes) = defs.lanes() {
-                    self.set_lanes(lanes, out);
+    fn update(&mut self, state: &State, update: Update<'_>, out: &mut Vec<u8>) {
+        let names = state.names();
+        match update {
+            Update::NewSession { .. } => {
+                // A new process (or the first Init): what the last one
+                // held is written under it, then its ids mean nothing any
+                // more. (The reader has already dropped the old names:
+                // what is held is written with ids.)
+                self.finish_with(names, out);
+                self.lanes.clear();
+                self.held_total = 0;
+                self.seq.clear();
+                if let Some(session) = state.session() {
+                    self.new_session(session.id, session.process_id, &session.process_name);
                 }
             }
-            Payload::Block(block) => {
-                let tps = self.session.clock.ticks_per_second;
-                if self
-                    .restart
-                    .block(block.first_time, block.last_time, block.records, tps)
-                {
-                    self.restart(out);
-                }
-                let dropped: u64 = block.drops().map(|(_, n)| u64::from(n)).sum();
+            Update::SessionRepeated => self.seq.clear(),
+            // An iid already written means the old text.
+            Update::Name { id, .. } if self.seq.is_interned(iid(id)) => self.seq.clear(),
+            Update::Lanes => {
+                let lanes: Vec<LaneInfo> = state.lanes().values().map(|l| l.info).collect();
+                self.set_lanes(names, lanes, out);
+            }
+            Update::Restarted { .. } => self.restart(names, out),
+            Update::Lost(Loss::Gap { frames }) => self.lost(frames, 0, out),
+            Update::Lost(Loss::Dropped { events, .. }) => self.dropped += u64::from(events),
+            Update::Lost(Loss::AtShutdown { events }) => self.lost(0, events, out),
+            Update::Lost(Loss::Damaged { events }) => self.unread = events,
+            Update::Event { lane, event } => {
+                let dropped = std::mem::take(&mut self.dropped);
                 if dropped > 0 {
                     if self.last_time == 0 {
-                        self.last_time = self.session.clock.ns(block.first_time);
+                        self.last_time = event.time();
                     }
                     self.lost(0, dropped, out);
                 }
-                // Taken out while its events are written.
-                let mut unpacked = std::mem::take(&mut self.unpacked);
-                let result =
-                    unpacked.each_event(&block, |lane, event| self.event(lane, event, out));
-                self.unpacked = unpacked;
-                if let Err(damage) = result {
-                    self.unread = damage.unread;
-                    return Err(damage.error);
-                }
+                self.event(names, lane, event, out);
             }
-            // Spans open when a viewer joined arrive whole when they end;
-            // its time may tell a restart.
-            Payload::CatchUp(catchup) => {
-                let tps = self.session.clock.ticks_per_second;
-                if self.restart.catch_up(catchup.time, tps) {
-                    self.restart(out);
-                }
-            }
-            Payload::Shutdown(_) => self.finish(out),
+            Update::Unknown { .. } => self.stats.unknown_frames += 1,
+            // Spans open when a viewer joined arrive whole when they end.
+            Update::Shutdown { .. } => self.finish_with(names, out),
+            _ => {}
         }
-        Ok(())
-    }
-
-    fn init(&mut self, init: &InitView<'_>, out: &mut Vec<u8>) {
-        // A repeated Init that skipped numbers: frames of this session lost.
-        let missed = self.sequence.init(init.next_seq, init.session_id);
-        if missed > 0 {
-            self.lost(u64::from(missed), 0, out);
-        }
-        if self.session.id != Some(init.session_id) {
-            // A new process (or the first Init): what the last one held
-            // is written under it, then its ids mean nothing any more.
-            self.finish(out);
-            self.lanes.clear();
-            self.held_total = 0;
-            self.names.clear();
-            self.name_bytes = 0;
-            self.restart.new_session();
-            self.new_session(
-                init.session_id,
-                init.process_id,
-                init.process_name,
-                init.ticks_per_second,
-            );
-        } else {
-            // A reconnect, a device's repeated announcement, or a device
-            // that rebooted with the same id (one without a source of
-            // fresh ids): the next time read tells.
-            self.restart.arm();
-        }
-        self.seq.clear();
-        for (id, name) in init.names() {
-            self.define(id, name);
-        }
-        self.set_lanes(init.lanes(), out);
     }
 
     /// Starts a process track for a session.
-    fn new_session(&mut self, id: u64, process_id: u32, name: &str, ticks_per_second: u64) {
+    fn new_session(&mut self, id: u64, process_id: u32, name: &str) {
         self.stats.sessions += 1;
         let pid = i32::try_from(process_id)
             .ok()
             .filter(|&pid| pid != 0)
             .unwrap_or(SUBSTITUTE_PID.saturating_add(self.stats.sessions as i32));
         let uuid = self.uuid();
-        self.session = Session::new(Some(id), pid, name, ticks_per_second, uuid);
+        self.session = Session::new(Some(id), pid, name, uuid);
         self.session.process_id = process_id;
         self.last_time = 0;
     }
 
-    /// The same session id with its clock gone back (as
-    /// [`RestartCheck`] tells): the process started over, so it gets a
-    /// process track (and its lanes thread tracks) of its own, keeping the
-    /// names and lanes its Init just gave.
-    fn restart(&mut self, out: &mut Vec<u8>) {
-        self.finish(out);
+    /// The same session id with its clock gone back (a restart, as the
+    /// reader tells): the process started over, so it gets a process
+    /// track (and its lanes thread tracks) of its own, keeping the names
+    /// and lanes its Init just gave.
+    fn restart(&mut self, names: &Names, out: &mut Vec<u8>) {
+        self.finish_with(names, out);
         for lane in self.lanes.values_mut() {
             lane.track = None;
             lane.ticks_track = None;
         }
         let session = &self.session;
-        let (id, process_id, name, ticks_per_second) = (
+        let (id, process_id, name) = (
             session.id.unwrap_or(0),
             session.process_id,
             session.name.clone(),
-            session.clock.ticks_per_second,
         );
-        self.new_session(id, process_id, &name, ticks_per_second);
+        self.new_session(id, process_id, &name);
         self.stats.restarts += 1;
     }
 
@@ -388,29 +305,9 @@ impl TraceWriter {
         self.next_uuid - 1
     }
 
-    /// Keeps `name` for `id` unless a cap is reached (then counts it).
-    fn define(&mut self, id: NameId, name: &str) {
-        let known = self.names.get(&id);
-        if known.is_some_and(|k| k == name) {
-            return;
-        }
-        let known_len = known.map_or(0, String::len);
-        let bytes = self.name_bytes - known_len + name.len();
-        if (known.is_none() && self.names.len() >= MAX_NAMES) || bytes > MAX_NAME_BYTES {
-            self.stats.names_refused += 1;
-            return;
-        }
-        if known.is_some() {
-            // An iid already written means the old text: start afresh.
-            self.seq.clear();
-        }
-        self.name_bytes = bytes;
-        self.names.insert(id, name.to_owned());
-    }
-
     /// A lane under a new name gets a new track; its past stays on the
     /// old one.
-    fn set_lanes(&mut self, lanes: impl Iterator<Item = LaneInfo>, out: &mut Vec<u8>) {
+    fn set_lanes(&mut self, names: &Names, lanes: Vec<LaneInfo>, out: &mut Vec<u8>) {
         for lane in lanes {
             let Some(state) = self.lane(lane.id) else {
                 self.stats.lane_events_refused += 1;
@@ -420,7 +317,7 @@ impl TraceWriter {
                 continue;
             }
             if state.name.is_some() || state.track.is_some() {
-                self.write_lane(lane.id, out);
+                self.write_lane(names, lane.id, out);
             }
             let state = self.lanes.entry(lane.id).or_default();
             *state = LaneState {
@@ -441,14 +338,13 @@ impl TraceWriter {
         }
     }
 
-    fn event(&mut self, lane: LaneId, event: Event, out: &mut Vec<u8>) {
+    fn event(&mut self, names: &Names, lane: LaneId, event: Event, out: &mut Vec<u8>) {
         if self.lane(lane).is_none() {
             self.stats.lane_events_refused += 1;
             return;
         }
-        let clock = self.session.clock;
-        let at = |t: u64| clock.ns(t);
-        self.last_time = self.last_time.max(at(event.time()));
+        // Times are in ns: the reader converted them.
+        self.last_time = self.last_time.max(event.time());
         match event {
             Event::Span {
                 start,
@@ -459,7 +355,7 @@ impl TraceWriter {
                 arg,
             } => {
                 self.stats.spans += 1;
-                let (start, end) = (at(start), at(start.saturating_add(duration)));
+                let end = start.saturating_add(duration);
                 self.last_time = self.last_time.max(end);
                 self.order += 1;
                 self.lanes.entry(lane).or_default().held.push(Held {
@@ -473,10 +369,10 @@ impl TraceWriter {
                 });
                 self.held_total += 1;
                 if parent == 0 {
-                    self.write_spans(lane, out);
+                    self.write_spans(names, lane, out);
                 } else if self.held_total > MAX_HELD {
                     self.stats.early_writes += 1;
-                    self.write_spans(lane, out);
+                    self.write_spans(names, lane, out);
                 }
             }
             Event::Instant {
@@ -485,14 +381,14 @@ impl TraceWriter {
                 payload,
             } => {
                 self.stats.instants += 1;
-                let track = self.lane_track(lane, out);
+                let track = self.lane_track(names, lane, out);
                 self.seq.named(
                     out,
-                    at(time),
+                    time,
                     track,
                     Kind::Instant,
                     iid(name),
-                    || name_of(&self.names, name),
+                    || names.show(name),
                     &[(Annotation::Payload, AnnotationValue::Uint(payload))],
                 );
             }
@@ -505,17 +401,17 @@ impl TraceWriter {
                         return;
                     }
                 };
-                let Some(track) = self.counter_track(gauge, out) else {
+                let Some(track) = self.counter_track(names, gauge, out) else {
                     self.stats.gauge_values_refused += 1;
                     return;
                 };
                 self.stats.counter_values += 1;
-                self.seq.event(out, at(time), track, Kind::Counter(value));
+                self.seq.event(out, time, track, Kind::Counter(value));
             }
             Event::TickStart { time, tick } => {
                 let state = self.lanes.entry(lane).or_default();
-                if let Some(unended) = state.tick.replace((at(time), tick)) {
-                    self.lone_tick(lane, unended.0, unended.1, None, out);
+                if let Some(unended) = state.tick.replace((time, tick)) {
+                    self.lone_tick(names, lane, unended.0, unended.1, None, out);
                 }
             }
             Event::TickEnd {
@@ -529,8 +425,8 @@ impl TraceWriter {
                         self.stats.ticks += 1;
                         // A peer's clock that went back within the tick
                         // would put its end before its begin.
-                        let end = at(time).max(start);
-                        let track = self.ticks_track(lane, out);
+                        let end = time.max(start);
+                        let track = self.ticks_track(names, lane, out);
                         let (iid, text) = if overrun { OVERRUN_TICK } else { TICK };
                         self.seq.named(
                             out,
@@ -548,9 +444,9 @@ impl TraceWriter {
                     }
                     other => {
                         if let Some((start, number)) = other {
-                            self.lone_tick(lane, start, number, None, out);
+                            self.lone_tick(names, lane, start, number, None, out);
                         }
-                        self.lone_tick(lane, at(time), tick, Some(overrun), out);
+                        self.lone_tick(names, lane, time, tick, Some(overrun), out);
                     }
                 }
             }
@@ -561,6 +457,7 @@ impl TraceWriter {
     /// arrived, as an instant on the Ticks track.
     fn lone_tick(
         &mut self,
+        names: &Names,
         lane: LaneId,
         time: u64,
         tick: u64,
@@ -568,7 +465,7 @@ impl TraceWriter {
         out: &mut Vec<u8>,
     ) {
         self.stats.ticks += 1;
-        let track = self.ticks_track(lane, out);
+        let track = self.ticks_track(names, lane, out);
         let (iid, text) = if overrun.is_some() {
             TICK_START_LOST
         } else {
@@ -591,15 +488,15 @@ impl TraceWriter {
     }
 
     /// Writes a lane's held spans and its unended tick.
-    fn write_lane(&mut self, lane: LaneId, out: &mut Vec<u8>) {
-        self.write_spans(lane, out);
+    fn write_lane(&mut self, names: &Names, lane: LaneId, out: &mut Vec<u8>) {
+        self.write_spans(names, lane, out);
         if let Some((start, tick)) = self.lanes.get_mut(&lane).and_then(|s| s.tick.take()) {
-            self.lone_tick(lane, start, tick, None, out);
+            self.lone_tick(names, lane, start, tick, None, out);
         }
     }
 
     /// Writes a lane's held spans, in nesting order.
-    fn write_spans(&mut self, lane: LaneId, out: &mut Vec<u8>) {
+    fn write_spans(&mut self, names: &Names, lane: LaneId, out: &mut Vec<u8>) {
         let Some(state) = self.lanes.get_mut(&lane) else {
             return;
         };
@@ -608,8 +505,8 @@ impl TraceWriter {
         }
         let mut held = std::mem::take(&mut state.held);
         self.held_total -= held.len();
-        let track = self.lane_track(lane, out);
-        let (seq, names) = (&mut self.seq, &self.names);
+        let track = self.lane_track(names, lane, out);
+        let seq = &mut self.seq;
         nesting::order(&mut held, &mut self.nesting, |edge| match edge {
             Edge::Begin(span) => {
                 let arg = span
@@ -621,7 +518,7 @@ impl TraceWriter {
                     track,
                     Kind::Begin,
                     iid(span.name),
-                    || name_of(names, span.name),
+                    || names.show(span.name),
                     arg.as_slice(),
                 );
             }
@@ -656,7 +553,7 @@ impl TraceWriter {
     }
 
     /// A lane's thread track, described before its first use.
-    fn lane_track(&mut self, lane: LaneId, out: &mut Vec<u8>) -> u64 {
+    fn lane_track(&mut self, names: &Names, lane: LaneId, out: &mut Vec<u8>) -> u64 {
         if let Some(track) = self.lanes.get(&lane).and_then(|s| s.track) {
             return track;
         }
@@ -664,10 +561,9 @@ impl TraceWriter {
         let uuid = self.uuid();
         let state = self.lanes.entry(lane).or_default();
         state.track = Some(uuid);
-        let name = state.name.map_or_else(
-            || format!("lane {lane}"),
-            |id| name_of(&self.names, id).into_owned(),
-        );
+        let name = state
+            .name
+            .map_or_else(|| format!("lane {lane}"), |id| names.show(id).into_owned());
         // Unique in the trace, so that a restarted process with the same
         // pid gets threads of its own.
         let tid = self.next_tid;
@@ -689,7 +585,7 @@ impl TraceWriter {
 
     /// A lane's Ticks track: "Ticks" for the first lane that ticks,
     /// "Ticks: LANE" for others.
-    fn ticks_track(&mut self, lane: LaneId, out: &mut Vec<u8>) -> u64 {
+    fn ticks_track(&mut self, names: &Names, lane: LaneId, out: &mut Vec<u8>) -> u64 {
         if let Some(track) = self.lanes.get(&lane).and_then(|s| s.ticks_track) {
             return track;
         }
@@ -700,10 +596,9 @@ impl TraceWriter {
         let name = if self.session.ticks_tracks == 0 {
             "Ticks".to_owned()
         } else {
-            let lane_name = state.name.map_or_else(
-                || format!("lane {lane}"),
-                |id| name_of(&self.names, id).into_owned(),
-            );
+            let lane_name = state
+                .name
+                .map_or_else(|| format!("lane {lane}"), |id| names.show(id).into_owned());
             format!("Ticks: {lane_name}")
         };
         self.session.ticks_tracks += 1;
@@ -713,7 +608,7 @@ impl TraceWriter {
     }
 
     /// A gauge's counter track, unless [`MAX_COUNTERS`] is reached.
-    fn counter_track(&mut self, gauge: NameId, out: &mut Vec<u8>) -> Option<u64> {
+    fn counter_track(&mut self, names: &Names, gauge: NameId, out: &mut Vec<u8>) -> Option<u64> {
         if let Some(&track) = self.session.counters.get(&gauge) {
             return Some(track);
         }
@@ -723,7 +618,7 @@ impl TraceWriter {
         let parent = self.process_track(out);
         let uuid = self.uuid();
         self.session.counters.insert(gauge, uuid);
-        let name = name_of(&self.names, gauge).into_owned();
+        let name = names.show(gauge).into_owned();
         self.seq
             .descriptor(out, child_track(uuid, parent, name, true));
         Some(uuid)
@@ -776,7 +671,7 @@ impl TraceWriter {
 }
 
 impl Session {
-    fn new(id: Option<u64>, pid: i32, name: &str, ticks_per_second: u64, uuid: u64) -> Self {
+    fn new(id: Option<u64>, pid: i32, name: &str, uuid: u64) -> Self {
         Session {
             id,
             process_id: 0,
@@ -784,7 +679,6 @@ impl Session {
             pid,
             uuid,
             described: false,
-            clock: Clock::new(ticks_per_second),
             counters: HashMap::default(),
             loss_tracks: None,
             frames_lost: 0,
@@ -810,13 +704,6 @@ fn iid(name: NameId) -> u64 {
     u64::from(name) + 1
 }
 
-fn name_of(names: &HashMap<NameId, String>, id: NameId) -> Cow<'_, str> {
-    match names.get(&id) {
-        Some(name) => Cow::Borrowed(name),
-        None => Cow::Owned(format!("#{id}")),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use prost::Message;
@@ -825,24 +712,16 @@ mod tests {
     use crate::proto::Trace;
 
     #[test]
-    fn names_lanes_and_gauges_past_their_caps_are_refused_and_counted() {
+    fn lanes_and_gauges_past_their_caps_are_refused_and_counted() {
         let (mut writer, mut out) = (TraceWriter::new(), Vec::new());
-        for id in 0..MAX_NAMES as u32 + 10 {
-            writer.define(id, "n");
-        }
-        assert_eq!(writer.names.len(), MAX_NAMES);
-        assert_eq!(writer.stats.names_refused, 10);
-        // Redefining a kept name is not a new one.
-        writer.define(0, "renamed");
-        assert_eq!(writer.stats.names_refused, 10);
-
+        let names = &Names::new();
         let instant = Event::Instant {
             time: 1,
             name: 1,
             payload: 0,
         };
         for lane in 0..MAX_LANES as u16 + 5 {
-            writer.event(lane, instant, &mut out);
+            writer.event(names, lane, instant, &mut out);
         }
         assert_eq!(writer.lanes.len(), MAX_LANES);
         assert_eq!(writer.stats.lane_events_refused, 5);
@@ -851,6 +730,7 @@ mod tests {
         for gauge in 0..MAX_COUNTERS as u32 + 3 {
             let value = GaugeValue::Int(i64::from(gauge));
             writer.event(
+                names,
                 0,
                 Event::Gauge {
                     time: 2,
@@ -862,6 +742,7 @@ mod tests {
         }
         let value = GaugeValue::Float(f64::NAN);
         writer.event(
+            names,
             0,
             Event::Gauge {
                 time: 3,
@@ -890,10 +771,10 @@ mod tests {
             arg: None,
         };
         for id in 2..10_000 {
-            writer.event(0, span(id, 1), &mut out);
+            writer.event(&Names::new(), 0, span(id, 1), &mut out);
         }
         assert_eq!(writer.held_total, 9_998);
-        writer.event(0, span(1, 0), &mut out);
+        writer.event(&Names::new(), 0, span(1, 0), &mut out);
         assert_eq!(writer.held_total, 0);
         assert!(writer.lanes[&0].held.capacity() <= HELD_KEPT);
         assert_eq!(writer.stats.spans, 9_999);

@@ -30,7 +30,7 @@ use crate::update::{Loss, TotalsCheck, Update};
 /// [`MAX_NAME_BYTES`](crate::MAX_NAME_BYTES),
 /// [`MAX_LANES`](crate::MAX_LANES), [`MAX_OPEN_SPANS`]) whatever a peer
 /// sends.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Reader {
     state: State,
     sequence: SequenceCheck,
@@ -50,12 +50,22 @@ struct StreamCount {
     dropped: u64,
 }
 
+impl Default for Reader {
+    fn default() -> Self {
+        Reader::new()
+    }
+}
+
 impl Reader {
     /// A reader that has read nothing.
     pub fn new() -> Self {
         Reader {
+            state: State::default(),
+            sequence: SequenceCheck::new(),
+            restart: RestartCheck::new(),
+            unpacked: BlockBuffer::new(),
             fresh: true,
-            ..Reader::default()
+            stream: None,
         }
     }
 
