@@ -267,11 +267,11 @@ fn model_ingest(stream: &[u8], samples: usize) -> f64 {
             let n = decoder.feed(rest);
             rest = &rest[n..];
             while let Ok(Some(frame)) = decoder.next() {
-                let _ = model.on_frame(&frame);
+                let _ = model.on_frame(&frame, typhon_live_cli::uptime::now());
             }
         }
-        black_box(model.summary(Instant::now()));
-        rates.push(model.events as f64 / started.elapsed().as_secs_f64());
+        black_box(model.summary(typhon_live_cli::uptime::now()));
+        rates.push(model.events() as f64 / started.elapsed().as_secs_f64());
     }
     rates.sort_by(f64::total_cmp);
     rates[rates.len() / 2]
@@ -285,7 +285,7 @@ fn timeline_draw_ms(model: &typhon_live_cli::model::Model, window: Option<u64>) 
     use ratatui::widgets::Widget;
     use typhon_live_cli::tui::widgets::timeline::{lanes_of, Timeline};
 
-    let inputs = model.timeline_inputs(Instant::now());
+    let inputs = model.timeline_inputs(typhon_live_cli::uptime::now());
     let lanes = lanes_of(&inputs);
     let oldest = inputs.chunks.first().map_or(0, |c| c.first);
     let start = window.map_or(oldest, |w| inputs.now.saturating_sub(w));
@@ -583,7 +583,7 @@ fn main() {
             let n = decoder.feed(rest);
             rest = &rest[n..];
             while let Ok(Some(frame)) = decoder.next() {
-                let _ = model.on_frame(&frame);
+                let _ = model.on_frame(&frame, typhon_live_cli::uptime::now());
             }
         }
         model.flush_history();

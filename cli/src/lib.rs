@@ -11,6 +11,7 @@ pub mod model;
 pub mod relay;
 pub mod source;
 pub mod tui;
+pub mod uptime;
 
 #[cfg(test)]
 mod testing;

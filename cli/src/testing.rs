@@ -49,12 +49,14 @@ pub fn nested_stream(ticks: std::ops::Range<u64>) -> Vec<u8> {
 
 /// Every frame of `bytes` into `model`.
 pub fn feed(model: &mut Model, bytes: &[u8]) {
-    each_frame(bytes, |frame| model.on_frame(frame).unwrap());
+    each_frame(bytes, |frame| {
+        model.on_frame(frame, std::time::Duration::ZERO).unwrap()
+    });
 }
 
 /// Every frame of `bytes`, whole, to `take`.
 pub fn each_frame(mut bytes: &[u8], mut take: impl FnMut(&typhon_live_core::Frame<'_>)) {
-    let mut buf = vec![0u8; 4096];
+    let mut buf = vec![0u8; 1 << 20];
     let mut decoder = Decoder::new(&mut buf);
     while !bytes.is_empty() {
         let n = decoder.feed(bytes);

@@ -41,7 +41,7 @@ impl Output {
                     return;
                 }
                 *last = Some(Instant::now());
-                let line = model.summary_line(Instant::now(), *json);
+                let line = model.summary_line(typhon_live_cli::uptime::now(), *json);
                 let mut out = std::io::stdout().lock();
                 let _ = writeln!(out, "{line}");
                 let _ = out.flush();
@@ -83,7 +83,7 @@ struct Viewer {
 impl Consumer for Viewer {
     fn frame(&mut self, frame: &Frame<'_>) -> Flow {
         // A damaged frame is in the model's notice.
-        let _ = self.model.on_frame(frame);
+        let _ = self.model.on_frame(frame, typhon_live_cli::uptime::now());
         if self.model.ended_cleanly {
             Flow::Stop
         } else {
@@ -93,10 +93,6 @@ impl Consumer for Viewer {
 
     fn damage(&mut self, error: DecodeError) {
         self.model.notice = Some(format!("stream damage: {error}"));
-    }
-
-    fn joined_mid_stream(&mut self, skipped: u64) {
-        self.model.joined_mid_stream(skipped);
     }
 
     fn tick(&mut self) -> Flow {

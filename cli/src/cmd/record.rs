@@ -124,6 +124,11 @@ impl Recorder<'_> {
 
 impl Consumer for Recorder<'_> {
     fn frame(&mut self, frame: &Frame<'_>) -> Flow {
+        if self.frames == 0 && self.before_init == 0 && frame.skipped > 0 {
+            // The first whole frame came after bytes that were not one: a
+            // serial link joined mid-stream.
+            self.joined_after = Some(frame.skipped);
+        }
         if self.frames == 0 && frame.kind != FrameKind::Init.to_byte() {
             self.before_init += 1;
             return Flow::Continue;
@@ -160,10 +165,6 @@ impl Consumer for Recorder<'_> {
 
     fn damage(&mut self, _error: DecodeError) {
         self.damage += 1;
-    }
-
-    fn joined_mid_stream(&mut self, skipped: u64) {
-        self.joined_after = Some(skipped);
     }
 
     fn tick(&mut self) -> Flow {

@@ -23,14 +23,14 @@ pub const VIEW_HISTORY_BYTES: usize = 2 << 30;
 pub fn run(path: &Path, json: bool) -> Result<(), CliError> {
     let mut model = load(path)?;
     if json || !std::io::stdout().is_terminal() {
-        let line = model.summary_line(Instant::now(), json);
+        let line = model.summary_line(typhon_live_cli::uptime::now(), json);
         let mut out = std::io::stdout().lock();
         let _ = writeln!(out, "{line}");
         return Ok(());
     }
     let mut screen = Screen::open()?;
     // Paused at the end of the file.
-    let inputs = model.timeline_inputs(Instant::now());
+    let inputs = model.timeline_inputs(typhon_live_cli::uptime::now());
     screen
         .ui
         .apply(Action::TogglePause, &Scene::new(&inputs, &[]));
@@ -53,7 +53,7 @@ fn load(path: &Path) -> Result<Model, CliError> {
     let mut frames_read = 0u64;
     let damage = file::frames(&bytes, |frame| {
         frames_read += 1;
-        model.on_frame(frame)
+        model.on_frame(frame, typhon_live_cli::uptime::now())
     });
     file::require_frames(path, frames_read, &damage)?;
     model.flush_history();

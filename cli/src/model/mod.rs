@@ -11,14 +11,11 @@ use std::sync::Arc;
 use history::{Chunk, GaugeRecord, History, InstantRecord, SpanRecord, TickRecord};
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde::Serialize;
-use typhon_live_core::{
-    DecodeError, Event, Frame, GaugeValue, LaneKind, OpenSpan, Payload, RestartCheck,
-    SequenceCheck, MAX_OPEN_SPANS,
-};
-use typhon_live_reader::BlockBuffer;
+use typhon_live_core::{DecodeError, Event, Frame, GaugeValue, LaneKind, OpenSpan};
+use typhon_live_reader::{Loss, Names, Reader, Session, State, Tally, Update};
 
 /// Host time the sliding windows cover (tick durations, top spans).
 const WINDOW_SECONDS: f64 = 2.0;
@@ -27,15 +24,10 @@ const WINDOW_SECONDS: f64 = 2.0;
 const SPAN_BUCKETS: u64 = 20;
 /// Gauge readings kept per gauge, for the sparkline.
 const GAUGE_HISTORY: usize = 120;
+/// The model's clock: the reader hands every time in ns.
+const NS_PER_SECOND: u64 = 1_000_000_000;
 
-/// What a peer can make a viewer keep, at most. A typhon-live process has
-/// at most 16 384 names (1 MiB of text) and 64 lanes, so these only bind on
-/// a peer that is broken or hostile; what they refuse is counted and shown.
-pub const MAX_NAMES: usize = 65_536;
-/// Bytes of name text kept at most.
-pub const MAX_NAME_BYTES: usize = 16 << 20;
-/// Lanes kept at most.
-pub const MAX_LANES: usize = 1024;
+pub use typhon_live_reader::{MAX_LANES, MAX_NAMES, MAX_NAME_BYTES};
 /// Gauges (distinct gauge names) kept at most.
 pub const MAX_GAUGES: usize = 1024;
 /// Span names per window bucket at most.
@@ -45,17 +37,23 @@ pub const MAX_OPEN_TICKS: usize = 1024;
 /// Ticks kept in the window at most.
 pub const MAX_TICKS: usize = 100_000;
 
+/// `seconds` in ns.
+fn ns(seconds: f64) -> u64 {
+    (seconds * NS_PER_SECOND as f64) as u64
+}
+
 /// Per span name: total duration and count.
 type SpanTotals = HashMap<u32, (u64, u64)>;
 
+/// A lane as the view keeps it: its row stays when its slot is freed
+/// (its counts, its past on the timeline); its open spans are the
+/// reader's.
 #[derive(Clone, Debug, Default)]
 struct Lane {
     name: u32,
     kind: Option<LaneKind>,
     events: u64,
     dropped: u64,
-    open_depth: u32,
-    open: Vec<OpenSpan>,
     /// Per span id not yet ended: the summed durations of its children
     /// that did (children end first), for its self time.
     child_time: HashMap<u32, u64>,
@@ -153,74 +151,41 @@ const LIMITS: Limits = Limits {
 };
 
 /// A viewer's running state.
+///
+/// It reads no clock: `now` is passed in, as a [`Duration`] since any
+/// origin the front end keeps (the terminal's start, a page's
+/// `performance.now()`), so that it runs where there is no clock to read.
 pub struct Model {
     /// The connection's state, set by the source.
     pub connection: Connection,
-    /// The session id of the last Init.
-    pub session_id: Option<u64>,
-    /// The process name of the last Init.
-    pub process: String,
-    /// The process id of the last Init.
-    pub process_id: u32,
-    ticks_per_second: u64,
-    names: HashMap<u32, String>,
-    name_bytes: usize,
+    /// The latest thing worth telling the user, until replaced.
+    pub notice: Option<String>,
+    /// A Shutdown arrived.
+    pub ended_cleanly: bool,
+    /// The stream, as every consumer reads it: sessions, names, lanes,
+    /// open spans, clocks, losses.
+    reader: Reader,
+    /// The reader's tally when this session began: a session's figures
+    /// count from there.
+    base: Tally,
     lanes: BTreeMap<u16, Lane>,
-    /// An Init arrived in this session (frames before it, after a damaged
-    /// or missed Init, are read with names shown as ids).
-    init_seen: bool,
-    /// Frames read while no Init had been.
-    frames_before_init: u64,
-    /// Tells a restart under the session's own id.
-    restart: RestartCheck,
-    /// What the caps kept out.
-    pub refused: Refused,
-    /// Connections made again after one was lost.
-    pub reconnects: u32,
-    sequence: SequenceCheck,
-    /// Frames read.
-    pub frames: u64,
-    /// Frames missing by sequence number.
-    pub frames_dropped: u64,
-    /// Frames of kinds this viewer does not know, skipped.
-    pub unknown_frames: u64,
-    /// Events read.
-    pub events: u64,
-    /// Events the stream says were lost (Block drop entries).
-    pub events_dropped: u64,
-    /// Frames that arrived whole but broke a rule of the format: refused
-    /// (a count over its bound, say), or a Block read only in part.
-    pub frames_damaged: u64,
-    /// Events such Blocks stated and this viewer could not read.
-    pub events_damaged: u64,
-    /// Bytes of the frames read.
-    pub bytes: u64,
-    /// Encoded event bytes of every Block and the events they held.
-    block_bytes: u64,
-    block_events: u64,
-    /// Where compressed Blocks are decompressed.
-    unpacked: BlockBuffer,
-    /// Latest host time seen (block ends, catch-up times), and when it
-    /// arrived: the view extrapolates from there while no event comes (a
-    /// stall), so an open span's age keeps growing on screen.
+    /// What the model's own caps kept out (names are the reader's).
+    refused: Refused,
+    /// The first frame that broke a rule of the format, and why: kept
+    /// when later notices replace it.
+    first_damage: Option<String>,
+    /// Latest host time seen (ns), and when it arrived: the view
+    /// extrapolates from there while no event comes (a stall), so an open
+    /// span's age keeps growing on screen.
     host_now: u64,
-    host_now_at: Option<Instant>,
+    host_now_at: Option<Duration>,
     tick_starts: HashMap<u64, u64>,
     /// (tick, start, duration, overrun), newest last.
     ticks: VecDeque<(u64, u64, u64, bool)>,
     /// (bucket index, per-name totals), newest last.
     spans: VecDeque<(u64, SpanTotals)>,
     gauges: BTreeMap<u32, VecDeque<f64>>,
-    rates: VecDeque<(Instant, u64, u64)>,
-    /// Restarts seen: a new session id, or the clock going back.
-    pub restarts: u32,
-    /// The latest thing worth telling the user, until replaced.
-    pub notice: Option<String>,
-    /// The first frame that broke a rule of the format, and why: kept
-    /// when later notices replace it.
-    first_damage: Option<String>,
-    /// A Shutdown arrived.
-    pub ended_cleanly: bool,
+    rates: VecDeque<(Duration, u64, u64)>,
     /// Every record of the last stretch of the stream.
     history: History,
     /// The chunk being filled.
@@ -232,31 +197,25 @@ pub struct Model {
 
 impl Default for Model {
     fn default() -> Self {
+        Model::with_history(
+            history::DEFAULT_HISTORY_SECONDS,
+            history::DEFAULT_HISTORY_BYTES,
+        )
+    }
+}
+
+impl Model {
+    /// A model keeping `seconds` of history within `bytes`.
+    pub fn with_history(seconds: f64, bytes: usize) -> Model {
         Model {
             connection: Connection::Connecting { attempt: 1 },
-            session_id: None,
-            process: String::new(),
-            process_id: 0,
-            ticks_per_second: 1_000_000_000,
-            names: HashMap::new(),
-            name_bytes: 0,
+            notice: None,
+            ended_cleanly: false,
+            reader: Reader::new(),
+            base: Tally::default(),
             lanes: BTreeMap::new(),
-            init_seen: false,
             refused: Refused::default(),
-            reconnects: 0,
-            sequence: SequenceCheck::new(),
-            frames: 0,
-            frames_dropped: 0,
-            unknown_frames: 0,
-            events: 0,
-            events_dropped: 0,
             first_damage: None,
-            frames_damaged: 0,
-            events_damaged: 0,
-            bytes: 0,
-            block_bytes: 0,
-            block_events: 0,
-            unpacked: BlockBuffer::new(),
             host_now: 0,
             host_now_at: None,
             tick_starts: HashMap::new(),
@@ -264,32 +223,11 @@ impl Default for Model {
             spans: VecDeque::new(),
             gauges: BTreeMap::new(),
             rates: VecDeque::new(),
-            restarts: 0,
-            notice: None,
-            frames_before_init: 0,
-            restart: RestartCheck::new(),
-            ended_cleanly: false,
-            history: History::new(
-                (history::DEFAULT_HISTORY_SECONDS * 1e9) as u64,
-                history::DEFAULT_HISTORY_BYTES,
-            ),
+            history: History::new(ns(seconds), bytes),
             chunk: Chunk::default(),
-            history_seconds: history::DEFAULT_HISTORY_SECONDS,
-            history_bytes: history::DEFAULT_HISTORY_BYTES,
-        }
-    }
-}
-
-impl Model {
-    /// A model keeping `seconds` of history within `bytes`.
-    pub fn with_history(seconds: f64, bytes: usize) -> Model {
-        let mut model = Model {
             history_seconds: seconds,
             history_bytes: bytes,
-            ..Model::default()
-        };
-        model.history = History::new(model.ticks(seconds), bytes);
-        model
+        }
     }
 
     /// What the model keeps of the stream.
@@ -298,15 +236,60 @@ impl Model {
     }
 
     /// Names by id.
-    pub fn names(&self) -> &HashMap<u32, String> {
-        &self.names
+    pub fn names(&self) -> &Names {
+        self.reader.state().names()
+    }
+
+    /// The session of the last Init, if one was read.
+    pub fn session(&self) -> Option<&Session> {
+        self.reader.state().session()
+    }
+
+    /// What the reader counted this session (since its Init).
+    fn counted(&self) -> Tally {
+        let (now, base) = (self.reader.state().tally(), &self.base);
+        Tally {
+            frames: now.frames - base.frames,
+            bytes: now.bytes - base.bytes,
+            frames_missed: now.frames_missed - base.frames_missed,
+            frames_damaged: now.frames_damaged - base.frames_damaged,
+            frames_unknown: now.frames_unknown - base.frames_unknown,
+            events: now.events - base.events,
+            events_dropped: now.events_dropped - base.events_dropped,
+            events_damaged: now.events_damaged - base.events_damaged,
+            block_bytes: now.block_bytes - base.block_bytes,
+            block_records: now.block_records - base.block_records,
+            ..*now
+        }
+    }
+
+    /// Events read this session.
+    pub fn events(&self) -> u64 {
+        self.counted().events
+    }
+
+    /// Frames missing by sequence number this session.
+    pub fn frames_dropped(&self) -> u64 {
+        self.counted().frames_missed
+    }
+
+    /// Events the stream says were lost this session.
+    pub fn events_dropped(&self) -> u64 {
+        self.counted().events_dropped
+    }
+
+    /// Restarts seen: new session ids, and sessions that started over
+    /// under their own.
+    pub fn restarts(&self) -> u32 {
+        let tally = self.reader.state().tally();
+        (tally.restarts + tally.sessions.saturating_sub(1)) as u32
     }
 
     /// What the timeline draws from, as of `now`: the history's chunks
     /// and a copy of the one being filled, the lanes (main first, then
     /// workers and pools, then the rest) with their open spans, the host
     /// clock.
-    pub fn timeline_inputs(&self, now: Instant) -> TimelineInputs {
+    pub fn timeline_inputs(&self, now: Duration) -> TimelineInputs {
         let mut chunks: Vec<Arc<Chunk>> = self.history.chunks().iter().cloned().collect();
         if self.chunk.records() > 0 {
             chunks.push(Arc::new(self.chunk.clone()));
@@ -322,195 +305,109 @@ impl Model {
             chunks,
             lanes: lanes
                 .into_iter()
-                .map(|(&id, lane)| (id, self.name(lane.name), lane.open.clone()))
+                .map(|(&id, lane)| (id, self.name(lane.name), self.open_spans(id).to_vec()))
                 .collect(),
             now: self.host_time(now),
-            ticks_per_second: self.ticks_per_second,
+            ticks_per_second: NS_PER_SECOND,
         }
     }
 
-    /// Host ticks in `seconds`, at the session's clock rate.
-    fn ticks(&self, seconds: f64) -> u64 {
-        (seconds * self.ticks_per_second as f64) as u64
-    }
-
-    /// The stream began inside a frame: a serial link joined mid-stream.
-    /// Its next Init (a device repeats it) brings the names.
-    pub fn joined_mid_stream(&mut self, skipped: u64) {
-        self.notice = Some(format!(
-            "joined mid-stream ({skipped} bytes skipped to the first whole frame): \
-             names show as #id until the next Init"
-        ));
+    /// The spans open on lane `id`, as the reader keeps them.
+    fn open_spans(&self, id: u16) -> &[OpenSpan] {
+        self.reader
+            .state()
+            .lanes()
+            .get(&id)
+            .map_or(&[], |lane| lane.open.as_slice())
     }
 
     /// The name of id `id`, or a placeholder until its definition arrives.
     pub fn name(&self, id: u32) -> String {
-        self.names
-            .get(&id)
-            .cloned()
-            .unwrap_or_else(|| format!("#{id}"))
+        self.names().show(id).into_owned()
     }
 
     fn bucket_ticks(&self) -> u64 {
-        ((WINDOW_SECONDS * self.ticks_per_second as f64) as u64 / SPAN_BUCKETS).max(1)
+        (ns(WINDOW_SECONDS) / SPAN_BUCKETS).max(1)
     }
 
-    fn seconds(&self, ticks: u64) -> f64 {
-        ticks as f64 / self.ticks_per_second.max(1) as f64
+    fn seconds(&self, ns: u64) -> f64 {
+        ns as f64 / NS_PER_SECOND as f64
     }
 
-    /// Takes in one frame. Errors name a malformed payload; the model keeps
-    /// what it had, and says so in its notice.
-    pub fn on_frame(&mut self, frame: &Frame<'_>) -> Result<(), DecodeError> {
-        self.read_frame(frame).inspect_err(|error| {
+    /// Takes in one frame, which arrived at `now`. Errors name a
+    /// malformed payload; the model keeps what it had, and says so in its
+    /// notice.
+    pub fn on_frame(&mut self, frame: &Frame<'_>, now: Duration) -> Result<(), DecodeError> {
+        // Taken out while its updates go into the model.
+        let mut reader = std::mem::take(&mut self.reader);
+        let result = reader.read(frame, |state, update| self.update(state, update, now));
+        self.reader = reader;
+        self.close_chunk_if_due();
+        if self.reader.state().session().is_none() && self.notice.is_none() {
+            self.notice = Some(
+                "no Init yet (joined mid-stream, or it was damaged): names show as #id until the next".into(),
+            );
+        }
+        result.inspect_err(|error| {
             let said = format!("damaged frame seq {}: {error}", frame.seq);
             self.first_damage.get_or_insert_with(|| said.clone());
             self.notice = Some(said);
         })
     }
 
-    fn read_frame(&mut self, frame: &Frame<'_>) -> Result<(), DecodeError> {
-        self.frames += 1;
-        self.bytes += frame.wire_len() as u64;
-        if frame.is_sequenced() {
-            let missed = self.sequence.sequenced(frame.seq);
-            self.missed(missed);
-        }
-        if frame.kind().is_err() {
-            // A newer writer's kind: skipped, not damage, and its number
-            // counts as received.
-            self.unknown_frames += 1;
-            return Ok(());
-        }
-        let payload = frame.parse().inspect_err(|_| self.frames_damaged += 1)?;
-        if !matches!(payload, Payload::Init(_)) && !self.init_seen {
-            self.frames_before_init += 1;
-            if self.notice.is_none() {
-                self.notice = Some(
-                    "no Init yet (joined mid-stream, or it was damaged): names show as #id until the next".into(),
-                );
+    fn update(&mut self, state: &State, update: Update<'_>, now: Duration) {
+        match update {
+            Update::JoinedMidStream { skipped } => {
+                self.notice = Some(format!(
+                    "joined mid-stream ({skipped} bytes skipped to the first whole frame): \
+                     names show as #id until the next Init"
+                ));
             }
-        }
-        match payload {
-            Payload::Init(init) => {
-                if let Some(old) = self.session_id {
-                    if old != init.session_id {
-                        self.restarts += 1;
-                        self.notice = Some(format!(
-                            "engine restarted: new session {:016x}",
-                            init.session_id
-                        ));
-                        self.reset_session();
-                    } else {
-                        // A repeated Init (a reconnect, or a device's
-                        // announcement), or a device that rebooted with
-                        // the same id (one without a source of fresh ids):
-                        // the next time read tells.
-                        self.restart.arm();
-                    }
-                }
-                if !self.init_seen && self.frames_before_init > 0 {
+            Update::NewSession { previous } => {
+                if previous.is_some() {
+                    self.reset_session(state);
+                    self.notice = Some(format!(
+                        "engine restarted: new session {:016x}",
+                        state.session().map_or(0, |s| s.id)
+                    ));
+                } else if state.tally().frames_before_init > 0 {
                     self.notice = Some(format!(
                         "Init received after {} frames without one: names resolved",
-                        self.frames_before_init
+                        state.tally().frames_before_init
                     ));
                 }
-                self.session_id = Some(init.session_id);
-                self.process = init.process_name.into();
-                self.process_id = init.process_id;
-                self.ticks_per_second = init.ticks_per_second.max(1);
-                self.history.set_max_age(self.ticks(self.history_seconds));
-                let missed = self.sequence.init(init.next_seq, init.session_id);
-                self.missed(missed);
-                self.init_seen = true;
-                for (id, name) in init.names() {
-                    self.define_name(id, name);
-                }
-                self.set_lanes(init.lanes());
             }
-            Payload::Definitions(defs) => {
-                for (id, name) in defs.names() {
-                    self.define_name(id, name);
-                }
-                if let Some(lanes) = defs.lanes() {
-                    self.set_lanes(lanes);
-                }
-            }
-            Payload::CatchUp(catchup) => {
-                if self.restart.catch_up(catchup.time, self.ticks_per_second) {
-                    self.clock_went_back(catchup.time);
-                }
-                self.advance_host_now(catchup.time);
-                for lane in catchup.lanes() {
-                    if !self.names.contains_key(&lane.info.name) {
-                        self.define_name(lane.info.name, lane.name);
-                    }
-                    let Some(row) = self.lane(lane.info.id) else {
-                        continue;
-                    };
-                    row.name = lane.info.name;
-                    row.kind = Some(lane.info.kind);
-                    row.open_depth = lane.open_depth;
-                    // As deep as a writer tracks, whatever a peer lists.
-                    row.open = lane.open.take(MAX_OPEN_SPANS).collect();
-                }
-            }
-            Payload::Block(block) => {
-                self.block_bytes += block.encoded_len() as u64;
-                self.block_events += u64::from(block.records);
-                let (first, last) = (block.first_time, block.last_time);
-                if self
-                    .restart
-                    .block(first, last, block.records, self.ticks_per_second)
-                {
-                    self.clock_went_back(first);
-                }
-                self.advance_host_now(last);
-                for (lane, dropped) in block.drops() {
-                    self.events_dropped = self.events_dropped.saturating_add(u64::from(dropped));
-                    if let Some(row) = self.lane(lane) {
-                        row.dropped = row.dropped.saturating_add(u64::from(dropped));
+            Update::Lanes | Update::CatchUp { .. } => {
+                // A lane freed since keeps its row; a slot used again
+                // takes the new name.
+                for lane in state.lanes().values() {
+                    if let Some(row) = self.lane(lane.info.id) {
+                        row.name = lane.info.name;
+                        row.kind = Some(lane.info.kind);
                     }
                 }
-                // Taken out while its events are read into the model.
-                let mut unpacked = std::mem::take(&mut self.unpacked);
-                let result = unpacked.each_event(&block, |lane, event| self.on_event(lane, &event));
-                self.unpacked = unpacked;
-                self.close_chunk_if_due();
-                if let Err(damage) = result {
-                    self.frames_damaged += 1;
-                    self.events_damaged += u64::from(damage.unread);
-                    return Err(damage.error);
+                if let Update::CatchUp { time } = update {
+                    self.advance_host_now(time, now);
                 }
             }
-            Payload::Shutdown(totals) => {
+            Update::Restarted { from, to } => self.clock_went_back(from, to, now),
+            Update::Lost(Loss::Dropped { lane, events }) => {
+                if let Some(row) = self.lane(lane) {
+                    row.dropped = row.dropped.saturating_add(u64::from(events));
+                }
+            }
+            Update::Event { lane, event } => self.on_event(lane, &event, now),
+            Update::Shutdown { .. } => {
                 self.ended_cleanly = true;
                 if self.chunk.records() > 0 {
                     self.close_chunk();
                 }
-                self.events_dropped = self.events_dropped.max(totals.events_dropped);
                 self.connection = Connection::Ended {
                     reason: "the session ended (Shutdown)".into(),
                 };
             }
+            _ => {}
         }
-        Ok(())
-    }
-
-    fn missed(&mut self, frames: u32) {
-        self.frames_dropped = self.frames_dropped.saturating_add(u64::from(frames));
-    }
-
-    /// Keeps `name` for `id` unless a cap is reached (then counts it).
-    fn define_name(&mut self, id: u32, name: &str) {
-        let known = self.names.get(&id).map_or(0, String::len);
-        let bytes = self.name_bytes - known + name.len();
-        if (known == 0 && self.names.len() >= MAX_NAMES) || bytes > MAX_NAME_BYTES {
-            self.refused.names += 1;
-            return;
-        }
-        self.name_bytes = bytes;
-        self.names.insert(id, name.to_owned());
     }
 
     /// Lane `id`'s row, made if there is room for one more.
@@ -522,42 +419,35 @@ impl Model {
         Some(self.lanes.entry(id).or_default())
     }
 
-    fn advance_host_now(&mut self, time: u64) {
+    fn advance_host_now(&mut self, time: u64, now: Duration) {
         if time > self.host_now {
             self.host_now = time;
-            self.host_now_at = Some(Instant::now());
+            self.host_now_at = Some(now);
         }
     }
 
     /// The connection was made again after one was lost: if the first
     /// time read on it is far behind, the process restarted meanwhile.
     pub fn reconnected(&mut self) {
-        self.reconnects += 1;
-        self.sequence.reconnected();
-        self.restart.arm();
+        self.reader.reconnected();
     }
 
-    /// After a reconnect or an Init with the session's own id, the clock
-    /// started again more than a second below where it was
-    /// ([`RestartCheck`]): the process restarted without a new session id
-    /// (a microcontroller has no source of fresh ids). The names and lanes
-    /// of that Init stay; the time windows start over.
-    fn clock_went_back(&mut self, time: u64) {
-        self.restarts += 1;
+    /// The process restarted without a new session id (the reader
+    /// tells): the names and lanes of its Init stay; the time windows and
+    /// the history start over.
+    fn clock_went_back(&mut self, from: u64, to: u64, now: Duration) {
         self.notice = Some(format!(
             "restarted: the clock went back from {:.3} s to {:.3} s \
              under the same session id",
-            self.seconds(self.host_now),
-            self.seconds(time)
+            self.seconds(from),
+            self.seconds(to)
         ));
-        self.host_now = time;
-        self.host_now_at = Some(Instant::now());
+        self.host_now = to;
+        self.host_now_at = Some(now);
         self.tick_starts.clear();
         self.ticks.clear();
         self.spans.clear();
         for lane in self.lanes.values_mut() {
-            lane.open.clear();
-            lane.open_depth = 0;
             lane.child_time.clear();
         }
         // The timeline is by time: the old run's records would overlap
@@ -617,7 +507,7 @@ impl Model {
     /// The chunk being filled goes into the history once it covers
     /// [`history::CHUNK_SECONDS`] of host time.
     fn close_chunk_if_due(&mut self) {
-        let span = self.ticks(history::CHUNK_SECONDS);
+        let span = ns(history::CHUNK_SECONDS);
         if self.chunk.records() > 0 && self.host_now.saturating_sub(self.chunk.first) >= span {
             self.close_chunk();
         }
@@ -637,44 +527,33 @@ impl Model {
 
     /// The host clock now, extrapolated from the last time seen while the
     /// session is live.
-    fn host_time(&self, now: Instant) -> u64 {
+    fn host_time(&self, now: Duration) -> u64 {
         match (self.host_now_at, &self.connection) {
             (Some(at), Connection::Connected { .. }) => {
-                let elapsed = now.saturating_duration_since(at).as_secs_f64();
+                let elapsed = now.saturating_sub(at).as_nanos();
                 self.host_now
-                    .saturating_add((elapsed * self.ticks_per_second as f64) as u64)
+                    .saturating_add(u64::try_from(elapsed).unwrap_or(u64::MAX))
             }
             _ => self.host_now,
         }
     }
 
-    fn reset_session(&mut self) {
+    /// A new session: what the model knew of the last one goes, but for
+    /// the connection, the notice and what the caps kept out; its figures
+    /// count from here.
+    fn reset_session(&mut self, state: &State) {
         let keep = Model {
             connection: self.connection.clone(),
-            restarts: self.restarts,
-            reconnects: self.reconnects,
             refused: self.refused,
             notice: self.notice.take(),
+            reader: std::mem::take(&mut self.reader),
+            base: *state.tally(),
             ..Model::with_history(self.history_seconds, self.history_bytes)
         };
         *self = keep;
     }
 
-    /// Names the lanes an Init or Definitions describes. A lane released
-    /// since keeps its row (its counts, its past on the timeline); a slot
-    /// used again takes the new name.
-    fn set_lanes(&mut self, lanes: impl Iterator<Item = typhon_live_core::LaneInfo>) {
-        for info in lanes {
-            let Some(row) = self.lane(info.id) else {
-                continue;
-            };
-            row.name = info.name;
-            row.kind = Some(info.kind);
-        }
-    }
-
-    fn on_event(&mut self, lane: u16, event: &Event) {
-        self.events += 1;
+    fn on_event(&mut self, lane: u16, event: &Event, now: Duration) {
         let row = self.lane(lane);
         // A span's time outside its children, which ended before it.
         let mut self_time = 0;
@@ -687,8 +566,6 @@ impl Model {
                 ..
             } = *event
             {
-                // Ended: no longer open, whatever the last Catch-up said.
-                row.open.retain(|open| open.id != id);
                 let children = row.child_time.remove(&id).unwrap_or(0);
                 self_time = duration.saturating_sub(children);
                 if parent != 0 {
@@ -763,10 +640,8 @@ impl Model {
             }
             Event::Instant { .. } => {}
         }
-        self.advance_host_now(event.end_time());
-        let horizon = self
-            .host_now
-            .saturating_sub((WINDOW_SECONDS * self.ticks_per_second as f64) as u64);
+        self.advance_host_now(event.end_time(), now);
+        let horizon = self.host_now.saturating_sub(ns(WINDOW_SECONDS));
         let oldest_bucket = horizon / self.bucket_ticks();
         while self.spans.front().is_some_and(|(b, _)| *b < oldest_bucket) {
             self.spans.pop_front();
@@ -781,9 +656,10 @@ impl Model {
     }
 
     /// The figures a view shows, as of wall-clock `now`.
-    pub fn summary(&mut self, now: Instant) -> Summary {
-        self.rates.push_back((now, self.events, self.bytes));
-        while self.rates.len() > 2 && now.duration_since(self.rates[0].0) > Duration::from_secs(2) {
+    pub fn summary(&mut self, now: Duration) -> Summary {
+        let counted = self.counted();
+        self.rates.push_back((now, counted.events, counted.bytes));
+        while self.rates.len() > 2 && now.saturating_sub(self.rates[0].0) > Duration::from_secs(2) {
             self.rates.pop_front();
         }
         self.summarise(now)
@@ -838,7 +714,7 @@ impl Model {
 
     /// The summary as of `now` as one line: JSON (with the span
     /// percentiles) for `--json`, else the text form.
-    pub fn summary_line(&mut self, now: Instant, json: bool) -> String {
+    pub fn summary_line(&mut self, now: Duration, json: bool) -> String {
         let mut summary = self.summary(now);
         if json {
             self.fill_percentiles(&mut summary.span_stats);
@@ -871,9 +747,15 @@ impl Model {
         }
     }
 
-    fn summarise(&self, now: Instant) -> Summary {
+    fn summarise(&self, now: Duration) -> Summary {
         let (t0, e0, b0) = self.rates[0];
-        let elapsed = now.duration_since(t0).as_secs_f64();
+        let elapsed = now.saturating_sub(t0).as_secs_f64();
+        let counted = self.counted();
+        let init_seen = self.session().is_some();
+        let refused = Refused {
+            names: counted.refused.names,
+            ..self.refused
+        };
         let per_second = |delta: u64| {
             if elapsed > 0.0 {
                 delta as f64 / elapsed
@@ -883,7 +765,7 @@ impl Model {
         };
 
         let mut durations: Vec<u64> = self.ticks.iter().map(|t| t.2).collect();
-        if !self.init_seen {
+        if !init_seen {
             // The clock's rate comes with the Init: no times before it.
             durations.clear();
         }
@@ -894,7 +776,7 @@ impl Model {
                 .map(|&d| self.seconds(d) * 1e3)
         };
         let tick_rate = match (self.ticks.front(), self.ticks.back()) {
-            (Some(first), Some(last)) if last.1 > first.1 && self.init_seen => {
+            (Some(first), Some(last)) if last.1 > first.1 && init_seen => {
                 (self.ticks.len() - 1) as f64 / self.seconds(last.1 - first.1)
             }
             _ => 0.0,
@@ -941,11 +823,13 @@ impl Model {
             .collect();
         let host_time = self.host_time(now);
         let mut open: Vec<OpenSummary> = self
-            .lanes
+            .reader
+            .state()
+            .lanes()
             .values()
             .flat_map(|lane| {
                 lane.open.iter().map(move |span| OpenSummary {
-                    lane: self.name(lane.name),
+                    lane: self.name(lane.info.name),
                     span: self.name(span.name),
                     open_ms: self.seconds(host_time.saturating_sub(span.start)) * 1e3,
                 })
@@ -963,9 +847,11 @@ impl Model {
             .collect();
         Summary {
             connection: self.connection.clone(),
-            session_id: self.session_id.map(|s| format!("{s:016x}")),
-            process: self.process.clone(),
-            restarts: self.restarts,
+            session_id: self.session().map(|s| format!("{:016x}", s.id)),
+            process: self
+                .session()
+                .map_or_else(String::new, |s| s.process_name.clone()),
+            restarts: self.restarts(),
             notice: self.notice.clone(),
             lanes,
             tick_rate_hz: tick_rate,
@@ -976,23 +862,23 @@ impl Model {
             top_spans: top,
             open_spans: open,
             gauges,
-            events: self.events,
-            events_per_second: per_second(self.events - e0),
-            bytes_per_second: per_second(self.bytes - b0),
-            bytes_per_event: if self.block_events > 0 {
-                self.block_bytes as f64 / self.block_events as f64
+            events: counted.events,
+            events_per_second: per_second(counted.events.saturating_sub(e0)),
+            bytes_per_second: per_second(counted.bytes.saturating_sub(b0)),
+            bytes_per_event: if counted.block_records > 0 {
+                counted.block_bytes as f64 / counted.block_records as f64
             } else {
                 0.0
             },
-            frames: self.frames,
-            frames_dropped: self.frames_dropped,
-            unknown_frames: self.unknown_frames,
-            events_dropped: self.events_dropped,
-            frames_damaged: self.frames_damaged,
-            events_damaged: self.events_damaged,
+            frames: counted.frames,
+            frames_dropped: counted.frames_missed,
+            unknown_frames: counted.frames_unknown,
+            events_dropped: counted.events_dropped,
+            frames_damaged: counted.frames_damaged,
+            events_damaged: counted.events_damaged,
             first_damage: self.first_damage.clone(),
-            reconnects: self.reconnects,
-            refused: self.refused,
+            reconnects: counted.reconnects as u32,
+            refused,
             limits: LIMITS,
             history: self.history_summary(),
             span_stats: self.span_stats(),
@@ -1268,15 +1154,15 @@ mod tests {
         let mut model = Model::default();
         feed(&mut model, &init(7));
         feed(&mut model, &init(7));
-        assert_eq!(model.restarts, 0);
+        assert_eq!(model.restarts(), 0);
         assert_eq!(model.notice, None);
         feed(&mut model, &init(8));
-        assert_eq!(model.restarts, 1);
+        assert_eq!(model.restarts(), 1);
         assert!(model
             .notice
             .as_deref()
             .is_some_and(|n| n.contains("restarted")));
-        assert_eq!(model.session_id, Some(8));
+        assert_eq!(model.session().map(|s| s.id), Some(8));
     }
 
     fn catchup(seq: u32, time: u64) -> Vec<u8> {
@@ -1298,18 +1184,18 @@ mod tests {
             feed(&mut model, &init(7));
             feed(&mut model, &catchup(init_at, time));
         }
-        assert_eq!(model.restarts, 0);
+        assert_eq!(model.restarts(), 0);
         // The same device rebooted: same id, its clock from zero again.
         feed(&mut model, &init(7));
         feed(&mut model, &catchup(0, 40));
-        assert_eq!(model.restarts, 1);
+        assert_eq!(model.restarts(), 1);
         assert!(model
             .notice
             .as_deref()
             .is_some_and(|n| n.contains("clock went back from 3.000 s to 0.040 s")));
         // Time goes on from there: no second restart.
         feed(&mut model, &catchup(1, 1_040));
-        assert_eq!(model.restarts, 1);
+        assert_eq!(model.restarts(), 1);
     }
 
     #[test]
@@ -1336,10 +1222,14 @@ mod tests {
             "{stats:?}"
         );
         assert!(close(stats[0].p90_ms, 0.9), "{stats:?}");
-        // Exact percentiles over the history: half 100 µs, half 200.
+        // Exact percentiles over the history: half 100 µs, half 200 (in
+        // ns: the model's clock).
         let inner_id = 2;
         let d = model.history().distribution(inner_id);
-        assert_eq!((d.count, d.p50, d.p90, d.max), (200, 100, 200, 200));
+        assert_eq!(
+            (d.count, d.p50, d.p90, d.max),
+            (200, 100_000, 200_000, 200_000)
+        );
         // Every tick, the flagged one among them.
         let ticks: Vec<_> = model
             .history()
@@ -1376,7 +1266,7 @@ mod tests {
             history.seconds > 0.1 && history.seconds < 5.0,
             "{history:?}"
         );
-        assert_eq!(model.events, 5_000 * 5);
+        assert_eq!(model.events(), 5_000 * 5);
     }
 
     /// FORMAT.md's "Reading a stream", as the live view follows it: a
@@ -1389,7 +1279,7 @@ mod tests {
         let mut model = Model::default();
         let stream = nested_stream(0..3);
         feed(&mut model, &stream);
-        let (frames_before, next) = (model.frames_dropped, 1 + 3);
+        let (frames_before, next) = (model.frames_dropped(), 1 + 3);
         assert_eq!(frames_before, 0);
         let mut out = vec![0u8; 1024];
         let meta = Metadata {
@@ -1401,7 +1291,7 @@ mod tests {
         // The repeated Init names 4 more than the next number.
         let n = write_init(&mut out, next + 4, &meta, &names, std::iter::empty()).unwrap();
         feed(&mut model, &out[..n]);
-        assert_eq!(model.frames_dropped, 4);
+        assert_eq!(model.frames_dropped(), 4);
         let lanes = |model: &Model| model.lanes.len();
         assert_eq!(lanes(&model), 1);
         // Definitions with a names section (no new name) and no lanes.
@@ -1416,14 +1306,15 @@ mod tests {
         block.extend(1u16.to_le_bytes());
         block.extend([0, 0, 3, 0, 0, 0, 0xde, 0xad]);
         let n = write_raw_frame(&mut out, 2, 0x40, next + 5, &block).unwrap();
-        let dropped = model.events_dropped;
+        let dropped = model.events_dropped();
         each_frame(&out[..n], |frame| {
-            let error = model.on_frame(frame).unwrap_err();
+            let error = model.on_frame(frame, Duration::ZERO).unwrap_err();
             assert_eq!(error, DecodeError::UnknownCodec { flags: 0x40 });
         });
-        assert_eq!(model.events_dropped - dropped, 3);
-        assert_eq!((model.frames_damaged, model.events_damaged), (1, 5));
-        assert_eq!(model.frames_dropped, 4);
+        assert_eq!(model.events_dropped() - dropped, 3);
+        let counted = model.counted();
+        assert_eq!((counted.frames_damaged, counted.events_damaged), (1, 5));
+        assert_eq!(model.frames_dropped(), 4);
     }
 
     #[test]
@@ -1438,22 +1329,38 @@ mod tests {
             .unwrap();
         bytes.extend_from_slice(&out[..n]);
         feed(&mut model, &bytes);
-        assert_eq!(model.unknown_frames, 1);
-        assert_eq!(model.frames_dropped, 0);
+        assert_eq!(model.counted().frames_unknown, 1);
+        assert_eq!(model.frames_dropped(), 0);
         assert!(model.ended_cleanly);
     }
 
     #[test]
     fn names_past_the_cap_are_refused_and_counted() {
+        // The reader's cap, as the summary shows it.
         let mut model = Model::default();
-        for id in 0..MAX_NAMES as u32 + 10 {
-            model.define_name(id, "n");
+        let mut names: Vec<String> = (0..MAX_NAMES + 10).map(|i| format!("n{i}")).collect();
+        names[0] = "first".into();
+        let mut out = vec![0u8; 4 << 20];
+        let table = Table(names);
+        let meta = Metadata {
+            session_id: 1,
+            ..Metadata::default()
+        };
+        let n = write_init(&mut out, 0, &meta, &table, std::iter::empty()).unwrap();
+        feed(&mut model, &out[..n]);
+        assert_eq!(model.names().len(), MAX_NAMES);
+        assert_eq!(model.summary(Duration::ZERO).refused.names, 10);
+        assert_eq!(model.name(0), "first");
+    }
+
+    struct Table(Vec<String>);
+
+    impl typhon_live_core::NameSource for Table {
+        fn count(&self) -> u32 {
+            self.0.len() as u32
         }
-        assert_eq!(model.names.len(), MAX_NAMES);
-        assert_eq!(model.refused.names, 10);
-        // Redefining a kept name is not a new one.
-        model.define_name(0, "renamed");
-        assert_eq!(model.name(0), "renamed");
-        assert_eq!(model.refused.names, 10);
+        fn get(&self, id: u32) -> Option<&str> {
+            self.0.get(id as usize).map(String::as_str)
+        }
     }
 }

@@ -646,7 +646,7 @@ mod tests {
         let mut model = Model::default();
         feed(&mut model, stream);
         model
-            .timeline_inputs(std::time::Instant::now())
+            .timeline_inputs(crate::uptime::now())
             .lanes
             .into_iter()
             .map(|(_, lane, open)| (lane, open.iter().map(|s| model.name(s.name)).collect()))
@@ -750,10 +750,10 @@ mod tests {
             &mut model,
             &merged([0..10, 0..10], [10_000_000_000, 20_000_000_000]),
         );
-        let summary = model.summary(std::time::Instant::now());
+        let summary = model.summary(crate::uptime::now());
         let lanes: Vec<&str> = summary.lanes.iter().map(|l| l.name.as_str()).collect();
         assert_eq!(lanes, ["a/Main", "b/Main"]);
-        assert_eq!(model.frames_dropped, 0);
+        assert_eq!(model.frames_dropped(), 0);
         model.flush_history();
         let stats = model.span_stats();
         let count = |name: &str| stats.iter().find(|s| s.name == name).map(|s| s.count);

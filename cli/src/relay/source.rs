@@ -122,8 +122,6 @@ impl Consumer for Feed<'_> {
             Flow::Continue
         }
     }
-
-    fn joined_mid_stream(&mut self, _skipped: u64) {}
 }
 
 /// Attaches to `source` until `deadline` (for ever without one), saying

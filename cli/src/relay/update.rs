@@ -209,13 +209,13 @@ mod tests {
         for stream in streams {
             model.reconnected();
             each_frame(stream, |frame| {
-                let _ = model.on_frame(frame);
+                let _ = model.on_frame(frame, std::time::Duration::ZERO);
                 let _ = writer.frame(frame, &mut out);
             });
         }
         [
             restarts(streams),
-            model.restarts as usize,
+            model.restarts() as usize,
             writer.stats().restarts as usize,
         ]
     }

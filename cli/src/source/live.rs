@@ -154,9 +154,6 @@ pub trait Consumer {
     fn damage(&mut self, error: DecodeError);
     /// Called at least every 100 ms, frames or not.
     fn tick(&mut self) -> Flow;
-    /// The stream started inside a frame (a serial link joined mid-stream):
-    /// `skipped` bytes came before the first whole frame, which follows.
-    fn joined_mid_stream(&mut self, skipped: u64);
 }
 
 /// Reads `stream` into `consumer` until it says stop or the connection ends.
@@ -206,12 +203,8 @@ pub fn read_frames(stream: &mut TcpStream, consumer: &mut impl Consumer) -> End 
             let taken = decoder.feed(rest);
             rest = &rest[taken..];
             loop {
-                let skipped = decoder.skipped_total();
                 match decoder.next() {
                     Ok(Some(frame)) => {
-                        if !any_frame && leading.is_some() {
-                            consumer.joined_mid_stream(skipped);
-                        }
                         any_frame = true;
                         if let Flow::Stop = consumer.frame(&frame) {
                             return End::Done;

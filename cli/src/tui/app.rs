@@ -73,8 +73,8 @@ impl Screen {
 
     /// Draws `model` as of `now`.
     pub fn draw(&mut self, model: &mut Model, now: Instant) {
-        let summary = model.summary(now);
-        let inputs = model.timeline_inputs(now);
+        let summary = model.summary(crate::uptime::at(now));
+        let inputs = model.timeline_inputs(crate::uptime::at(now));
         let list = self.ui.span_list(&summary.span_stats);
         let ids: Vec<u32> = list.iter().map(|s| s.id).collect();
         let scene = Scene::new(&inputs, &ids);
@@ -154,7 +154,7 @@ impl Screen {
             let Some(action) = keymap::lookup(KEYS, &key) else {
                 continue;
             };
-            let inputs = model.timeline_inputs(Instant::now());
+            let inputs = model.timeline_inputs(crate::uptime::now());
             let stats = model.span_stats();
             let ids: Vec<u32> = self.ui.span_list(&stats).iter().map(|s| s.id).collect();
             let scene = Scene::new(&inputs, &ids);
@@ -327,7 +327,7 @@ mod tests {
         let mut model = Model::with_history(60.0, 256 << 10);
         feed(&mut model, &stream);
         assert!(model.history().bytes() <= 256 << 10);
-        let summary = model.summary(Instant::now());
+        let summary = model.summary(crate::uptime::now());
         let mut ui = UiState::default();
         let keys = [
             Action::TogglePause,
@@ -345,7 +345,7 @@ mod tests {
         ];
         let ids: Vec<u32> = summary.span_stats.iter().map(|s| s.id).collect();
         for round in 0..60 {
-            let inputs = model.timeline_inputs(Instant::now());
+            let inputs = model.timeline_inputs(crate::uptime::now());
             let scene = Scene::new(&inputs, &ids);
             ui.apply(keys[round % keys.len()], &scene);
             let (start, end, chunks): (u64, u64, &[Arc<_>]) = ui.window(&scene);

@@ -426,7 +426,6 @@ mod tests {
 
 #[cfg(test)]
 mod with_a_model {
-    use std::time::Instant;
 
     use ratatui::buffer::Buffer;
     use ratatui::layout::Rect;
@@ -439,7 +438,7 @@ mod with_a_model {
 
     /// The timeline of `model` as `ui` shows it, as text.
     fn picture(model: &Model, ui: &UiState) -> (String, u64) {
-        let inputs = model.timeline_inputs(Instant::now());
+        let inputs = model.timeline_inputs(crate::uptime::now());
         let scene = Scene::new(&inputs, &[]);
         let (start, end, chunks) = ui.window(&scene);
         let lanes = lanes_of(&inputs);
@@ -458,7 +457,7 @@ mod with_a_model {
     }
 
     fn scene_of(model: &Model, f: impl FnOnce(&Scene<'_>)) {
-        let inputs = model.timeline_inputs(Instant::now());
+        let inputs = model.timeline_inputs(crate::uptime::now());
         f(&Scene::new(&inputs, &[]));
     }
 
@@ -485,7 +484,8 @@ mod with_a_model {
             ui.apply(Action::StepBack, scene);
         });
         let (back, back_end) = picture(&model, &ui);
-        assert_eq!(back_end, 1_000 + 48 * 1_000 + 950);
+        // In ns: the fixture's 1 MHz ticks times 1 000.
+        assert_eq!(back_end, (1_000 + 48 * 1_000 + 950) * 1_000);
         assert!(back.contains("┃48") && !back.contains("┃49"), "{back}");
     }
 }

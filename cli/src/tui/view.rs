@@ -382,7 +382,6 @@ fn draw_gauges(frame: &mut Frame<'_>, area: Rect, s: &Summary) {
 
 #[cfg(test)]
 mod tests {
-    use std::time::Instant;
 
     use ratatui::backend::TestBackend;
     use ratatui::Terminal;
@@ -491,9 +490,9 @@ mod tests {
         let mut decoder = Decoder::new(&mut buf);
         decoder.feed(&stream);
         while let Some(frame) = decoder.next().unwrap() {
-            model.on_frame(&frame).unwrap();
+            model.on_frame(&frame, crate::uptime::now()).unwrap();
         }
-        let summary = model.summary(Instant::now());
+        let summary = model.summary(crate::uptime::now());
         let mut terminal = Terminal::new(TestBackend::new(120, 32)).unwrap();
         terminal
             .draw(|frame| super::draw(frame, &summary, None))

@@ -18,6 +18,7 @@ use ratatui::layout::Rect;
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::widgets::Widget;
 use typhon_live_core::OpenSpan;
+use typhon_live_reader::Names;
 
 use crate::model::history::{Chunk, SpanRecord};
 use crate::model::TimelineInputs;
@@ -66,7 +67,7 @@ pub struct Timeline<'a> {
     /// The lanes, in drawing order.
     pub lanes: &'a [TimelineLane<'a>],
     /// Span names by id.
-    pub names: &'a HashMap<u32, String>,
+    pub names: &'a Names,
     /// The window.
     pub start: u64,
     /// See `start`.
@@ -297,7 +298,7 @@ impl Timeline<'_> {
         for x in x0..x1 {
             buf[(x as u16, y)].set_char(' ').set_style(style);
         }
-        let name = self.names.get(&bar.name).map_or("", String::as_str);
+        let name = self.names.get(bar.name).unwrap_or("");
         let label = if bar.open {
             format!("{name} (open)")
         } else {
@@ -334,6 +335,14 @@ impl Timeline<'_> {
 mod tests {
     use super::*;
     use crate::model::history::{InstantRecord, TickRecord};
+
+    fn names_of(names: &[(u32, &str)]) -> Names {
+        let mut table = Names::new();
+        for &(id, text) in names {
+            table.define(id, text);
+        }
+        table
+    }
 
     fn span(id: u32, parent: u32, name: u32, start: u64, end: u64) -> SpanRecord {
         SpanRecord {
@@ -377,16 +386,13 @@ mod tests {
             name: 3,
             lane: 0,
         });
-        let names: HashMap<u32, String> = [
+        let names = names_of(&[
             (0, "outer"),
             (1, "sense"),
             (2, "control"),
             (3, "x"),
             (9, "stall"),
-        ]
-        .into_iter()
-        .map(|(id, n)| (id, n.to_owned()))
-        .collect();
+        ]);
         let open = [OpenSpan {
             id: 1,
             name: 9,
@@ -460,7 +466,7 @@ mod tests {
             end: 3,
             overrun: true,
         });
-        let names = HashMap::new();
+        let names = Names::new();
         let open = [OpenSpan {
             id: 7,
             name: 9,
@@ -508,10 +514,7 @@ mod tests {
             }
             chunks.push(Arc::new(chunk));
         }
-        let names: HashMap<u32, String> = [(0, "Long"), (1, "short")]
-            .into_iter()
-            .map(|(id, n)| (id, n.to_owned()))
-            .collect();
+        let names = names_of(&[(0, "Long"), (1, "short")]);
         let lanes = [TimelineLane {
             id: 0,
             name: "main",
