@@ -8,8 +8,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use typhon_live_cli::model::Model;
 use typhon_live_core::{Decoder, Event, Metadata, Payload};
+use typhon_live_model::Model;
 use typhon_live_std::config::ProfilerConfig;
 use typhon_live_std::{runtime, Profiler};
 
@@ -185,7 +185,7 @@ pub fn run_at(rate: f64, duration: Duration, ring_events: usize) -> Run {
 }
 
 /// Records spans at `rate` per second for `duration` on one thread while
-/// the live view's model (`typhon_live_cli::model::Model`) takes every
+/// the live view's model (`typhon_live_model::Model`) takes every
 /// frame: the rate at which a viewer keeps up.
 pub fn model_run_at(rate: f64, duration: Duration, ring_events: usize) -> Run {
     produce(

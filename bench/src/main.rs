@@ -261,7 +261,7 @@ fn model_ingest(stream: &[u8], samples: usize) -> f64 {
     for _ in 0..samples {
         let started = Instant::now();
         let mut decoder = Decoder::new(&mut buf);
-        let mut model = typhon_live_cli::model::Model::default();
+        let mut model = typhon_live_model::Model::default();
         let mut rest = stream;
         while !rest.is_empty() {
             let n = decoder.feed(rest);
@@ -279,7 +279,7 @@ fn model_ingest(stream: &[u8], samples: usize) -> f64 {
 
 /// Milliseconds to draw the timeline of `model` into a 200 × 40 buffer:
 /// the last `window` host ticks (median of 11 draws).
-fn timeline_draw_ms(model: &typhon_live_cli::model::Model, window: Option<u64>) -> f64 {
+fn timeline_draw_ms(model: &typhon_live_model::Model, window: Option<u64>) -> f64 {
     use ratatui::buffer::Buffer;
     use ratatui::layout::Rect;
     use ratatui::widgets::Widget;
@@ -575,7 +575,7 @@ fn main() {
         );
         let ingest = model_ingest(&stream, if quick { 3 } else { 11 });
         // The timeline over that whole stream's history.
-        let mut model = typhon_live_cli::model::Model::default();
+        let mut model = typhon_live_model::Model::default();
         let mut buf = vec![0u8; 16 << 20];
         let mut decoder = Decoder::new(&mut buf);
         let mut rest = &stream[..];

@@ -6,10 +6,10 @@ use std::time::{Duration, Instant};
 use typhon_live_core::{DecodeError, Frame};
 
 use typhon_live_cli::error::CliError;
-use typhon_live_cli::model::history::DEFAULT_HISTORY_BYTES;
-use typhon_live_cli::model::{Connection, Model};
 use typhon_live_cli::source::live::{self, Backoff, Consumer, End, Flow};
 use typhon_live_cli::tui::app::Screen;
+use typhon_live_model::history::DEFAULT_HISTORY_BYTES;
+use typhon_live_model::{Connection, Model};
 
 /// How often the view is redrawn.
 const REFRESH: Duration = Duration::from_millis(250);

@@ -400,7 +400,7 @@ pub fn run(opts: DemoOptions) -> Result<(), CliError> {
             &addr.to_string(),
             false,
             opts.duration,
-            typhon_live_cli::model::history::DEFAULT_HISTORY_SECONDS,
+            typhon_live_model::history::DEFAULT_HISTORY_SECONDS,
         )
     };
     stop.store(true, Ordering::Relaxed);

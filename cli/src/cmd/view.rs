@@ -8,11 +8,11 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use typhon_live_cli::error::CliError;
-use typhon_live_cli::model::{Connection, Model};
 use typhon_live_cli::source::file;
 use typhon_live_cli::tui::action::Action;
 use typhon_live_cli::tui::app::Screen;
 use typhon_live_cli::tui::ui_state::Scene;
+use typhon_live_model::{Connection, Model};
 
 /// The history a file may fill: the whole file when it fits, its last
 /// part when not (the view says which).

@@ -30,7 +30,7 @@ use typhon_live_core::{
 };
 
 use super::update::{self, Update};
-use crate::model::{MAX_LANES, MAX_NAMES, MAX_NAME_BYTES};
+use typhon_live_model::{MAX_LANES, MAX_NAMES, MAX_NAME_BYTES};
 
 /// Events a merged Block holds at most.
 const BLOCK_RECORDS: usize = 8192;
@@ -590,9 +590,9 @@ fn frame_of(frame: &[u8]) -> MergedFrame {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::Model;
     use crate::relay::update::Reader;
     use crate::testing::{each_frame, feed, nested_stream};
+    use typhon_live_model::Model;
 
     /// Two sources' streams (of ticks `ticks`: the fixture's clock starts
     /// at 1 ms, so later ticks are a clock further on) through a merger

@@ -17,7 +17,7 @@ use prometheus_client::registry::{Registry, Unit};
 use typhon_live_core::{Event, GaugeValue, LaneId, NameId};
 
 use super::update::Update;
-use crate::model::{MAX_NAMES, MAX_NAME_BYTES};
+use typhon_live_model::{MAX_NAMES, MAX_NAME_BYTES};
 
 /// Span names per source with a histogram of their own; further names'
 /// spans are refused (counted in `typhon_series_refused_total`), so that

@@ -452,7 +452,7 @@ impl TickTracer {
 
     fn define(&mut self, names: &[(NameId, String)], lanes: &[typhon_live_core::LaneInfo]) {
         for (id, name) in names {
-            if self.names.len() < crate::model::MAX_NAMES || self.names.contains_key(id) {
+            if self.names.len() < typhon_live_model::MAX_NAMES || self.names.contains_key(id) {
                 self.names.insert(*id, name.clone());
             }
         }

@@ -203,7 +203,7 @@ mod tests {
     /// Restarts as each reader of the project counts them: the relay's,
     /// the view model's and the Perfetto writer's.
     fn restarts_by_every_reader(streams: &[Vec<u8>]) -> [usize; 3] {
-        let mut model = crate::model::Model::default();
+        let mut model = typhon_live_model::Model::default();
         let mut writer = typhon_live_perfetto::TraceWriter::new();
         let mut out = Vec::new();
         for stream in streams {

@@ -10,15 +10,15 @@ use ratatui::crossterm::event::{self, Event};
 use ratatui::DefaultTerminal;
 
 use crate::error::CliError;
-use crate::model::history::{self, Chunk};
-use crate::model::stats::Distribution;
-use crate::model::Model;
 use crate::tui::keymap::{self, KEYS};
 use crate::tui::ui_state::{Mode, Scene, UiState};
 use crate::tui::view::{self, Panes};
 use crate::tui::widgets::span_stats::SpanDetail;
 use crate::tui::widgets::span_table::SpanTable;
 use crate::tui::widgets::timeline::{lanes_of, Timeline};
+use typhon_live_model::history::{self, Chunk};
+use typhon_live_model::stats::Distribution;
+use typhon_live_model::Model;
 
 /// While live, the selected name's distribution is read again at most
 /// this often: it reads every span of the name in the history.
@@ -185,17 +185,17 @@ mod tests {
         BlockBuilder, Event, GaugeValue, LaneInfo, LaneKind, Lanes, Metadata, NameTable,
     };
 
-    use crate::model::Model;
     use crate::testing::feed;
     use crate::tui::action::Action;
     use crate::tui::ui_state::{Scene, UiState};
     use crate::tui::widgets::timeline::{lanes_of, Timeline};
+    use typhon_live_model::Model;
 
     #[test]
     fn a_computed_distribution_is_kept_for_the_same_chunks_and_briefly_while_live() {
         use super::Computed;
-        use crate::model::history::Chunk;
-        use crate::model::stats::Distribution;
+        use typhon_live_model::history::Chunk;
+        use typhon_live_model::stats::Distribution;
         let (a, b) = (Arc::new(Chunk::default()), Arc::new(Chunk::default()));
         let computed = Computed {
             name: 7,

@@ -4,8 +4,8 @@
 
 use std::sync::Arc;
 
-use crate::model::history::{self, Chunk, TickRecord};
-use crate::model::{SpanStats, TimelineInputs};
+use typhon_live_model::history::{self, Chunk, TickRecord};
+use typhon_live_model::{SpanStats, TimelineInputs};
 
 use super::action::Action;
 
@@ -432,9 +432,9 @@ mod with_a_model {
     use ratatui::widgets::Widget;
 
     use super::*;
-    use crate::model::Model;
     use crate::testing::{buffer_text, feed, nested_stream};
     use crate::tui::widgets::timeline::{lanes_of, Timeline};
+    use typhon_live_model::Model;
 
     /// The timeline of `model` as `ui` shows it, as text.
     fn picture(model: &Model, ui: &UiState) -> (String, u64) {

@@ -9,11 +9,11 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph, Row, Sparkline, Table};
 use ratatui::Frame;
 
-use crate::model::{Connection, Summary};
 use crate::tui::keymap::{help, KEYS};
 use crate::tui::widgets::span_stats::SpanDetail;
 use crate::tui::widgets::span_table::SpanTable;
 use crate::tui::widgets::timeline::Timeline;
+use typhon_live_model::{Connection, Summary};
 
 /// The panes drawn from the history: the timeline, the span names, the
 /// selected name's statistics.
@@ -392,7 +392,7 @@ mod tests {
         BlockBuilder, Decoder, Event, GaugeValue, LaneKind, Lanes, Metadata, NameTable,
     };
 
-    use crate::model::{Connection, Model};
+    use typhon_live_model::{Connection, Model};
 
     /// A scripted stream: Init naming two lanes, a Catch-up showing a stall
     /// open on the main lane, and two Blocks with a sequence gap between

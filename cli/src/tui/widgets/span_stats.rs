@@ -8,7 +8,7 @@ use ratatui::style::{Color, Style};
 use ratatui::text::Line;
 use ratatui::widgets::{Block, Borders, Paragraph, Sparkline, Widget};
 
-use crate::model::stats::Distribution;
+use typhon_live_model::stats::Distribution;
 
 /// The statistics of one span name.
 pub struct SpanDetail<'a> {

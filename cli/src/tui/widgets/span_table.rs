@@ -6,7 +6,7 @@ use ratatui::layout::{Constraint, Rect};
 use ratatui::style::{Modifier, Style};
 use ratatui::widgets::{Block, Borders, Row, Table, Widget};
 
-use crate::model::SpanStats;
+use typhon_live_model::SpanStats;
 
 /// The list of span names.
 pub struct SpanTable<'a> {

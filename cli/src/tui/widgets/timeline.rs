@@ -20,8 +20,8 @@ use ratatui::widgets::Widget;
 use typhon_live_core::OpenSpan;
 use typhon_live_reader::Names;
 
-use crate::model::history::{Chunk, SpanRecord};
-use crate::model::TimelineInputs;
+use typhon_live_model::history::{Chunk, SpanRecord};
+use typhon_live_model::TimelineInputs;
 
 /// Columns of the lane labels.
 const LABEL: u16 = 14;
@@ -334,7 +334,7 @@ impl Timeline<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::history::{InstantRecord, TickRecord};
+    use typhon_live_model::history::{InstantRecord, TickRecord};
 
     fn names_of(names: &[(u32, &str)]) -> Names {
         let mut table = Names::new();

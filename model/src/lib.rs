@@ -2,6 +2,11 @@
 //! ([`Model::on_frame`] is the only write path): the live aggregates, the
 //! history of every record ([`history`]) with its statistics ([`stats`]),
 //! and the summary the screen, the summary lines and `--json` show.
+//!
+//! It reads the stream through the one stream reader
+//! (`typhon-live-reader`), has no UI and reads no clock, so that the
+//! terminal view and a browser (wasm32) share it.
+#![deny(missing_docs)]
 
 pub mod history;
 pub mod stats;
@@ -1134,7 +1139,14 @@ mod tests {
     use typhon_live_core::{Metadata, NameTable};
 
     use super::*;
-    use crate::testing::{each_frame, feed, nested_stream};
+    use typhon_live_tests::{each_frame, nested_stream};
+
+    /// Every frame of `bytes` into `model`.
+    fn feed(model: &mut Model, bytes: &[u8]) {
+        each_frame(bytes, |frame| {
+            model.on_frame(frame, Duration::ZERO).unwrap()
+        });
+    }
 
     fn init(session_id: u64) -> Vec<u8> {
         let names: NameTable<4, 64> = NameTable::new();

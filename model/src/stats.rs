@@ -54,7 +54,7 @@ pub fn add(sum: &mut Totals, part: &Totals) {
 
 /// Takes `part` out of `sum` (a chunk leaving the window). Counts and sums
 /// subtract; a maximum cannot, so `max` is left as it was: ask the history
-/// for a window's maximum ([`crate::model::history::History::distribution`]).
+/// for a window's maximum ([`crate::history::History::distribution`]).
 pub fn subtract(sum: &mut Totals, part: &Totals) {
     for (name, t) in part {
         if let Some(s) = sum.get_mut(name) {
