@@ -201,7 +201,7 @@ impl History {
             bytes: 0,
             budget,
             max_age,
-            totals: Totals::new(),
+            totals: Totals::default(),
             evicted_records: 0,
             starts_at: None,
         }

@@ -2,7 +2,7 @@
 //! subtract when a chunk leaves the history), and the exact distribution
 //! of one name's durations, computed on demand.
 
-use std::collections::HashMap;
+use foldhash::HashMap;
 
 use serde::Serialize;
 
@@ -167,12 +167,12 @@ mod tests {
 
     #[test]
     fn totals_add_and_subtract() {
-        let mut a = Totals::new();
+        let mut a = Totals::default();
         a.entry(1).or_default().add_span(0, 10, 4);
         a.entry(1).or_default().add_span(20, 30, 30);
-        let mut b = Totals::new();
+        let mut b = Totals::default();
         b.entry(1).or_default().add_span(100, 5, 5);
-        let mut sum = Totals::new();
+        let mut sum = Totals::default();
         add(&mut sum, &a);
         add(&mut sum, &b);
         assert_eq!(sum[&1].count, 3);

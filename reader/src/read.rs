@@ -362,7 +362,9 @@ impl Reader {
             take(state, Update::Lost(Loss::Dropped { lane, events }));
         }
         if block.records > 0 {
+            // Its latest event end, stated once for all its events.
             let last = state.clock.ns(block.last_time);
+            state.stated(last);
             state.placed(received, last);
         }
         let clock = state.clock;
@@ -374,7 +376,6 @@ impl Reader {
                     state.ended(lane, id);
                 }
             }
-            state.stated(event.end_time());
             take(state, Update::Event { lane, event });
         });
         result.map_err(|damage| {
