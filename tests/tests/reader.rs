@@ -385,3 +385,46 @@ fn a_damaged_block_is_told_as_its_records_lost_and_reading_goes_on() {
     );
     assert!(said.last().unwrap().starts_with("Shutdown"));
 }
+
+#[test]
+fn a_child_ending_with_its_parent_in_ticks_does_so_in_ns_too() {
+    // At 3 ticks a second, ticks are not whole ns. A parent over ticks
+    // 1..3 and an empty child at tick 3: converting each duration alone
+    // put the parent's end at 999 999 999 ns and the child's at 10^9.
+    let meta = Metadata {
+        ticks_per_second: 3,
+        session_id: 1,
+        ..Metadata::default()
+    };
+    let names = Dense(vec!["Main".into(), "parent".into(), "child".into()]);
+    let mut stream = vec![0u8; 4096];
+    let mut len = write_init(&mut stream, 0, &meta, &names, [main_lane(0)].into_iter()).unwrap();
+    let span = |start, duration, name, id, parent| typhon_live_core::Event::Span {
+        start,
+        duration,
+        name,
+        id,
+        parent,
+        arg: None,
+    };
+    let mut scratch = vec![0u8; 1024];
+    let mut block = typhon_live_core::BlockBuilder::new(&mut scratch);
+    assert!(block.push(0, &span(3, 0, 2, 2, 1)));
+    assert!(block.push(0, &span(1, 2, 1, 1, 0)));
+    len += typhon_live_core::block::write_block(&mut stream[len..], 0, &block, &[]).unwrap();
+    let mut ends = Vec::new();
+    let mut reader = Reader::new();
+    let mut buf = vec![0u8; 1 << 16];
+    let mut decoder = Decoder::new(&mut buf);
+    decoder.feed(&stream[..len]);
+    while let Some(frame) = decoder.next().unwrap() {
+        reader
+            .read(&frame, |_, update| {
+                if let Update::Event { event, .. } = update {
+                    ends.push(event.end_time());
+                }
+            })
+            .unwrap();
+    }
+    assert_eq!(ends, [1_000_000_000, 1_000_000_000]);
+}

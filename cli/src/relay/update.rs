@@ -58,7 +58,7 @@ pub enum Update {
         frames: u64,
     },
     /// The source started over under the same session id (a device
-    /// without a source of fresh ids), as [`RestartCheck`] tells. Comes
+    /// without a source of fresh ids), as the reader tells. Comes
     /// before the first Block of the new run.
     Restarted,
 }
