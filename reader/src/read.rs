@@ -303,28 +303,26 @@ impl Reader {
                 self.define(lane.info.name, lane.name, take);
             }
             let state = &mut self.state;
-            let listed = lane.open.clone().count();
             let Some(row) = state.set_lane(lane.info) else {
                 continue;
             };
             row.open_depth = lane.open_depth;
             // As deep as a writer tracks, whatever a peer lists.
-            row.open.extend(lane.open.take(MAX_OPEN_SPANS).map(|span| {
-                typhon_live_core::OpenSpan {
-                    start: clock.ns(span.start),
-                    ..span
-                }
-            }));
+            let mut listed = lane.open.clone();
+            row.open
+                .extend(listed.by_ref().take(MAX_OPEN_SPANS).map(|span| {
+                    typhon_live_core::OpenSpan {
+                        start: clock.ns(span.start),
+                        ..span
+                    }
+                }));
+            let refused = listed.count() as u64;
             // Those begun by its time, as a writer lists them.
             let (kept, depth) = begun_by(&row.open, row.open_depth, time);
             row.open.truncate(kept);
             row.open_depth = depth;
             state.open_spans += kept;
-            state.tally.refused.open_spans = state
-                .tally
-                .refused
-                .open_spans
-                .saturating_add((listed.saturating_sub(kept)) as u64);
+            state.tally.refused.open_spans = state.tally.refused.open_spans.saturating_add(refused);
         }
         self.state.stated(time);
         self.state.placed(received, time);
