@@ -121,9 +121,14 @@ fn a_collector_down_or_never_answering_costs_counted_exports_not_the_live_path()
         // Every tick over 1 ms is a trace to export, every 0.2 s the
         // metrics: far more than a collector that never answers takes.
         wait_for(port, "typhon_otlp_dropped_total", |v| v >= 5.0);
+        // The live path is not held: the source's ticks keep arriving. A
+        // held path counts none; 60 of the demo's 180 leaves room for CI
+        // under wine, where three such tests, their demos and relays
+        // share two cores (109 were counted there once, 113 natively
+        // beside a release build).
         let grew = growth(port, "typhon_tick_duration_seconds_count{source=\"s\"}");
         assert!(
-            grew > 120.0,
+            grew >= 60.0,
             "{metrics}: the source ticked {grew} times in 3 s"
         );
         assert!(Instant::now() < deadline);
