@@ -255,20 +255,7 @@ impl Model {
 
     /// What the reader counted this session (since its Init).
     fn counted(&self) -> Tally {
-        let (now, base) = (self.reader.state().tally(), &self.base);
-        Tally {
-            frames: now.frames - base.frames,
-            bytes: now.bytes - base.bytes,
-            frames_missed: now.frames_missed - base.frames_missed,
-            frames_damaged: now.frames_damaged - base.frames_damaged,
-            frames_unknown: now.frames_unknown - base.frames_unknown,
-            events: now.events - base.events,
-            events_dropped: now.events_dropped - base.events_dropped,
-            events_damaged: now.events_damaged - base.events_damaged,
-            block_bytes: now.block_bytes - base.block_bytes,
-            block_records: now.block_records - base.block_records,
-            ..*now
-        }
+        self.reader.state().tally().since(&self.base)
     }
 
     /// Events read this session.
@@ -1145,7 +1132,7 @@ mod tests {
     use typhon_live_core::{Metadata, NameTable};
 
     use super::*;
-    use typhon_live_tests::{each_frame, nested_stream};
+    use typhon_live_tests::{each_frame, nested_stream, VecNames};
 
     /// Every frame of `bytes` into `model`.
     fn feed(model: &mut Model, bytes: &[u8]) {
@@ -1359,7 +1346,7 @@ mod tests {
         let mut names: Vec<String> = (0..MAX_NAMES + 10).map(|i| format!("n{i}")).collect();
         names[0] = "first".into();
         let mut out = vec![0u8; 4 << 20];
-        let table = Table(names);
+        let table = VecNames(names);
         let meta = Metadata {
             session_id: 1,
             ..Metadata::default()
@@ -1369,16 +1356,5 @@ mod tests {
         assert_eq!(model.names().len(), MAX_NAMES);
         assert_eq!(model.summary(Duration::ZERO).refused.names, 10);
         assert_eq!(model.name(0), "first");
-    }
-
-    struct Table(Vec<String>);
-
-    impl typhon_live_core::NameSource for Table {
-        fn count(&self) -> u32 {
-            self.0.len() as u32
-        }
-        fn get(&self, id: u32) -> Option<&str> {
-            self.0.get(id as usize).map(String::as_str)
-        }
     }
 }

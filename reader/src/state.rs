@@ -94,6 +94,28 @@ pub struct Tally {
     pub refused: Refused,
 }
 
+impl Tally {
+    /// What was read and lost since `earlier`, a tally of the same reader
+    /// taken before (a session's start, say). Sessions, restarts,
+    /// reconnects, refusals and frames before an Init stay as they are.
+    pub fn since(&self, earlier: &Tally) -> Tally {
+        let less = |now: u64, then: u64| now.saturating_sub(then);
+        Tally {
+            frames: less(self.frames, earlier.frames),
+            bytes: less(self.bytes, earlier.bytes),
+            frames_missed: less(self.frames_missed, earlier.frames_missed),
+            frames_damaged: less(self.frames_damaged, earlier.frames_damaged),
+            frames_unknown: less(self.frames_unknown, earlier.frames_unknown),
+            events: less(self.events, earlier.events),
+            events_dropped: less(self.events_dropped, earlier.events_dropped),
+            events_damaged: less(self.events_damaged, earlier.events_damaged),
+            block_bytes: less(self.block_bytes, earlier.block_bytes),
+            block_records: less(self.block_records, earlier.block_records),
+            ..*self
+        }
+    }
+}
+
 /// What a reader knows: passed to its consumer beside every update.
 #[derive(Clone, Debug, Default)]
 pub struct State {

@@ -883,3 +883,16 @@ pub fn each_frame(mut bytes: &[u8], mut take: impl FnMut(&typhon_live_core::Fram
         }
     }
 }
+
+/// A name source over a plain vector (ids `0..len`), for tests that write
+/// Inits and Definitions by hand.
+pub struct VecNames(pub Vec<String>);
+
+impl typhon_live_core::NameSource for VecNames {
+    fn count(&self) -> u32 {
+        self.0.len() as u32
+    }
+    fn get(&self, id: u32) -> Option<&str> {
+        self.0.get(id as usize).map(String::as_str)
+    }
+}

@@ -14,11 +14,11 @@ use std::collections::{HashMap, HashSet};
 use proptest::prelude::*;
 use typhon_live_core::block::encoding_buffer_len;
 use typhon_live_core::{
-    Compression, Decoder, Event, Exporter, FrameKind, GaugeValue, LaneHandle, LaneKind, Lanes,
-    Lz4Table, Metadata, NameTable, ReaderId,
+    Compression, Event, Exporter, FrameKind, GaugeValue, LaneHandle, LaneKind, Lanes, Lz4Table,
+    Metadata, NameTable, ReaderId,
 };
 use typhon_live_reader::{Reader, Tally, TotalsCheck, Update};
-use typhon_live_tests::{frames, read_stream, Owned, Seen};
+use typhon_live_tests::{each_frame, frames, read_stream, Owned, Seen};
 
 const LANES: usize = 4;
 const RING: usize = 8;
@@ -370,18 +370,15 @@ fn check_attachment(a: &Attachment) -> (u64, u64, Option<typhon_live_core::Shutd
 fn read_with_the_reader(stream: &[u8]) -> (Tally, Option<TotalsCheck>) {
     let mut reader = Reader::new();
     let mut check = None;
-    let mut buf = vec![0u8; 1 << 20];
-    let mut decoder = Decoder::new(&mut buf);
-    decoder.feed(stream);
-    while let Some(frame) = decoder.next().expect("the stream decodes") {
+    each_frame(stream, |frame| {
         reader
-            .read(&frame, |_, update| {
+            .read(frame, |_, update| {
                 if let Update::Shutdown { check: c, .. } = update {
                     check = Some(c);
                 }
             })
             .expect("the frame reads");
-    }
+    });
     (*reader.state().tally(), check)
 }
 

@@ -9,13 +9,11 @@ use typhon_live_core::catchup::write_catchup_of;
 use typhon_live_core::definitions::write_definitions;
 use typhon_live_core::frame::write_raw_frame;
 use typhon_live_core::init::write_init;
-use typhon_live_core::{
-    Compression, Decoder, LaneInfo, LaneKind, Metadata, NameSource, OpenLane, OpenSpan,
-};
+use typhon_live_core::{Compression, Decoder, LaneInfo, LaneKind, Metadata, OpenLane, OpenSpan};
 use typhon_live_reader::{
     Reader, State, TotalsCheck, Update, MAX_LANES, MAX_NAMES, MAX_NAME_BYTES,
 };
-use typhon_live_tests::{exporter_stream, realistic_events};
+use typhon_live_tests::{each_frame, exporter_stream, realistic_events, VecNames};
 
 /// Reads every frame of `stream` (fed whole), gathering the updates as
 /// text; damage is allowed.
@@ -43,18 +41,6 @@ fn read_all(reader: &mut Reader, stream: &[u8]) -> Vec<String> {
     said
 }
 
-/// Names `0..n` for an Init or Definitions.
-struct Dense(Vec<String>);
-
-impl NameSource for Dense {
-    fn count(&self) -> u32 {
-        self.0.len() as u32
-    }
-    fn get(&self, id: u32) -> Option<&str> {
-        self.0.get(id as usize).map(String::as_str)
-    }
-}
-
 fn init(session_id: u64, next_seq: u32, names: &[&str], lanes: &[LaneInfo]) -> Vec<u8> {
     let meta = Metadata {
         ticks_per_second: 1_000_000,
@@ -64,7 +50,7 @@ fn init(session_id: u64, next_seq: u32, names: &[&str], lanes: &[LaneInfo]) -> V
         created_unix_ns: 7,
         ..Metadata::default()
     };
-    let names = Dense(names.iter().map(|n| n.to_string()).collect());
+    let names = VecNames(names.iter().map(|n| n.to_string()).collect());
     let mut out = vec![0u8; 1 << 16];
     let n = write_init(&mut out, next_seq, &meta, &names, lanes.iter().copied()).unwrap();
     out.truncate(n);
@@ -123,14 +109,11 @@ fn raw(kind: u8, flags: u8, seq: u32, payload: &[u8]) -> Vec<u8> {
 
 /// Each whole frame of `stream`, as bytes.
 fn frames_of(stream: &[u8]) -> Vec<Vec<u8>> {
-    let mut buf = vec![0u8; 1 << 20];
-    let mut decoder = Decoder::new(&mut buf);
-    decoder.feed(stream);
     let mut frames = Vec::new();
-    while let Some(frame) = decoder.next().unwrap() {
+    each_frame(stream, |frame| {
         let end = frame.offset as usize + frame.wire_len();
         frames.push(stream[frame.offset as usize..end].to_vec());
-    }
+    });
     frames
 }
 
@@ -196,12 +179,9 @@ fn an_exporter_stream_reads_to_its_events_and_totals() {
     let mut reader = Reader::new();
     let mut events = 0u64;
     let mut check = None;
-    let mut buf = vec![0u8; 1 << 20];
-    let mut decoder = Decoder::new(&mut buf);
-    decoder.feed(&stream);
-    while let Some(frame) = decoder.next().unwrap() {
+    each_frame(&stream, |frame| {
         reader
-            .read(&frame, |state, update| match update {
+            .read(frame, |state, update| match update {
                 Update::Event { event, .. } => {
                     events += 1;
                     // Times in ns, on the 1 GHz clock of the fixture.
@@ -211,7 +191,7 @@ fn an_exporter_stream_reads_to_its_events_and_totals() {
                 _ => {}
             })
             .unwrap();
-    }
+    });
     assert_eq!(events, realistic_events(120).len() as u64);
     assert_eq!(check, Some(TotalsCheck::Agree));
     let state = reader.state();
@@ -242,7 +222,7 @@ fn a_written_start_carries_sparse_names_open_spans_and_the_clock_in_ns() {
     // Names 0..3 from the Init, then 10..12 from a Definitions (as if
     // 3..10 were refused or never seen).
     let mut stream = init(1, 0, &["Main", "outer", "inner"], &[main_lane(0)]);
-    let more = Dense((0..12).map(|i| format!("n{i}")).collect());
+    let more = VecNames((0..12).map(|i| format!("n{i}")).collect());
     let mut out = vec![0u8; 4096];
     let n = write_definitions(&mut out, 0, &more, 10, [main_lane(0)].into_iter()).unwrap();
     stream.extend_from_slice(&out[..n]);
@@ -396,7 +376,7 @@ fn a_child_ending_with_its_parent_in_ticks_does_so_in_ns_too() {
         session_id: 1,
         ..Metadata::default()
     };
-    let names = Dense(vec!["Main".into(), "parent".into(), "child".into()]);
+    let names = VecNames(vec!["Main".into(), "parent".into(), "child".into()]);
     let mut stream = vec![0u8; 4096];
     let mut len = write_init(&mut stream, 0, &meta, &names, [main_lane(0)].into_iter()).unwrap();
     let span = |start, duration, name, id, parent| typhon_live_core::Event::Span {
@@ -414,17 +394,14 @@ fn a_child_ending_with_its_parent_in_ticks_does_so_in_ns_too() {
     len += typhon_live_core::block::write_block(&mut stream[len..], 0, &block, &[]).unwrap();
     let mut ends = Vec::new();
     let mut reader = Reader::new();
-    let mut buf = vec![0u8; 1 << 16];
-    let mut decoder = Decoder::new(&mut buf);
-    decoder.feed(&stream[..len]);
-    while let Some(frame) = decoder.next().unwrap() {
+    each_frame(&stream[..len], |frame| {
         reader
-            .read(&frame, |_, update| {
+            .read(frame, |_, update| {
                 if let Update::Event { event, .. } = update {
                     ends.push(event.end_time());
                 }
             })
             .unwrap();
-    }
+    });
     assert_eq!(ends, [1_000_000_000, 1_000_000_000]);
 }

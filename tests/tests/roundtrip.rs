@@ -9,19 +9,7 @@ use typhon_live_core::{
     BlockBuilder, Compression, Decoder, EncodeError, Event, GaugeValue, LaneId, LaneInfo, LaneKind,
     Metadata, NameSource, Shutdown,
 };
-use typhon_live_tests::{frames, own, read_stream, same_events, Component, Meta, Owned};
-
-/// A name source over a plain vector, for tests.
-struct VecNames(Vec<String>);
-
-impl NameSource for VecNames {
-    fn count(&self) -> u32 {
-        self.0.len() as u32
-    }
-    fn get(&self, id: u32) -> Option<&str> {
-        self.0.get(id as usize).map(String::as_str)
-    }
-}
+use typhon_live_tests::{frames, own, read_stream, same_events, Component, Meta, Owned, VecNames};
 
 fn text() -> impl Strategy<Value = String> {
     prop_oneof![
