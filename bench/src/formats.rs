@@ -5,8 +5,7 @@
 use std::path::Path;
 use std::time::Instant;
 
-use typhon_live_cli::formats::{chrome, perfetto};
-use typhon_live_cli::source::file;
+use typhon_live_convert::{chrome, perfetto};
 use typhon_live_core::Payload;
 
 /// Median seconds of `runs` calls of `f`, and its last output.
@@ -36,7 +35,7 @@ pub fn print(files: &[String], runs: usize) {
             }
         };
         let mut events = 0u64;
-        file::frames(&bytes, |frame| {
+        typhon_live_reader::frames(&bytes, |frame| {
             if let Ok(Payload::Block(block)) = frame.parse() {
                 events += u64::from(block.records);
             }

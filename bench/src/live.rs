@@ -151,7 +151,7 @@ fn model_viewer(addr: std::net::SocketAddr, done: Arc<AtomicBool>) -> Run {
             let taken = decoder.feed(rest);
             rest = &rest[taken..];
             while let Ok(Some(frame)) = decoder.next() {
-                let _ = model.on_frame(&frame, typhon_live_cli::uptime::now());
+                let _ = model.on_frame(&frame, typhon_live_tui::uptime::now());
             }
             if rest.is_empty() {
                 break;
@@ -159,7 +159,7 @@ fn model_viewer(addr: std::net::SocketAddr, done: Arc<AtomicBool>) -> Run {
         }
         if last_summary.elapsed() >= Duration::from_millis(250) {
             last_summary = Instant::now();
-            std::hint::black_box(model.summary(typhon_live_cli::uptime::at(last_summary)));
+            std::hint::black_box(model.summary(typhon_live_tui::uptime::at(last_summary)));
         }
     });
     let mut run = empty_run();

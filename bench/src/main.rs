@@ -267,10 +267,10 @@ fn model_ingest(stream: &[u8], samples: usize) -> f64 {
             let n = decoder.feed(rest);
             rest = &rest[n..];
             while let Ok(Some(frame)) = decoder.next() {
-                let _ = model.on_frame(&frame, typhon_live_cli::uptime::now());
+                let _ = model.on_frame(&frame, typhon_live_tui::uptime::now());
             }
         }
-        black_box(model.summary(typhon_live_cli::uptime::now()));
+        black_box(model.summary(typhon_live_tui::uptime::now()));
         rates.push(model.events() as f64 / started.elapsed().as_secs_f64());
     }
     rates.sort_by(f64::total_cmp);
@@ -283,9 +283,9 @@ fn timeline_draw_ms(model: &typhon_live_model::Model, window: Option<u64>) -> f6
     use ratatui::buffer::Buffer;
     use ratatui::layout::Rect;
     use ratatui::widgets::Widget;
-    use typhon_live_cli::tui::widgets::timeline::{lanes_of, Timeline};
+    use typhon_live_tui::widgets::timeline::{lanes_of, Timeline};
 
-    let inputs = model.timeline_inputs(typhon_live_cli::uptime::now());
+    let inputs = model.timeline_inputs(typhon_live_tui::uptime::now());
     let lanes = lanes_of(&inputs);
     let oldest = inputs.chunks.first().map_or(0, |c| c.first);
     let start = window.map_or(oldest, |w| inputs.now.saturating_sub(w));
@@ -583,7 +583,7 @@ fn main() {
             let n = decoder.feed(rest);
             rest = &rest[n..];
             while let Ok(Some(frame)) = decoder.next() {
-                let _ = model.on_frame(&frame, typhon_live_cli::uptime::now());
+                let _ = model.on_frame(&frame, typhon_live_tui::uptime::now());
             }
         }
         model.flush_history();

@@ -4,16 +4,14 @@
 use std::fmt;
 use std::path::PathBuf;
 
+use typhon_live_relay::RelayError;
+use typhon_live_std::attach::ConnectError;
+
 /// Why a subcommand failed.
 #[derive(Debug)]
 pub enum CliError {
     /// Nothing answered at the address.
-    Unreachable {
-        /// The address asked.
-        addr: String,
-        /// The last connect error.
-        reason: String,
-    },
+    Connect(ConnectError),
     /// The peer answered, but not with a typhon-live stream.
     NotTyphon {
         /// The peer's address.
@@ -42,13 +40,8 @@ pub enum CliError {
         /// What is wrong with it.
         reason: String,
     },
-    /// A configuration file is not what it must be.
-    BadConfig {
-        /// The file.
-        path: PathBuf,
-        /// What is wrong, and where.
-        reason: String,
-    },
+    /// The relay could not start.
+    Relay(RelayError),
     /// The settings contradict each other or are out of range.
     BadSettings(String),
     /// The profiler of the demo could not start.
@@ -61,11 +54,14 @@ impl CliError {
     /// The process exit code for this error.
     pub fn exit_code(&self) -> u8 {
         match self {
-            CliError::Unreachable { .. } => 3,
+            CliError::Connect(_) => 3,
             CliError::NotTyphon { .. } | CliError::BadTrace { .. } => 4,
             CliError::ConnectionLost { .. } => 5,
             CliError::File { .. } => 6,
-            CliError::BadConfig { .. } | CliError::BadSettings(_) => 2,
+            CliError::BadSettings(_) => 2,
+            CliError::Relay(RelayError::CannotListen { .. }) => 3,
+            CliError::Relay(RelayError::ConfigUnreadable { .. }) => 6,
+            CliError::Relay(_) => 2,
             CliError::Profiler(_) | CliError::Terminal(_) => 1,
         }
     }
@@ -74,9 +70,7 @@ impl CliError {
 impl fmt::Display for CliError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            CliError::Unreachable { addr, reason } => {
-                write!(f, "cannot connect to {addr}: {reason}")
-            }
+            CliError::Connect(e) => write!(f, "{e}"),
             CliError::NotTyphon { addr, reason } => {
                 write!(f, "{addr} is not a typhon-live stream: {reason}")
             }
@@ -89,13 +83,7 @@ impl fmt::Display for CliError {
                 "{} is not a readable typhon-live trace: {reason}",
                 path.display()
             ),
-            CliError::BadConfig { path, reason } => {
-                write!(
-                    f,
-                    "{} is not a relay configuration: {reason}",
-                    path.display()
-                )
-            }
+            CliError::Relay(e) => write!(f, "{e}"),
             CliError::BadSettings(reason) => write!(f, "{reason}"),
             CliError::Profiler(reason) => write!(f, "cannot start the demo's profiler: {reason}"),
             CliError::Terminal(reason) => write!(f, "terminal error: {reason}"),
@@ -104,3 +92,15 @@ impl fmt::Display for CliError {
 }
 
 impl std::error::Error for CliError {}
+
+impl From<ConnectError> for CliError {
+    fn from(e: ConnectError) -> Self {
+        CliError::Connect(e)
+    }
+}
+
+impl From<RelayError> for CliError {
+    fn from(e: RelayError) -> Self {
+        CliError::Relay(e)
+    }
+}

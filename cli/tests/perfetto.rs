@@ -7,7 +7,7 @@ use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
 mod common;
-#[path = "../../perfetto/tests/reader/mod.rs"]
+#[path = "../../convert/tests/reader/mod.rs"]
 mod reader;
 
 use common::{record_then_kill, spawn_demo, spawn_demo_with, temp, BIN};

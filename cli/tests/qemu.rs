@@ -9,7 +9,7 @@
 //! `thumbv7em-none-eabihf` target is missing; `.ci/run` installs both.
 
 mod common;
-#[path = "../../perfetto/tests/reader/mod.rs"]
+#[path = "../../convert/tests/reader/mod.rs"]
 mod reader;
 
 use std::collections::HashMap;

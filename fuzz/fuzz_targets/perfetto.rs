@@ -10,8 +10,8 @@ use std::collections::HashMap;
 use libfuzzer_sys::fuzz_target;
 use prost::Message;
 use typhon_live_core::Decoder;
-use typhon_live_perfetto::proto::{EventType, PacketData, Trace};
-use typhon_live_perfetto::TraceWriter;
+use typhon_live_convert::perfetto::proto::{EventType, PacketData, Trace};
+use typhon_live_convert::perfetto::TraceWriter;
 
 fuzz_target!(|data: &[u8]| {
     let mut buf = vec![0u8; 1 << 16];

@@ -13,6 +13,8 @@
 //!   its consumer with the [`State`] it knows as of that update.
 //! - [`State::write_start`] writes that state back out as the start of a
 //!   stream (Init, Catch-up) that a new reader begins from.
+//! - [`frames`] reads every whole frame of a byte slice (a trace file)
+//!   and the [`Damage`] between them.
 //! - [`BlockBuffer`] decompresses Blocks, for the few who read events
 //!   without a reader (benchmarks, the exporter's tests).
 //!
@@ -62,6 +64,7 @@ extern crate alloc;
 
 mod block_buffer;
 mod clock;
+mod frames;
 mod names;
 mod read;
 mod start;
@@ -70,6 +73,7 @@ mod update;
 
 pub use block_buffer::{BlockBuffer, BlockDamage};
 pub use clock::Clock;
+pub use frames::{frames, Damage};
 pub use names::{Defined, Names, MAX_NAMES, MAX_NAME_BYTES};
 pub use read::Reader;
 pub use start::{Start, START_TICKS_PER_SECOND};

@@ -871,17 +871,14 @@ pub fn nested_stream(ticks: std::ops::Range<u64>) -> Vec<u8> {
     stream
 }
 
-/// Every frame of `bytes`, whole, to `take`.
-pub fn each_frame(mut bytes: &[u8], mut take: impl FnMut(&typhon_live_core::Frame<'_>)) {
-    let mut buf = vec![0u8; 1 << 20];
-    let mut decoder = typhon_live_core::Decoder::new(&mut buf);
-    while !bytes.is_empty() {
-        let n = decoder.feed(bytes);
-        bytes = &bytes[n..];
-        while let Some(frame) = decoder.next().unwrap() {
-            take(&frame);
-        }
-    }
+/// Every frame of `bytes`, whole, to `take`; a test's stream has no
+/// damage, so any is a failure.
+pub fn each_frame(bytes: &[u8], mut take: impl FnMut(&typhon_live_core::Frame<'_>)) {
+    let damage = typhon_live_reader::frames(bytes, |frame| {
+        take(frame);
+        Ok(())
+    });
+    assert_eq!(damage, [], "a test stream is whole");
 }
 
 /// A name source over a plain vector (ids `0..len`), for tests that write

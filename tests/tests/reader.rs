@@ -302,7 +302,7 @@ fn a_span_listed_open_leaves_the_list_when_it_ends() {
 
 /// An Init and a Catch-up with a span open, then a repeated Init and a
 /// Catch-up two seconds earlier: a restart under the same id.
-fn typhon_live_cli_free_nested(at: u64) -> Vec<u8> {
+fn open_span_then_restart(at: u64) -> Vec<u8> {
     let mut stream = init(9, 0, &["Main", "outer"], &[main_lane(0)]);
     let open = [OpenSpan {
         id: 1,
@@ -327,7 +327,7 @@ fn typhon_live_cli_free_nested(at: u64) -> Vec<u8> {
 #[test]
 fn a_restart_under_the_same_id_is_told_once_and_forgets_open_spans() {
     let mut reader = Reader::new();
-    let said = read_all(&mut reader, &typhon_live_cli_free_nested(1_000));
+    let said = read_all(&mut reader, &open_span_then_restart(1_000));
     let restarts: Vec<_> = said.iter().filter(|s| s.starts_with("Restarted")).collect();
     assert_eq!(restarts, ["Restarted { from: 5001000000, to: 2001000000 }"]);
     assert_eq!(reader.state().tally().restarts, 1);

@@ -1,5 +1,6 @@
 //! The std transport of typhon-live: the profiler runtime, the live TCP
-//! exporter, the trace-file sink and the zero-code launch configuration.
+//! exporter, the trace-file sink and the zero-code launch configuration;
+//! and the other end, a viewer attaching to a live stream ([`attach`]).
 //!
 //! Byte work and protocol state belong to `typhon-live-core` and its
 //! sans-IO exporter; this crate supplies threads, sockets, files, time and
@@ -23,6 +24,7 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod attach;
 pub mod config;
 mod file;
 pub mod metadata;

@@ -6,7 +6,6 @@
 
 use std::time::Duration;
 
-use typhon_live_core::Decoder;
 use typhon_live_model::Model;
 use wasm_bindgen::prelude::wasm_bindgen;
 
@@ -15,26 +14,9 @@ use wasm_bindgen::prelude::wasm_bindgen;
 #[wasm_bindgen]
 pub fn summary(trace: &[u8]) -> String {
     let mut model = Model::default();
-    let mut buf = vec![0u8; 16 << 20];
-    let mut decoder = Decoder::new(&mut buf);
-    let mut rest = trace;
-    while !rest.is_empty() {
-        let n = decoder.feed(rest);
-        rest = &rest[n..];
-        loop {
-            match decoder.next() {
-                Ok(Some(frame)) => {
-                    let _ = model.on_frame(&frame, Duration::ZERO);
-                }
-                Ok(None) => break,
-                // Damage is in the model's notice and counts.
-                Err(_) => {}
-            }
-        }
-        if n == 0 {
-            break;
-        }
-    }
+    // Damage between frames is not the model's to count; the native
+    // reading, this same function, leaves it out alike.
+    let _damage = typhon_live_reader::frames(trace, |frame| model.on_frame(frame, Duration::ZERO));
     model.flush_history();
     model.summary_line(Duration::ZERO, true)
 }

@@ -5,11 +5,11 @@ use std::time::{Duration, Instant};
 
 use typhon_live_core::{DecodeError, Frame};
 
-use typhon_live_cli::error::CliError;
-use typhon_live_cli::source::live::{self, Backoff, Consumer, End, Flow};
-use typhon_live_cli::tui::app::Screen;
+use crate::error::CliError;
 use typhon_live_model::history::DEFAULT_HISTORY_BYTES;
 use typhon_live_model::{Connection, Model};
+use typhon_live_std::attach::{self, Backoff, Consumer, End, Flow};
+use typhon_live_tui::app::Screen;
 
 /// How often the view is redrawn.
 const REFRESH: Duration = Duration::from_millis(250);
@@ -27,7 +27,9 @@ enum Output {
 impl Output {
     fn new(json: bool) -> Result<Output, CliError> {
         if !json && std::io::stdout().is_terminal() {
-            Ok(Output::Terminal(Box::new(Screen::open()?)))
+            Ok(Output::Terminal(Box::new(
+                Screen::open().map_err(|e| CliError::Terminal(e.to_string()))?,
+            )))
         } else {
             Ok(Output::Lines { json, last: None })
         }
@@ -41,7 +43,7 @@ impl Output {
                     return;
                 }
                 *last = Some(Instant::now());
-                let line = model.summary_line(typhon_live_cli::uptime::now(), *json);
+                let line = model.summary_line(typhon_live_tui::uptime::now(), *json);
                 let mut out = std::io::stdout().lock();
                 let _ = writeln!(out, "{line}");
                 let _ = out.flush();
@@ -83,7 +85,7 @@ struct Viewer {
 impl Consumer for Viewer {
     fn frame(&mut self, frame: &Frame<'_>) -> Flow {
         // A damaged frame is in the model's notice.
-        let _ = self.model.on_frame(frame, typhon_live_cli::uptime::now());
+        let _ = self.model.on_frame(frame, typhon_live_tui::uptime::now());
         if self.model.ended_cleanly {
             Flow::Stop
         } else {
@@ -155,7 +157,7 @@ fn watch(addr: &str, viewer: &mut Viewer) -> Result<(), CliError> {
             .map_or_else(|_| addr.to_owned(), |p| p.to_string());
         viewer.model.connection = Connection::Connected { peer };
         let since = Instant::now();
-        match live::read_frames(&mut stream, viewer) {
+        match attach::read_frames(&mut stream, viewer) {
             End::Done => return Ok(()),
             End::NotTyphon(reason) => {
                 return Err(CliError::NotTyphon {
@@ -170,7 +172,7 @@ fn watch(addr: &str, viewer: &mut Viewer) -> Result<(), CliError> {
                     retry_in_ms: wait.as_millis() as u64,
                 };
                 viewer.output.show(&mut viewer.model, true);
-                if !live::pause(wait, deadline, || {
+                if !attach::pause(wait, deadline, || {
                     !viewer.output.quit_requested(&viewer.model)
                 }) {
                     return Ok(());
@@ -200,7 +202,7 @@ fn watch(addr: &str, viewer: &mut Viewer) -> Result<(), CliError> {
     }
 }
 
-/// [`live::connect`] within the viewer's deadline, showing each attempt
+/// [`attach::connect`] within the viewer's deadline, showing each attempt
 /// once as `state(attempt)` and stopping when the user quits.
 fn connect(
     addr: &str,
@@ -208,7 +210,7 @@ fn connect(
     state: impl Fn(u32) -> Connection,
 ) -> Result<Option<std::net::TcpStream>, CliError> {
     let mut shown = 0;
-    live::connect(addr, viewer.deadline, |attempt| {
+    attach::connect(addr, viewer.deadline, |attempt| {
         if attempt != shown {
             shown = attempt;
             viewer.model.connection = state(attempt);
@@ -216,4 +218,5 @@ fn connect(
         }
         !viewer.output.quit_requested(&viewer.model)
     })
+    .map_err(CliError::from)
 }

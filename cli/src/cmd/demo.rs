@@ -20,7 +20,7 @@ use typhon_live_std::metadata::{OwnedComponent, OwnedMetadata};
 use typhon_live_std::{runtime, Profiler};
 
 use crate::cmd::attach;
-use typhon_live_cli::error::CliError;
+use crate::error::CliError;
 
 /// What the demo runs: the `demo` subcommand's arguments. The profiler's
 /// settings are layered as for any instrumented process:

@@ -7,8 +7,8 @@ use std::path::Path;
 use typhon_live_core::{Codec, Event, FrameKind, LaneKind, Payload};
 use typhon_live_reader::{Reader, Update};
 
-use typhon_live_cli::error::CliError;
-use typhon_live_cli::source::file;
+use crate::error::CliError;
+use crate::trace_file;
 
 #[derive(Default)]
 struct LaneStats {
@@ -31,9 +31,22 @@ struct CodecStats {
     wire: u64,
 }
 
+/// Prints the report on `path`; a damaged file is an error after it.
+pub fn run(path: &Path) -> Result<(), CliError> {
+    let (report, was_damaged) = report(path)?;
+    print!("{report}");
+    if was_damaged {
+        return Err(CliError::BadTrace {
+            path: path.into(),
+            reason: "damaged; see the damage section above".into(),
+        });
+    }
+    Ok(())
+}
+
 /// The report on `path`, and whether the file was damaged.
-pub fn report(path: &Path) -> Result<(String, bool), CliError> {
-    let bytes = file::read(path)?;
+fn report(path: &Path) -> Result<(String, bool), CliError> {
+    let bytes = trace_file::read(path)?;
     let mut out = String::new();
     // The stream as every consumer reads it; what is counted here beside
     // it is the file's own make-up (frame kinds, codecs, the Init's
@@ -46,7 +59,7 @@ pub fn report(path: &Path) -> Result<(String, bool), CliError> {
     let (mut first, mut last) = (u64::MAX, 0u64);
     let (mut header, mut shutdown) = (None, None);
     let mut frames_read = 0u64;
-    let damage = file::frames(&bytes, |frame| {
+    let damage = typhon_live_reader::frames(&bytes, |frame| {
         frames_read += 1;
         let kind = match frame.kind() {
             Ok(FrameKind::Init) => "init",
@@ -106,7 +119,7 @@ pub fn report(path: &Path) -> Result<(String, bool), CliError> {
     let tally = state.tally();
     let (gaps, before_init) = (tally.frames_missed, tally.frames_before_init);
     let (events_dropped, events_unread) = (tally.events_dropped, tally.events_damaged);
-    file::require_frames(path, frames_read, &damage)?;
+    trace_file::require_frames(path, frames_read, &damage)?;
     let header = header.unwrap_or_else(|| {
         "session     unknown: no readable Init (see damage); clock assumed 1e9 ticks per second\n"
             .into()

@@ -8,12 +8,12 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use clap::ValueEnum;
+use typhon_live_convert::perfetto::TraceWriter;
 use typhon_live_core::frame::write_raw_frame;
 use typhon_live_core::{DecodeError, Frame, FrameKind, Payload, SequenceCheck};
-use typhon_live_perfetto::TraceWriter;
 
-use typhon_live_cli::error::CliError;
-use typhon_live_cli::source::live::{self, Consumer, End, Flow};
+use crate::error::CliError;
+use typhon_live_std::attach::{self, Consumer, End, Flow};
 
 /// What `record` writes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -191,7 +191,7 @@ pub fn run(
         reason: e.to_string(),
     })?;
     let deadline = duration.map(|d| Instant::now() + d);
-    let Some(mut stream) = live::connect(addr, deadline, |_| true)? else {
+    let Some(mut stream) = attach::connect(addr, deadline, |_| true)? else {
         // Time was up before the peer answered: an empty recording.
         return Ok(());
     };
@@ -214,7 +214,7 @@ pub fn run(
         last_progress: Instant::now(),
         shutdown: false,
     };
-    let end = live::read_frames(&mut stream, &mut recorder);
+    let end = attach::read_frames(&mut stream, &mut recorder);
     if let Some(mut writer) = recorder.perfetto.take() {
         // What it holds: spans whose root has not ended, a tick not ended.
         recorder.out.clear();
@@ -224,11 +224,7 @@ pub fn run(
             recorder.error = recorder.write(n).err();
             recorder.bytes += n as u64;
         }
-        eprintln!(
-            "wrote {}: {}",
-            path.display(),
-            typhon_live_cli::formats::perfetto::summary(&writer.stats())
-        );
+        eprintln!("wrote {}: {}", path.display(), writer.stats().summary());
     }
     let why = if recorder.shutdown {
         " (session ended)"

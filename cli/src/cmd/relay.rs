@@ -1,108 +1,69 @@
-//! `typhon-live relay`: attaches to every source for as long as it runs,
-//! serves them merged to any number of viewers, and their metrics to
-//! Prometheus.
+//! `typhon-live relay`: its flags over its configuration file, run by
+//! `typhon-live-relay`.
 
-use std::io::Write;
-use std::net::{SocketAddr, TcpListener};
-use std::sync::mpsc::SyncSender;
-use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::path::PathBuf;
+use std::time::Duration;
 
-use typhon_live_cli::error::CliError;
-use typhon_live_cli::relay::config::RelayConfig;
-use typhon_live_cli::relay::fanout::{self, Input};
-use typhon_live_cli::relay::http;
-use typhon_live_cli::relay::merge::Merger;
-use typhon_live_cli::relay::metrics::{Metrics, SourceMetrics};
-use typhon_live_cli::relay::otlp::{self, TickTracer};
-use typhon_live_cli::relay::source::{self, Sinks, ToMerger};
+use typhon_live_relay::config::{Layer, RelayConfig};
 
-/// One line on stdout, where the relay serves. Whoever started it may
-/// have read the line it wanted and closed the pipe: not an error.
-fn tell(what: &str) {
-    let mut out = std::io::stdout();
-    let _ = writeln!(out, "typhon-live relay: {what}");
-    let _ = out.flush();
+use crate::error::CliError;
+use crate::seconds;
+
+/// The relay's flags; each, when given, wins over the `--config` file's.
+#[derive(clap::Args)]
+pub struct RelayOptions {
+    /// A process to attach to, as NAME=HOST:PORT (NAME labels it);
+    /// repeat for each.
+    #[arg(long = "source", value_name = "NAME=HOST:PORT")]
+    pub sources: Vec<typhon_live_relay::source::Source>,
+    /// A JSON file of settings (the same names; see README, "Many
+    /// processes"); the flags win over it.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Serve the sources, merged into one session, to any number of
+    /// viewers on this port (0 picks one and prints it).
+    #[arg(long, value_name = "PORT")]
+    pub listen: Option<u16>,
+    /// The address viewers are served on [default: 127.0.0.1].
+    #[arg(long)]
+    pub bind_address: Option<std::net::IpAddr>,
+    /// Where to serve /metrics for Prometheus (port 0 picks one and
+    /// prints it).
+    #[arg(long, value_name = "HOST:PORT")]
+    pub metrics: Option<String>,
+    /// Export the metrics, and slow ticks' span trees, to this
+    /// OTLP/HTTP collector (protobuf), e.g. http://127.0.0.1:4318.
+    #[arg(long, value_name = "URL")]
+    pub otlp: Option<String>,
+    /// Export ticks longer than this many milliseconds as traces
+    /// (overrunning ticks always are) [default: 100].
+    #[arg(long, value_name = "MS")]
+    pub slow_tick: Option<f64>,
+    /// Seconds between two OTLP metric exports [default: 5].
+    #[arg(long, value_name = "SECS")]
+    pub otlp_interval: Option<f64>,
+    /// Stop after this many seconds.
+    #[arg(long, value_parser = seconds)]
+    pub duration: Option<Duration>,
 }
 
-fn listen(addr: &str) -> Result<TcpListener, CliError> {
-    TcpListener::bind(addr).map_err(|e| CliError::Unreachable {
-        addr: addr.into(),
-        reason: format!("cannot listen: {e}"),
-    })
-}
-
-/// Runs the relay until `duration` passes (for ever without one).
-pub fn run(serve: &RelayConfig, duration: Option<Duration>) -> Result<(), CliError> {
-    let sources = &serve.sources;
-    let deadline = duration.map(|d| Instant::now() + d);
-    let metrics = Arc::new(Metrics::new());
-    if let Some(addr) = serve.metrics.as_deref() {
-        let listener = listen(addr)?;
-        let bound = listener
-            .local_addr()
-            .map_or_else(|_| addr.into(), |a| a.to_string());
-        tell(&format!("metrics on http://{bound}/metrics"));
-        let metrics = Arc::clone(&metrics);
-        std::thread::spawn(move || http::serve(listener, metrics));
-    }
-    let inbox = match serve.listen {
-        Some(port) => {
-            let address = SocketAddr::new(serve.bind_address, port);
-            if !address.ip().is_loopback() {
-                eprintln!(
-                    "typhon-live relay: listening on {address}, beyond loopback: the stream is \
-                     unauthenticated and carries system, component and query names"
-                );
-            }
-            let listener = listen(&address.to_string())?;
-            let bound = listener.local_addr().map_or(address, |a| a);
-            tell(&format!("viewers on {bound}"));
-            let labels: Vec<String> = sources.iter().map(|s| s.name.clone()).collect();
-            let created = SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .map_or(0, |d| d.as_nanos() as u64);
-            // A fresh session id per run: viewers tell a relay restart.
-            let session = created ^ u64::from(std::process::id()).rotate_left(32);
-            let merger = Merger::new(&labels, session, created);
-            let (inbox, inputs) = fanout::inbox();
-            std::thread::spawn(move || fanout::merge(merger, inputs));
-            let viewers = inbox.clone();
-            std::thread::spawn(move || fanout::listen(listener, viewers));
-            Some(inbox)
-        }
-        None => None,
+/// Runs the relay until `--duration` passes (for ever without one).
+pub fn run(options: RelayOptions) -> Result<(), CliError> {
+    let file = options.config.as_deref().map(Layer::read).transpose()?;
+    let flags = Layer {
+        sources: options
+            .sources
+            .into_iter()
+            .map(|s| (s.name, s.addr))
+            .collect(),
+        listen: options.listen,
+        bind_address: options.bind_address,
+        metrics: options.metrics,
+        otlp: options.otlp,
+        slow_tick_ms: options.slow_tick,
+        otlp_interval_s: options.otlp_interval,
     };
-    let exports = serve.otlp.clone().map(|endpoint| {
-        tell(&format!(
-            "OTLP to http://{}{}",
-            endpoint.authority, endpoint.base
-        ));
-        let (exports, queued) = otlp::queue();
-        let (metrics, interval) = (Arc::clone(&metrics), serve.otlp_interval);
-        std::thread::spawn(move || otlp::post_all(endpoint, metrics, queued, interval));
-        exports
-    });
-    let threads: Vec<_> = sources
-        .iter()
-        .cloned()
-        .enumerate()
-        .map(|(index, source)| {
-            let mut sinks = Sinks {
-                metrics: SourceMetrics::new(Arc::clone(&metrics), &source.name),
-                merger: inbox.clone().map(|inbox: SyncSender<Input>| ToMerger {
-                    inbox,
-                    source: index,
-                }),
-                tracer: exports.clone().map(|exports| {
-                    TickTracer::new(&source.name, serve.slow_tick, exports, Arc::clone(&metrics))
-                }),
-            };
-            std::thread::spawn(move || source::run(&source, &mut sinks, deadline))
-        })
-        .collect();
-    for thread in threads {
-        let _ = thread.join();
-    }
-    Ok(())
+    let config =
+        RelayConfig::layered(file.unwrap_or_default(), flags).map_err(CliError::BadSettings)?;
+    Ok(typhon_live_relay::serve::run(&config, options.duration)?)
 }

@@ -7,12 +7,12 @@ use std::io::{IsTerminal, Write};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use typhon_live_cli::error::CliError;
-use typhon_live_cli::source::file;
-use typhon_live_cli::tui::action::Action;
-use typhon_live_cli::tui::app::Screen;
-use typhon_live_cli::tui::ui_state::Scene;
+use crate::error::CliError;
+use crate::trace_file;
 use typhon_live_model::{Connection, Model};
+use typhon_live_tui::action::Action;
+use typhon_live_tui::app::Screen;
+use typhon_live_tui::ui_state::Scene;
 
 /// The history a file may fill: the whole file when it fits, its last
 /// part when not (the view says which).
@@ -23,14 +23,14 @@ pub const VIEW_HISTORY_BYTES: usize = 2 << 30;
 pub fn run(path: &Path, json: bool) -> Result<(), CliError> {
     let mut model = load(path)?;
     if json || !std::io::stdout().is_terminal() {
-        let line = model.summary_line(typhon_live_cli::uptime::now(), json);
+        let line = model.summary_line(typhon_live_tui::uptime::now(), json);
         let mut out = std::io::stdout().lock();
         let _ = writeln!(out, "{line}");
         return Ok(());
     }
-    let mut screen = Screen::open()?;
+    let mut screen = Screen::open().map_err(|e| CliError::Terminal(e.to_string()))?;
     // Paused at the end of the file.
-    let inputs = model.timeline_inputs(typhon_live_cli::uptime::now());
+    let inputs = model.timeline_inputs(typhon_live_tui::uptime::now());
     screen
         .ui
         .apply(Action::TogglePause, &Scene::new(&inputs, &[]));
@@ -48,14 +48,14 @@ pub fn run(path: &Path, json: bool) -> Result<(), CliError> {
 /// The model of the whole file (as much as [`VIEW_HISTORY_BYTES`] holds),
 /// with a notice saying what it holds and where the file is damaged.
 fn load(path: &Path) -> Result<Model, CliError> {
-    let bytes = file::read(path)?;
+    let bytes = trace_file::read(path)?;
     let mut model = Model::with_history(f64::INFINITY, VIEW_HISTORY_BYTES);
     let mut frames_read = 0u64;
-    let damage = file::frames(&bytes, |frame| {
+    let damage = typhon_live_reader::frames(&bytes, |frame| {
         frames_read += 1;
-        model.on_frame(frame, typhon_live_cli::uptime::now())
+        model.on_frame(frame, typhon_live_tui::uptime::now())
     });
-    file::require_frames(path, frames_read, &damage)?;
+    trace_file::require_frames(path, frames_read, &damage)?;
     model.flush_history();
     // After the frames: a Shutdown in the file says "ended".
     model.connection = Connection::File {

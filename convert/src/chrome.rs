@@ -1,0 +1,75 @@
+//! Chrome Trace Event JSON: spans `X`, instants `i`, counters `C`, thread
+//! names `M`; what chrome://tracing and ui.perfetto.dev's legacy importer
+//! open.
+
+use serde_json::{json, Value};
+use typhon_live_core::{Event, GaugeValue};
+use typhon_live_reader::{Reader, State, Update};
+
+use crate::Converted;
+
+/// The Chrome trace of a trace file's `bytes`, read by the one stream
+/// reader: names as the stream defined them (`#id` before), times in µs
+/// of the session's clock, a process per session (a restart under the
+/// same id stays one: Chrome's format has no way to say it).
+pub fn chrome_trace(bytes: &[u8]) -> Converted<Value> {
+    let mut out: Vec<Value> = Vec::new();
+    let mut reader = Reader::new();
+    let mut frames_read = 0u64;
+    let pid = |state: &State| state.session().map_or(0, |s| s.process_id);
+    let name = |state: &State, id: u32| state.names().show(id).into_owned();
+    let us = |ns: u64| ns as f64 / 1e3;
+    // The lanes named so far, so that a lane is named again only when its
+    // name changes.
+    let mut named: Vec<(u16, u32)> = Vec::new();
+    let damage = typhon_live_reader::frames(bytes, |frame| {
+        frames_read += 1;
+        reader.read(frame, |state, update| match update {
+            Update::NewSession { .. } => {
+                let process = state.session().map_or("", |s| s.process_name.as_str());
+                out.push(json!({ "ph": "M", "name": "process_name", "pid": pid(state), "args": { "name": process } }));
+                named.clear();
+            }
+            Update::Lanes => {
+                for lane in state.lanes().values() {
+                    let (id, name_id) = (lane.info.id, lane.info.name);
+                    if named.contains(&(id, name_id)) {
+                        continue;
+                    }
+                    named.retain(|&(lane, _)| lane != id);
+                    named.push((id, name_id));
+                    out.push(json!({ "ph": "M", "name": "thread_name", "pid": pid(state), "tid": id, "args": { "name": name(state, name_id) } }));
+                }
+            }
+            Update::Event { lane, event } => {
+                let pid = pid(state);
+                out.push(match event {
+                    Event::Span { start, duration, name: id, arg, .. } => {
+                        let mut e = json!({ "ph": "X", "name": name(state, id), "ts": us(start), "dur": us(duration), "pid": pid, "tid": lane });
+                        if let Some(arg) = arg {
+                            e["args"] = json!({ "arg": arg });
+                        }
+                        e
+                    }
+                    Event::Instant { time, name: id, payload } => json!({ "ph": "i", "s": "t", "name": name(state, id), "ts": us(time), "pid": pid, "tid": lane, "args": { "payload": payload } }),
+                    Event::Gauge { time, gauge, value } => {
+                        let value = match value {
+                            GaugeValue::Int(v) => json!(v),
+                            GaugeValue::Float(v) if v.is_finite() => json!(v),
+                            GaugeValue::Float(_) => json!(null),
+                        };
+                        json!({ "ph": "C", "name": name(state, gauge), "ts": us(time), "pid": pid, "args": { "value": value } })
+                    }
+                    Event::TickStart { time, tick } => json!({ "ph": "i", "s": "t", "name": "tick start", "ts": us(time), "pid": pid, "tid": lane, "args": { "tick": tick } }),
+                    Event::TickEnd { time, tick, overrun } => json!({ "ph": "i", "s": "t", "name": "tick end", "ts": us(time), "pid": pid, "tid": lane, "args": { "tick": tick, "overrun": overrun } }),
+                });
+            }
+            _ => {}
+        })
+    });
+    Converted {
+        output: json!({ "traceEvents": out, "displayTimeUnit": "ms" }),
+        damage,
+        frames: frames_read,
+    }
+}

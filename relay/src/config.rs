@@ -1,0 +1,183 @@
+//! The relay's settings: flags over an optional JSON file over defaults.
+//!
+//! ```json
+//! {
+//!   "sources": { "server": "10.0.0.5:9100", "client": "127.0.0.1:9101" },
+//!   "listen": 9200,
+//!   "bind_address": "127.0.0.1",
+//!   "metrics": "127.0.0.1:9464",
+//!   "otlp": "http://127.0.0.1:4318",
+//!   "slow_tick_ms": 100,
+//!   "otlp_interval_s": 5
+//! }
+//! ```
+//!
+//! Every key is optional; an unknown key is an error naming it. A source
+//! given by flag replaces the file's of the same name.
+
+use std::collections::BTreeMap;
+use std::net::{IpAddr, Ipv4Addr};
+use std::path::Path;
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use super::otlp::Endpoint;
+use super::source::Source;
+use crate::error::RelayError;
+
+/// Ticks longer than this are exported over OTLP, by default.
+pub const DEFAULT_SLOW_TICK: Duration = Duration::from_millis(100);
+/// OTLP metric exports are this far apart, by default.
+pub const DEFAULT_OTLP_INTERVAL: Duration = Duration::from_secs(5);
+
+/// One layer of settings: a file's, or the flags'. `None` leaves the
+/// setting to the layer below.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Layer {
+    /// Sources by name.
+    #[serde(default)]
+    pub sources: BTreeMap<String, String>,
+    /// Viewers' port.
+    pub listen: Option<u16>,
+    /// The address viewers are served on.
+    pub bind_address: Option<IpAddr>,
+    /// Prometheus's `/metrics` address.
+    pub metrics: Option<String>,
+    /// The OTLP/HTTP collector.
+    pub otlp: Option<String>,
+    /// The slow-tick threshold, ms.
+    pub slow_tick_ms: Option<f64>,
+    /// Seconds between OTLP metric exports.
+    pub otlp_interval_s: Option<f64>,
+}
+
+impl Layer {
+    /// The layer of a JSON file; an error names the file and what is
+    /// wrong, where.
+    pub fn read(path: &Path) -> Result<Layer, RelayError> {
+        let text = std::fs::read_to_string(path).map_err(|e| RelayError::ConfigUnreadable {
+            path: path.into(),
+            reason: e.to_string(),
+        })?;
+        serde_json::from_str(&text).map_err(|e| RelayError::BadConfig {
+            path: path.into(),
+            reason: e.to_string(),
+        })
+    }
+}
+
+/// What the relay runs with.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RelayConfig {
+    /// The sources, by name.
+    pub sources: Vec<Source>,
+    /// Viewers' port (0 picks one), if viewers are served.
+    pub listen: Option<u16>,
+    /// The address viewers are served on.
+    pub bind_address: IpAddr,
+    /// Prometheus's `/metrics` address, if served.
+    pub metrics: Option<String>,
+    /// The OTLP/HTTP collector, if any.
+    pub otlp: Option<Endpoint>,
+    /// Ticks longer than this are exported as traces (overruns always).
+    pub slow_tick: Duration,
+    /// How often the metrics go to the collector.
+    pub otlp_interval: Duration,
+}
+
+impl RelayConfig {
+    /// `top` over `below` over the defaults; an error says which setting
+    /// is wrong and why.
+    pub fn layered(below: Layer, top: Layer) -> Result<RelayConfig, String> {
+        let mut sources = below.sources;
+        sources.extend(top.sources);
+        if sources.is_empty() {
+            return Err(
+                "no source: give --source NAME=HOST:PORT, or sources in a --config file".into(),
+            );
+        }
+        let sources = sources
+            .into_iter()
+            .map(|(name, addr)| format!("{name}={addr}").parse())
+            .collect::<Result<Vec<Source>, String>>()?;
+        // `value` in units of `seconds` each.
+        let positive = |what: &str, value: Option<f64>, seconds: f64, default| match value {
+            None => Ok(default),
+            Some(v) if v > 0.0 && v.is_finite() => Ok(Duration::from_secs_f64(v * seconds)),
+            Some(v) => Err(format!("{what} {v} is not a positive number")),
+        };
+        Ok(RelayConfig {
+            sources,
+            listen: top.listen.or(below.listen),
+            bind_address: top
+                .bind_address
+                .or(below.bind_address)
+                .unwrap_or(IpAddr::V4(Ipv4Addr::LOCALHOST)),
+            metrics: top.metrics.or(below.metrics),
+            otlp: top.otlp.or(below.otlp).map(|u| u.parse()).transpose()?,
+            slow_tick: positive(
+                "slow_tick_ms",
+                top.slow_tick_ms.or(below.slow_tick_ms),
+                1e-3,
+                DEFAULT_SLOW_TICK,
+            )?,
+            otlp_interval: positive(
+                "otlp_interval_s",
+                top.otlp_interval_s.or(below.otlp_interval_s),
+                1.0,
+                DEFAULT_OTLP_INTERVAL,
+            )?,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn file(json: &str) -> Layer {
+        serde_json::from_str(json).unwrap()
+    }
+
+    #[test]
+    fn flags_win_over_the_file_and_the_file_over_the_defaults() {
+        let below = file(
+            r#"{"sources": {"a": "127.0.0.1:1", "b": "127.0.0.1:2"}, "listen": 9200,
+                "metrics": "127.0.0.1:9464", "slow_tick_ms": 250, "otlp": "http://127.0.0.1:4318"}"#,
+        );
+        let top = Layer {
+            sources: [("b".to_owned(), "127.0.0.1:3".to_owned())].into(),
+            listen: Some(0),
+            ..Layer::default()
+        };
+        let config = RelayConfig::layered(below, top).unwrap();
+        let sources: Vec<(&str, &str)> = config
+            .sources
+            .iter()
+            .map(|s| (s.name.as_str(), s.addr.as_str()))
+            .collect();
+        assert_eq!(sources, [("a", "127.0.0.1:1"), ("b", "127.0.0.1:3")]);
+        assert_eq!(config.listen, Some(0));
+        assert_eq!(config.metrics.as_deref(), Some("127.0.0.1:9464"));
+        assert_eq!(config.slow_tick, Duration::from_millis(250));
+        assert_eq!(config.otlp_interval, DEFAULT_OTLP_INTERVAL);
+        assert_eq!(config.bind_address, IpAddr::V4(Ipv4Addr::LOCALHOST));
+        assert_eq!(config.otlp.unwrap().authority, "127.0.0.1:4318");
+    }
+
+    #[test]
+    fn what_is_wrong_is_named() {
+        let unknown = serde_json::from_str::<Layer>(r#"{"sources": {}, "listne": 1}"#);
+        assert!(unknown.unwrap_err().to_string().contains("listne"));
+        let none = RelayConfig::layered(Layer::default(), Layer::default());
+        assert!(none.unwrap_err().contains("no source"));
+        let slow = file(r#"{"sources": {"a": "127.0.0.1:1"}, "slow_tick_ms": -1}"#);
+        let slow = RelayConfig::layered(slow, Layer::default()).unwrap_err();
+        assert!(slow.contains("slow_tick_ms"), "{slow}");
+        let otlp = file(r#"{"sources": {"a": "127.0.0.1:1"}, "otlp": "https://x:4318"}"#);
+        let otlp = RelayConfig::layered(otlp, Layer::default()).unwrap_err();
+        assert!(otlp.contains("only http://"), "{otlp}");
+    }
+}

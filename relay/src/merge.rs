@@ -1,0 +1,803 @@
+//! The relay's own session: every source's lanes and names in one stream,
+//! on one clock, for the relay's downstream viewers. Sans-IO: updates in,
+//! frames out.
+//!
+//! - **Lanes**: each source lane is a relay lane named `SOURCE/LANE`, its
+//!   kind kept, so a viewer shows them grouped and labelled by source. A
+//!   source that restarts keeps its relay lanes (renamed if its lanes
+//!   are).
+//! - **Names**: interned by text across sources (`Tick` of two sources is
+//!   one name; their lanes tell them apart), but for gauges, which are a
+//!   process's and not a lane's: `SOURCE/GAUGE`.
+//! - **Clock**: the relay's, in ns since it started (`created_unix_ns`):
+//!   each source's events placed on the Unix clock as its
+//!   [`Update::Events`] says (see [`super::update`] for how).
+//! - **Open spans**: each relay lane keeps the spans its source's last
+//!   Catch-up listed, less those that ended since. A source's Catch-up is
+//!   passed on as a Catch-up of its lanes; a viewer connecting gets one
+//!   of every lane after its Init ([`Merger::catch_up`]).
+
+use std::collections::HashMap;
+
+use typhon_live_core::block::{block_scratch_len, max_block_frame_len, write_block};
+use typhon_live_core::catchup::write_catchup_of;
+use typhon_live_core::definitions::write_definitions;
+use typhon_live_core::frame::{write_raw_frame, HEADER_LEN, TRAILER_LEN};
+use typhon_live_core::init::write_init;
+use typhon_live_core::{
+    BlockBuilder, Event, LaneId, LaneInfo, LaneKind, Metadata, NameId, NameSource, OpenLane,
+    OpenSpan,
+};
+
+use super::update::{self, Update};
+use typhon_live_reader::{MAX_LANES, MAX_NAMES, MAX_NAME_BYTES};
+
+/// Events a merged Block holds at most.
+const BLOCK_RECORDS: usize = 8192;
+/// The relay's clock: ns.
+const TICKS_PER_SECOND: u64 = 1_000_000_000;
+/// Name 0: what names past the cap are shown as.
+const OVER_CAP: &str = "(name over the relay's cap)";
+
+/// A frame of the merged stream, to be sealed with each viewer's sequence
+/// number.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MergedFrame {
+    /// Kind byte.
+    pub kind: u8,
+    /// Flags byte (a Block's codec).
+    pub flags: u8,
+    /// The payload.
+    pub payload: Vec<u8>,
+}
+
+impl MergedFrame {
+    /// The whole frame with sequence number `seq` (an Init's: the number
+    /// of the frame after it).
+    pub fn seal(&self, seq: u32) -> Vec<u8> {
+        let mut out = vec![0u8; self.payload.len() + HEADER_LEN + TRAILER_LEN];
+        let n = write_raw_frame(&mut out, self.kind, self.flags, seq, &self.payload)
+            .expect("sized for the payload");
+        out.truncate(n);
+        out
+    }
+}
+
+/// The relay's names: dense ids, interned by text, capped.
+#[derive(Default)]
+struct Names {
+    texts: Vec<String>,
+    ids: HashMap<String, NameId>,
+    bytes: usize,
+}
+
+impl Names {
+    /// The id of `text`, interned if new; name 0 past the caps.
+    fn intern(&mut self, text: &str) -> NameId {
+        if let Some(&id) = self.ids.get(text) {
+            return id;
+        }
+        if self.texts.len() >= MAX_NAMES || self.bytes + text.len() > MAX_NAME_BYTES {
+            return 0;
+        }
+        let id = self.texts.len() as NameId;
+        self.bytes += text.len();
+        self.texts.push(text.to_owned());
+        self.ids.insert(text.to_owned(), id);
+        id
+    }
+}
+
+impl NameSource for Names {
+    fn count(&self) -> u32 {
+        self.texts.len() as u32
+    }
+
+    fn get(&self, id: NameId) -> Option<&str> {
+        self.texts.get(id as usize).map(String::as_str)
+    }
+}
+
+/// What the merger knows of one source.
+struct SourceState {
+    label: String,
+    session: Option<u64>,
+    /// Source name id → text, for lane names and events.
+    texts: HashMap<NameId, String>,
+    /// Source name id → relay name id.
+    names: HashMap<NameId, NameId>,
+    /// Source gauge name id → relay name id of `SOURCE/GAUGE`: a gauge
+    /// is the process's, and two sources' `memory.bytes` are two gauges.
+    gauges: HashMap<NameId, NameId>,
+    /// Source lane id → relay lane id.
+    lanes: HashMap<LaneId, LaneId>,
+}
+
+/// A relay lane's open spans: as its source's last Catch-up listed them,
+/// less those that ended since; starts in relay ns.
+#[derive(Clone, Debug, Default)]
+struct Open {
+    depth: u32,
+    spans: Vec<OpenSpan>,
+}
+
+/// Merges the sources' updates into the relay's stream.
+pub struct Merger {
+    session_id: u64,
+    created_unix_ns: u64,
+    names: Names,
+    lanes: Vec<LaneInfo>,
+    /// Per relay lane (by id).
+    open: Vec<Open>,
+    /// The latest relay time seen: a new viewer's Catch-up describes it.
+    latest: u64,
+    /// Names already sent in an Init or Definitions (viewers that
+    /// connect later get them all in their Init).
+    names_sent: u32,
+    sources: Vec<SourceState>,
+    scratch: Vec<u8>,
+    out: Vec<u8>,
+    /// Events refused: of lanes past the cap.
+    pub refused_events: u64,
+}
+
+impl Merger {
+    /// A merger for sources labelled `labels` (their indexes are the
+    /// `source` of [`Merger::update`]).
+    pub fn new(labels: &[String], session_id: u64, created_unix_ns: u64) -> Self {
+        let mut names = Names::default();
+        names.intern(OVER_CAP);
+        let scratch = vec![0u8; block_scratch_len(BLOCK_RECORDS)];
+        Merger {
+            session_id,
+            created_unix_ns,
+            names,
+            lanes: Vec::new(),
+            open: Vec::new(),
+            latest: 0,
+            names_sent: 0,
+            sources: labels
+                .iter()
+                .map(|label| SourceState {
+                    label: label.clone(),
+                    session: None,
+                    texts: HashMap::new(),
+                    names: HashMap::new(),
+                    gauges: HashMap::new(),
+                    lanes: HashMap::new(),
+                })
+                .collect(),
+            out: vec![0u8; max_block_frame_len(scratch.len(), MAX_LANES)],
+            scratch,
+            refused_events: 0,
+        }
+    }
+
+    /// The Init a viewer connecting now gets: every name and lane so far;
+    /// its frames then start at `next_seq`.
+    pub fn init(&mut self, next_seq: u32) -> MergedFrame {
+        let meta = Metadata {
+            ticks_per_second: TICKS_PER_SECOND,
+            session_id: self.session_id,
+            process_id: std::process::id(),
+            created_unix_ns: self.created_unix_ns,
+            process_name: "typhon-live relay",
+            ..Metadata::default()
+        };
+        let needed = 64 + self.names.bytes + 8 * self.names.texts.len() + 16 * self.lanes.len();
+        if self.out.len() < needed {
+            self.out.resize(needed, 0);
+        }
+        let n = write_init(
+            &mut self.out,
+            next_seq,
+            &meta,
+            &self.names,
+            self.lanes.iter().copied(),
+        )
+        .expect("the buffer is sized for every name and lane");
+        self.names_sent = self.names.count();
+        self.frame(n)
+    }
+
+    /// Takes in an update of source `source`; the merged frames it makes
+    /// go to `emit`.
+    pub fn update(&mut self, source: usize, update: &Update, mut emit: impl FnMut(MergedFrame)) {
+        match update {
+            Update::Session { id, names, lanes } => {
+                let state = &mut self.sources[source];
+                if state.session != Some(*id) {
+                    // Its ids mean other things now.
+                    state.session = Some(*id);
+                    state.texts.clear();
+                    state.names.clear();
+                    state.gauges.clear();
+                    self.close_spans_of(source);
+                }
+                self.define(source, names, lanes, &mut emit);
+            }
+            Update::Definitions { names, lanes } => self.define(source, names, lanes, &mut emit),
+            Update::CatchUp {
+                time,
+                lanes,
+                unix_offset,
+            } => self.catch_up_of(source, *time, lanes, *unix_offset, &mut emit),
+            Update::Events {
+                events,
+                drops,
+                unix_offset,
+                ..
+            } => self.events(source, events, drops, *unix_offset, &mut emit),
+            // A restarted process has nothing open from before.
+            Update::Restarted => self.close_spans_of(source),
+            // Counted in the metrics; a gap upstream has no events to say.
+            Update::Gap { .. } => {}
+        }
+    }
+
+    fn define(
+        &mut self,
+        source: usize,
+        names: &[(NameId, String)],
+        lanes: &[LaneInfo],
+        emit: &mut impl FnMut(MergedFrame),
+    ) {
+        let state = &mut self.sources[source];
+        for (id, text) in names {
+            // A peer's ids are kept as far as the relay's own names go.
+            if state.texts.len() >= MAX_NAMES && !state.texts.contains_key(id) {
+                continue;
+            }
+            state.texts.insert(*id, text.clone());
+            state.names.insert(*id, self.names.intern(text));
+        }
+        let mut lanes_changed = false;
+        for lane in lanes {
+            let text = state
+                .texts
+                .get(&lane.name)
+                .map_or_else(|| format!("lane {}", lane.id), Clone::clone);
+            let name = self.names.intern(&format!("{}/{text}", state.label));
+            let Some(relay) = relay_lane(&mut self.lanes, &mut state.lanes, lane.id, lane.kind)
+            else {
+                continue;
+            };
+            let entry = &mut self.lanes[usize::from(relay)];
+            if entry.name != name || entry.kind != lane.kind {
+                entry.name = name;
+                entry.kind = lane.kind;
+                lanes_changed = true;
+            }
+        }
+        if lanes_changed || self.names.count() > self.names_sent {
+            self.definitions(emit);
+        }
+    }
+
+    fn definitions(&mut self, emit: &mut impl FnMut(MergedFrame)) {
+        let first = self.names_sent;
+        let unsent: usize = (first..self.names.count())
+            .filter_map(|id| self.names.get(id))
+            .map(|t| t.len() + 8)
+            .sum();
+        let needed = 64 + unsent + 16 * self.lanes.len();
+        if self.out.len() < needed {
+            self.out.resize(needed, 0);
+        }
+        let n = write_definitions(
+            &mut self.out,
+            0,
+            &self.names,
+            first,
+            self.lanes.iter().copied(),
+        )
+        .expect("the buffer is sized for the new names and every lane");
+        self.names_sent = self.names.count();
+        emit(self.frame(n));
+    }
+
+    /// Source `source`'s process started over: nothing it had open is.
+    fn close_spans_of(&mut self, source: usize) {
+        for &relay in self.sources[source].lanes.values() {
+            if let Some(open) = self.open.get_mut(usize::from(relay)) {
+                *open = Open::default();
+            }
+        }
+    }
+
+    /// The Catch-up a viewer connecting now gets after its Init: every
+    /// lane with the spans open on it as far as the relay knows, at the
+    /// latest time seen.
+    pub fn catch_up(&mut self) -> MergedFrame {
+        let relay_lanes: Vec<LaneId> = (0..self.lanes.len() as LaneId).collect();
+        let n = self.write_catch_up(self.latest, &relay_lanes);
+        self.frame(n)
+    }
+
+    /// A source's Catch-up: its lanes' open spans kept, and sent on in a
+    /// Catch-up of those lanes.
+    fn catch_up_of(
+        &mut self,
+        source: usize,
+        time: u64,
+        lanes: &[update::OpenLane],
+        unix_offset: i128,
+        emit: &mut impl FnMut(MergedFrame),
+    ) {
+        let names: Vec<(NameId, String)> = lanes
+            .iter()
+            .map(|lane| (lane.info.name, lane.name.clone()))
+            .collect();
+        let infos: Vec<LaneInfo> = lanes.iter().map(|lane| lane.info).collect();
+        self.define(source, &names, &infos, emit);
+        let state = &mut self.sources[source];
+        // Span names the source has not defined to us show as `#id`.
+        for span in lanes.iter().flat_map(|lane| &lane.open) {
+            let names = &mut self.names;
+            if state.names.len() + state.gauges.len() < MAX_NAMES {
+                state
+                    .names
+                    .entry(span.name)
+                    .or_insert_with(|| names.intern(&format!("#{}", span.name)));
+            }
+        }
+        if self.names.count() > self.names_sent {
+            self.definitions(emit);
+        }
+        let state = &self.sources[source];
+        let offset = unix_offset - i128::from(self.created_unix_ns);
+        let at = |t: u64| u64::try_from((i128::from(t) + offset).max(0)).unwrap_or(u64::MAX);
+        let mut listed = Vec::with_capacity(lanes.len());
+        for lane in lanes {
+            let Some(&relay) = state.lanes.get(&lane.info.id) else {
+                continue;
+            };
+            let spans = lane
+                .open
+                .iter()
+                .map(|span| OpenSpan {
+                    start: at(span.start),
+                    name: state.names.get(&span.name).copied().unwrap_or(0),
+                    ..*span
+                })
+                .collect();
+            let index = usize::from(relay);
+            if self.open.len() <= index {
+                self.open.resize(index + 1, Open::default());
+            }
+            self.open[index] = Open {
+                depth: lane.open_depth,
+                spans,
+            };
+            listed.push(relay);
+        }
+        let time = at(time);
+        self.latest = self.latest.max(time);
+        let n = self.write_catch_up(time, &listed);
+        emit(self.frame(n));
+    }
+
+    /// Writes a Catch-up of `relay_lanes` at relay time `time` into `out`.
+    fn write_catch_up(&mut self, time: u64, relay_lanes: &[LaneId]) -> usize {
+        let lanes: Vec<OpenLane<'_>> = relay_lanes
+            .iter()
+            .filter_map(|&id| {
+                let info = *self.lanes.get(usize::from(id))?;
+                let open = self.open.get(usize::from(id));
+                Some(OpenLane {
+                    info,
+                    name: self.names.get(info.name).unwrap_or(""),
+                    open_depth: open.map_or(0, |o| o.depth),
+                    open: open.map_or(&[][..], |o| &o.spans),
+                })
+            })
+            .collect();
+        let needed = 64
+            + lanes
+                .iter()
+                .map(|l| 32 + l.name.len() + 24 * l.open.len())
+                .sum::<usize>();
+        let mut out = std::mem::take(&mut self.out);
+        if out.len() < needed {
+            out.resize(needed, 0);
+        }
+        let n = write_catchup_of(&mut out, 0, time, lanes.into_iter())
+            .expect("the buffer is sized for every lane and open span");
+        self.out = out;
+        n
+    }
+
+    fn events(
+        &mut self,
+        source: usize,
+        events: &[(LaneId, Event)],
+        drops: &[(LaneId, u32)],
+        unix_offset: i128,
+        emit: &mut impl FnMut(MergedFrame),
+    ) {
+        // First every lane and name the events use, so that new ones reach
+        // the viewers (in Definitions) before the Block that uses them.
+        let state = &mut self.sources[source];
+        let mut lanes_changed = false;
+        for (lane, event) in events {
+            if !state.lanes.contains_key(lane) {
+                // A lane the source has not defined to us (damage, or a
+                // stream joined without its Init): named by its id.
+                if let Some(relay) =
+                    relay_lane(&mut self.lanes, &mut state.lanes, *lane, LaneKind::Other)
+                {
+                    let name = self.names.intern(&format!("{}/lane {lane}", state.label));
+                    self.lanes[usize::from(relay)].name = name;
+                    lanes_changed = true;
+                }
+            }
+            let names = &mut self.names;
+            // Past the cap, unknown ids show as name 0 (the cap's).
+            let room = state.names.len() + state.gauges.len() < MAX_NAMES;
+            match *event {
+                Event::Span { name, .. } | Event::Instant { name, .. } => {
+                    if room || state.names.contains_key(&name) {
+                        state
+                            .names
+                            .entry(name)
+                            .or_insert_with(|| names.intern(&format!("#{name}")));
+                    }
+                }
+                Event::Gauge { gauge, .. } if room || state.gauges.contains_key(&gauge) => {
+                    let text = state
+                        .texts
+                        .get(&gauge)
+                        .map_or_else(|| format!("#{gauge}"), Clone::clone);
+                    state
+                        .gauges
+                        .entry(gauge)
+                        .or_insert_with(|| names.intern(&format!("{}/{text}", state.label)));
+                }
+                Event::Gauge { .. } | Event::TickStart { .. } | Event::TickEnd { .. } => {}
+            }
+        }
+        if lanes_changed || self.names.count() > self.names_sent {
+            self.definitions(emit);
+        }
+
+        let state = &self.sources[source];
+        // Source ns to relay ns.
+        let offset = unix_offset - i128::from(self.created_unix_ns);
+        let mut drops: Vec<(LaneId, u32)> = drops
+            .iter()
+            .filter_map(|(lane, n)| state.lanes.get(lane).map(|&relay| (relay, *n)))
+            .collect();
+        let at = |t: u64| u64::try_from((i128::from(t) + offset).max(0)).unwrap_or(u64::MAX);
+        let name_of = |id: NameId| state.names.get(&id).copied().unwrap_or(0);
+        let out = &mut self.out;
+        let mut builder = BlockBuilder::new(&mut self.scratch);
+        let mut flush = |builder: &BlockBuilder<'_>, drops: &mut Vec<(LaneId, u32)>| {
+            let n =
+                write_block(out, 0, builder, drops).expect("the buffer holds the largest Block");
+            drops.clear();
+            emit(frame_of(&out[..n]));
+        };
+        for &(lane, event) in events {
+            let Some(&relay) = state.lanes.get(&lane) else {
+                self.refused_events += 1;
+                continue;
+            };
+            let moved = match event {
+                Event::Span {
+                    start,
+                    duration,
+                    name,
+                    id,
+                    parent,
+                    arg,
+                } => Event::Span {
+                    start: at(start),
+                    duration,
+                    name: name_of(name),
+                    id,
+                    parent,
+                    arg,
+                },
+                Event::Instant {
+                    time,
+                    name,
+                    payload,
+                } => Event::Instant {
+                    time: at(time),
+                    name: name_of(name),
+                    payload,
+                },
+                Event::Gauge { time, gauge, value } => Event::Gauge {
+                    time: at(time),
+                    gauge: state.gauges.get(&gauge).copied().unwrap_or(0),
+                    value,
+                },
+                Event::TickStart { time, tick } => Event::TickStart {
+                    time: at(time),
+                    tick,
+                },
+                Event::TickEnd {
+                    time,
+                    tick,
+                    overrun,
+                } => Event::TickEnd {
+                    time: at(time),
+                    tick,
+                    overrun,
+                },
+            };
+            if let Event::Span { id, .. } = moved {
+                // Ended: no longer open, whatever the last Catch-up said.
+                if let Some(open) = self.open.get_mut(usize::from(relay)) {
+                    if let Some(at) = open.spans.iter().position(|s| s.id == id) {
+                        open.spans.truncate(at);
+                        open.depth = at as u32;
+                    }
+                }
+            }
+            self.latest = self.latest.max(moved.end_time());
+            if !builder.has_room(relay) {
+                flush(&builder, &mut drops);
+                builder.clear();
+            }
+            builder.push(relay, &moved);
+        }
+        if !builder.is_empty() || !drops.is_empty() {
+            flush(&builder, &mut drops);
+        }
+    }
+
+    /// The frame just written into `out[..n]`, unsealed.
+    fn frame(&self, n: usize) -> MergedFrame {
+        frame_of(&self.out[..n])
+    }
+}
+
+/// The relay lane of a source's `lane`, a new one if need be (none past
+/// the cap).
+fn relay_lane(
+    lanes: &mut Vec<LaneInfo>,
+    map: &mut HashMap<LaneId, LaneId>,
+    lane: LaneId,
+    kind: LaneKind,
+) -> Option<LaneId> {
+    if let Some(&relay) = map.get(&lane) {
+        return Some(relay);
+    }
+    if lanes.len() >= MAX_LANES {
+        return None;
+    }
+    let relay = lanes.len() as LaneId;
+    lanes.push(LaneInfo {
+        id: relay,
+        name: 0,
+        kind,
+    });
+    map.insert(lane, relay);
+    Some(relay)
+}
+
+/// A whole frame as kind, flags and payload (FORMAT.md: the kind is the
+/// header's byte 2, the flags its byte 3).
+fn frame_of(frame: &[u8]) -> MergedFrame {
+    MergedFrame {
+        kind: frame[2],
+        flags: frame[3],
+        payload: frame[HEADER_LEN..frame.len() - TRAILER_LEN].to_vec(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::update::Reader;
+    use std::time::Duration;
+    use typhon_live_model::Model;
+    use typhon_live_tests::{each_frame, nested_stream};
+
+    /// A view model that read `stream` whole, as a viewer of the relay.
+    fn viewed(stream: &[u8]) -> Model {
+        let mut model = Model::default();
+        each_frame(stream, |frame| {
+            model.on_frame(frame, Duration::ZERO).unwrap()
+        });
+        model
+    }
+
+    /// Two sources' streams (of ticks `ticks`: the fixture's clock starts
+    /// at 1 ms, so later ticks are a clock further on) through a merger
+    /// into one stream, each received at Unix time `received` ns (the
+    /// merger's clock starts at 0).
+    fn merged(ticks: [std::ops::Range<u64>; 2], received: [u64; 2]) -> Vec<u8> {
+        let mut merger = Merger::new(&["a".into(), "b".into()], 7, 0);
+        let mut stream = merger.init(0).seal(0);
+        let mut seq = 0;
+        for source in [0, 1] {
+            let mut reader = Reader::default();
+            each_frame(&nested_stream(ticks[source].clone()), |frame| {
+                reader
+                    .read(frame, received[source], |update| {
+                        merger.update(source, &update, |frame| {
+                            stream.extend(frame.seal(seq));
+                            seq += 1;
+                        })
+                    })
+                    .unwrap()
+            });
+        }
+        stream
+    }
+
+    /// The latest span end of each relay lane of `stream`, ns.
+    fn latest_ends(stream: &[u8]) -> HashMap<LaneId, u64> {
+        let (mut reader, mut ends) = (Reader::default(), HashMap::new());
+        each_frame(stream, |frame| {
+            reader
+                .read(frame, 0, |update| {
+                    if let Update::Events { events, .. } = update {
+                        for (lane, event) in events {
+                            if let Event::Span {
+                                start, duration, ..
+                            } = event
+                            {
+                                let end = ends.entry(lane).or_insert(0);
+                                *end = (*end).max(start + duration);
+                            }
+                        }
+                    }
+                })
+                .unwrap()
+        });
+        ends
+    }
+
+    /// The open spans of each lane a model fed `stream` shows, by name.
+    fn open_spans(stream: &[u8]) -> Vec<(String, Vec<String>)> {
+        let model = viewed(stream);
+        model
+            .timeline_inputs(Duration::ZERO)
+            .lanes
+            .into_iter()
+            .map(|(_, lane, open)| (lane, open.iter().map(|s| model.name(s.name)).collect()))
+            .collect()
+    }
+
+    #[test]
+    fn viewers_see_the_spans_open_at_a_sources_catch_up_and_a_late_one_too() {
+        use typhon_live_core::{Exporter, LaneKind, Lanes, NameTable};
+        let lanes = Lanes::<2, 1024>::new();
+        let mut names: NameTable<8, 128> = NameTable::new();
+        let main = lanes
+            .claim(names.intern("Main").unwrap(), LaneKind::Main)
+            .unwrap();
+        let stall = names.intern("stall").unwrap();
+        let mut scratch = vec![0u8; 1 << 16];
+        let meta = Metadata {
+            ticks_per_second: 1_000_000,
+            session_id: 3,
+            ..Metadata::default()
+        };
+        let mut exporter: Exporter<'_, 2> = Exporter::new(meta, &mut scratch);
+        exporter.attach().unwrap();
+        let mut out = vec![0u8; exporter.min_block_buffer()];
+        let mut source = Vec::new();
+        let mut poll = |exporter: &mut Exporter<'_, 2>, names: &NameTable<8, 128>, now| {
+            exporter.request_drain();
+            while let Some(frame) = exporter.poll(now, &lanes, names, &mut out).unwrap() {
+                source.push(out[..frame.len].to_vec());
+            }
+        };
+        // A span open when the source's Init and Catch-up go out.
+        let token = main.begin(stall, 1_000);
+        poll(&mut exporter, &names, 2_000);
+        main.end(token, 3_000, None);
+        poll(&mut exporter, &names, 4_000);
+        // The frames up to the first Block, which the end is in.
+        let open_at = source
+            .iter()
+            .position(|f| f[2] == typhon_live_core::FrameKind::Block.to_byte())
+            .unwrap();
+
+        let mut merger = Merger::new(&["a".into()], 7, 0);
+        let mut reader = Reader::default();
+        let mut stream = merger.init(0).seal(0);
+        let mut seq = 0;
+        let mut late = None;
+        for (i, frame_bytes) in source.iter().enumerate() {
+            if i == open_at {
+                // A viewer connecting now: its Init, then its Catch-up.
+                late = Some([merger.init(0).seal(0), merger.catch_up().seal(0)].concat());
+            }
+            each_frame(frame_bytes, |frame| {
+                reader
+                    .read(frame, 1_000_000_000, |update| {
+                        merger.update(0, &update, |frame| {
+                            stream.extend(frame.seal(seq));
+                            seq += 1;
+                        })
+                    })
+                    .unwrap()
+            });
+            if i + 1 == open_at {
+                // The source's Catch-up came through: the stall is open.
+                assert_eq!(
+                    open_spans(&stream),
+                    [("a/Main".to_owned(), vec!["stall".to_owned()])]
+                );
+            }
+        }
+        let late = late.expect("the source sent frames after its Catch-up");
+        assert_eq!(
+            open_spans(&late),
+            [("a/Main".to_owned(), vec!["stall".to_owned()])],
+            "a viewer joining while it is open sees it"
+        );
+        // Ended: neither the stream's viewers nor a new one see it open.
+        assert_eq!(open_spans(&stream), [("a/Main".to_owned(), vec![])]);
+        let now = [merger.init(0).seal(0), merger.catch_up().seal(0)].concat();
+        assert_eq!(open_spans(&now), [("a/Main".to_owned(), vec![])]);
+    }
+
+    #[test]
+    fn sources_on_other_clocks_are_aligned_by_when_their_blocks_arrive() {
+        // b's clock is 5 s ahead of a's; both streams arrive together.
+        let ends = latest_ends(&merged([0..10, 5_000..5_010], [10_000_000_000; 2]));
+        assert_eq!(ends.len(), 2);
+        assert_eq!(ends[&0], ends[&1], "{ends:?}");
+        // Received 3 s apart, they are 3 s apart.
+        let ends = latest_ends(&merged(
+            [0..10, 5_000..5_010],
+            [10_000_000_000, 13_000_000_000],
+        ));
+        assert_eq!(ends[&1] - ends[&0], 3_000_000_000, "{ends:?}");
+    }
+
+    #[test]
+    fn two_sources_become_one_session_with_their_lanes_labelled() {
+        let mut model = viewed(&merged([0..10, 0..10], [10_000_000_000, 20_000_000_000]));
+        let summary = model.summary(Duration::ZERO);
+        let lanes: Vec<&str> = summary.lanes.iter().map(|l| l.name.as_str()).collect();
+        assert_eq!(lanes, ["a/Main", "b/Main"]);
+        assert_eq!(model.frames_dropped(), 0);
+        model.flush_history();
+        let stats = model.span_stats();
+        let count = |name: &str| stats.iter().find(|s| s.name == name).map(|s| s.count);
+        assert_eq!((count("outer"), count("inner")), (Some(20), Some(40)));
+    }
+
+    #[test]
+    fn a_source_defining_names_past_the_caps_grows_nothing_past_them() {
+        let mut merger = Merger::new(&["a".into()], 7, 0);
+        let names: Vec<(NameId, String)> = (0..MAX_NAMES as u32 + 10)
+            .map(|id| (id, format!("name {id}")))
+            .collect();
+        let definitions = Update::Definitions {
+            names,
+            lanes: Vec::new(),
+        };
+        merger.update(0, &definitions, |_| {});
+        assert_eq!(merger.sources[0].texts.len(), MAX_NAMES);
+        assert_eq!(merger.names.count() as usize, MAX_NAMES);
+        // Events naming ids never defined map to the cap's name.
+        let events = Update::Events {
+            events: (0..10)
+                .map(|i| {
+                    let name = MAX_NAMES as u32 + 100 + i;
+                    (
+                        0,
+                        Event::Instant {
+                            time: 1,
+                            name,
+                            payload: 0,
+                        },
+                    )
+                })
+                .collect(),
+            drops: Vec::new(),
+            unread: 0,
+            unix_offset: 0,
+        };
+        merger.update(0, &events, |_| {});
+        assert_eq!(merger.sources[0].names.len(), MAX_NAMES);
+    }
+}

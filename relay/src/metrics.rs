@@ -1,0 +1,630 @@
+//! What the relay tells Prometheus: per source and span name a duration
+//! histogram (its `_count` the spans), tick durations and overruns, every
+//! gauge's last value, frames and events dropped, and the connection's
+//! state, kept in a `prometheus-client` registry and encoded as
+//! OpenMetrics text on each scrape. A source's [`Update`]s feed it.
+
+use std::collections::HashMap;
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, Mutex};
+
+use prometheus_client::encoding::{EncodeLabelSet, EncodeMetric, MetricEncoder, NoLabelSet};
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::{MetricType, TypedMetric};
+use prometheus_client::registry::{Registry, Unit};
+use typhon_live_core::{Event, GaugeValue, LaneId, NameId};
+
+use super::update::Update;
+use typhon_live_reader::{MAX_NAMES, MAX_NAME_BYTES};
+
+/// Span names per source with a histogram of their own; further names'
+/// spans are refused (counted in `typhon_series_refused_total`), so that
+/// a peer cannot grow the relay's memory or Prometheus's series.
+pub const MAX_SPAN_SERIES: usize = 1024;
+/// Gauges per source with a series of their own.
+pub const MAX_GAUGE_SERIES: usize = 1024;
+
+/// Upper bounds of the duration histograms' buckets, in seconds: 1 µs to
+/// 4.2 s by 4 (and +Inf after them).
+pub const BOUNDS: [f64; 12] = [
+    1e-6, 4e-6, 1.6e-5, 6.4e-5, 2.56e-4, 1.024e-3, 4.096e-3, 1.6384e-2, 6.5536e-2, 0.262_144,
+    1.048_576, 4.194_304,
+];
+
+/// A duration histogram that both Prometheus's encoding and OTLP read
+/// (prometheus-client's own keeps its buckets to itself).
+#[derive(Clone, Debug, Default)]
+pub struct Durations {
+    inner: Arc<Mutex<DurationsSnapshot>>,
+}
+
+/// A histogram's state: counts per bucket (not cumulative; the last is
+/// over every bound), their sum and count.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct DurationsSnapshot {
+    /// Observations per bucket of [`BOUNDS`], then past the last.
+    pub counts: [u64; BOUNDS.len() + 1],
+    /// Their sum, seconds.
+    pub sum: f64,
+    /// How many.
+    pub count: u64,
+}
+
+impl Durations {
+    /// Adds one duration.
+    pub fn observe(&self, seconds: f64) {
+        let bucket = BOUNDS.partition_point(|&bound| bound < seconds);
+        let mut inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        inner.counts[bucket] += 1;
+        inner.sum += seconds;
+        inner.count += 1;
+    }
+
+    /// What it holds now.
+    pub fn snapshot(&self) -> DurationsSnapshot {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+}
+
+impl TypedMetric for Durations {
+    const TYPE: MetricType = MetricType::Histogram;
+}
+
+impl EncodeMetric for Durations {
+    fn encode(&self, mut encoder: MetricEncoder) -> Result<(), std::fmt::Error> {
+        let now = self.snapshot();
+        let buckets: Vec<(f64, u64)> = BOUNDS
+            .iter()
+            .copied()
+            .chain([f64::INFINITY])
+            .zip(now.counts)
+            .collect();
+        encoder.encode_histogram::<NoLabelSet>(now.sum, now.count, &buckets, None)
+    }
+
+    fn metric_type(&self) -> MetricType {
+        Self::TYPE
+    }
+}
+
+/// One source's metrics as they are now, for OTLP.
+#[derive(Clone, Debug, Default)]
+pub struct SourceSnapshot {
+    /// Its label.
+    pub source: String,
+    /// Its current session id, once it sent an Init.
+    pub session: Option<u64>,
+    /// Span durations by name.
+    pub spans: Vec<(String, DurationsSnapshot)>,
+    /// Tick durations.
+    pub ticks: DurationsSnapshot,
+    /// Ticks over budget.
+    pub overruns: u64,
+    /// Every gauge's last reading.
+    pub gauges: Vec<(String, f64)>,
+    /// Frames missing from its stream.
+    pub frames_dropped: u64,
+    /// Events it dropped.
+    pub events_dropped: u64,
+    /// Connected now.
+    pub up: bool,
+}
+
+/// The series each source has, for snapshots (a `Family` cannot be
+/// walked).
+#[derive(Default)]
+struct Index {
+    sources: Vec<String>,
+    sessions: HashMap<String, u64>,
+    spans: Vec<(String, String, Durations)>,
+    gauges: Vec<(String, String, Gauge<f64, AtomicU64>)>,
+}
+
+/// A source's label.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct SourceLabel {
+    source: String,
+}
+
+/// A source's span name.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct SpanLabels {
+    source: String,
+    span: String,
+}
+
+/// A source's gauge.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct GaugeLabels {
+    source: String,
+    gauge: String,
+}
+
+/// The relay's metrics, shared by the source threads and the scrapes.
+pub struct Metrics {
+    registry: Registry,
+    span_duration: Family<SpanLabels, Durations>,
+    tick_duration: Family<SourceLabel, Durations>,
+    tick_overruns: Family<SourceLabel, Counter>,
+    gauges: Family<GaugeLabels, Gauge<f64, AtomicU64>>,
+    frames_dropped: Family<SourceLabel, Counter>,
+    frames_damaged: Family<SourceLabel, Counter>,
+    events_dropped: Family<SourceLabel, Counter>,
+    up: Family<SourceLabel, Gauge>,
+    reconnects: Family<SourceLabel, Counter>,
+    restarts: Family<SourceLabel, Counter>,
+    refused: Family<SourceLabel, Counter>,
+    otlp_drops: Counter,
+    index: Mutex<Index>,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Metrics {
+    /// The metrics, registered under the prefix `typhon`.
+    pub fn new() -> Self {
+        let mut registry = Registry::with_prefix("typhon");
+        let metrics = Metrics {
+            span_duration: Family::default(),
+            tick_duration: Family::default(),
+            tick_overruns: Family::default(),
+            gauges: Family::default(),
+            frames_dropped: Family::default(),
+            frames_damaged: Family::default(),
+            events_dropped: Family::default(),
+            up: Family::default(),
+            reconnects: Family::default(),
+            restarts: Family::default(),
+            refused: Family::default(),
+            otlp_drops: Counter::default(),
+            registry: Registry::default(),
+            index: Mutex::default(),
+        };
+        registry.register_with_unit(
+            "span_duration",
+            "Durations of a source's spans, by name",
+            Unit::Seconds,
+            metrics.span_duration.clone(),
+        );
+        registry.register_with_unit(
+            "tick_duration",
+            "Durations of a source's ticks",
+            Unit::Seconds,
+            metrics.tick_duration.clone(),
+        );
+        registry.register(
+            "tick_overruns",
+            "Ticks that took longer than their budget",
+            metrics.tick_overruns.clone(),
+        );
+        registry.register(
+            "gauge",
+            "The last reading of each of a source's gauges",
+            metrics.gauges.clone(),
+        );
+        registry.register(
+            "frames_dropped",
+            "Frames missing from a source's stream (sequence gaps)",
+            metrics.frames_dropped.clone(),
+        );
+        registry.register(
+            "frames_damaged",
+            "Frames of a source that arrived whole but broke a rule of the format: refused (a count over its bound), or Blocks read only in part",
+            metrics.frames_damaged.clone(),
+        );
+        registry.register(
+            "events_dropped",
+            "Events a source dropped before sending (its Blocks' drop counts), and events its damaged Blocks stated and the relay could not read",
+            metrics.events_dropped.clone(),
+        );
+        registry.register(
+            "source_up",
+            "1 while the relay reads the source's stream",
+            metrics.up.clone(),
+        );
+        registry.register(
+            "source_reconnects",
+            "Connections to the source after the first",
+            metrics.reconnects.clone(),
+        );
+        registry.register(
+            "source_restarts",
+            "Sessions of the source after the first (a new session id, or the same id with its clock gone back)",
+            metrics.restarts.clone(),
+        );
+        registry.register(
+            "series_refused",
+            "Spans and gauge readings of names past the per-source series caps",
+            metrics.refused.clone(),
+        );
+        registry.register(
+            "otlp_dropped",
+            "OTLP exports dropped: the queue full, or the collector down, slow or refusing",
+            metrics.otlp_drops.clone(),
+        );
+        Metrics {
+            registry,
+            ..metrics
+        }
+    }
+
+    /// Every source's metrics as they are now.
+    pub fn snapshot(&self) -> Vec<SourceSnapshot> {
+        let index = self.index.lock().unwrap_or_else(|p| p.into_inner());
+        let count = |family: &Family<SourceLabel, Counter>, label: &SourceLabel| {
+            family.get(label).map_or(0, |c| c.get())
+        };
+        index
+            .sources
+            .iter()
+            .map(|source| {
+                let label = SourceLabel {
+                    source: source.clone(),
+                };
+                SourceSnapshot {
+                    source: source.clone(),
+                    session: index.sessions.get(source).copied(),
+                    spans: index
+                        .spans
+                        .iter()
+                        .filter(|s| s.0 == *source)
+                        .map(|(_, name, d)| (name.clone(), d.snapshot()))
+                        .collect(),
+                    ticks: self
+                        .tick_duration
+                        .get(&label)
+                        .map(|d| d.snapshot())
+                        .unwrap_or_default(),
+                    overruns: count(&self.tick_overruns, &label),
+                    gauges: index
+                        .gauges
+                        .iter()
+                        .filter(|g| g.0 == *source)
+                        .map(|(_, name, g)| (name.clone(), g.get()))
+                        .collect(),
+                    frames_dropped: count(&self.frames_dropped, &label),
+                    events_dropped: count(&self.events_dropped, &label),
+                    up: self.up.get(&label).is_some_and(|g| g.get() == 1),
+                }
+            })
+            .collect()
+    }
+
+    /// An OTLP export was dropped.
+    pub fn otlp_dropped(&self) {
+        self.otlp_drops.inc();
+    }
+
+    fn index(&self) -> std::sync::MutexGuard<'_, Index> {
+        self.index.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The OpenMetrics text of every metric, as a scrape takes it.
+    pub fn encode(&self) -> String {
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, &self.registry)
+            .expect("writing to a String does not fail");
+        text
+    }
+}
+
+/// One source's side of the metrics: reads its frames and records.
+pub struct SourceMetrics {
+    metrics: Arc<Metrics>,
+    label: SourceLabel,
+    session: Option<u64>,
+    names: HashMap<NameId, String>,
+    name_bytes: usize,
+    /// Histogram handles by name id, so that a span costs no label lookup.
+    spans: HashMap<NameId, Durations>,
+    gauges: HashMap<NameId, Gauge<f64, AtomicU64>>,
+    /// Ticks started and not ended, by lane: their start time.
+    ticks: HashMap<LaneId, u64>,
+}
+
+impl SourceMetrics {
+    /// The side of `metrics` for the source named `name`; its series
+    /// exist (at 0) from now on.
+    pub fn new(metrics: Arc<Metrics>, name: &str) -> Self {
+        let label = SourceLabel {
+            source: name.to_owned(),
+        };
+        for family in [
+            &metrics.tick_overruns,
+            &metrics.frames_dropped,
+            &metrics.frames_damaged,
+            &metrics.events_dropped,
+            &metrics.reconnects,
+            &metrics.restarts,
+            &metrics.refused,
+        ] {
+            let _ = family.get_or_create(&label);
+        }
+        metrics.up.get_or_create(&label).set(0);
+        let _ = metrics.tick_duration.get_or_create(&label);
+        metrics.index().sources.push(name.to_owned());
+        SourceMetrics {
+            metrics,
+            label,
+            session: None,
+            names: HashMap::new(),
+            name_bytes: 0,
+            spans: HashMap::new(),
+            gauges: HashMap::new(),
+            ticks: HashMap::new(),
+        }
+    }
+
+    /// The relay is connected to the source, or not.
+    pub fn set_up(&self, up: bool) {
+        self.metrics
+            .up
+            .get_or_create(&self.label)
+            .set(i64::from(up));
+    }
+
+    /// A connection after the first (its Init tells a restart from a
+    /// reconnect).
+    pub fn reconnected(&mut self) {
+        self.metrics.reconnects.get_or_create(&self.label).inc();
+        self.ticks.clear();
+    }
+
+    /// A frame of the source's arrived whole and broke a rule of the
+    /// format (its events, if any, are counted in [`Update::Events`]).
+    pub fn damaged(&self) {
+        self.count(&self.metrics.frames_damaged, 1);
+    }
+
+    /// Takes in one update of the source's.
+    pub fn update(&mut self, update: &Update) {
+        match update {
+            Update::Session { id, names, .. } => {
+                if self.session.is_some_and(|s| s != *id) {
+                    self.count(&self.metrics.restarts, 1);
+                    // Its ids may mean other names now.
+                    self.names.clear();
+                    self.name_bytes = 0;
+                    self.spans.clear();
+                    self.gauges.clear();
+                    self.ticks.clear();
+                }
+                self.session = Some(*id);
+                self.metrics
+                    .index()
+                    .sessions
+                    .insert(self.label.source.clone(), *id);
+                for (id, name) in names {
+                    self.define(*id, name);
+                }
+            }
+            Update::Definitions { names, .. } => {
+                for (id, name) in names {
+                    self.define(*id, name);
+                }
+            }
+            Update::Events {
+                events,
+                drops,
+                unread,
+                ..
+            } => {
+                let dropped: u64 = drops.iter().map(|&(_, n)| u64::from(n)).sum();
+                self.count(&self.metrics.events_dropped, dropped + u64::from(*unread));
+                for &(lane, event) in events {
+                    self.event(lane, event);
+                }
+            }
+            Update::Gap { frames } => self.count(&self.metrics.frames_dropped, *frames),
+            // Open spans are for viewers; the metrics count what ended.
+            Update::CatchUp { .. } => {}
+            Update::Restarted => {
+                self.count(&self.metrics.restarts, 1);
+                self.ticks.clear();
+            }
+        }
+    }
+
+    fn count(&self, family: &Family<SourceLabel, Counter>, n: u64) {
+        if n > 0 {
+            family.get_or_create(&self.label).inc_by(n);
+        }
+    }
+
+    /// Keeps `name` for `id` unless a cap is reached.
+    fn define(&mut self, id: NameId, name: &str) {
+        let known_len = self.names.get(&id).map_or(0, String::len);
+        let bytes = self.name_bytes - known_len + name.len();
+        if (known_len == 0 && self.names.len() >= MAX_NAMES) || bytes > MAX_NAME_BYTES {
+            return;
+        }
+        self.name_bytes = bytes;
+        self.names.insert(id, name.to_owned());
+    }
+
+    fn name(&self, id: NameId) -> String {
+        self.names
+            .get(&id)
+            .cloned()
+            .unwrap_or_else(|| format!("#{id}"))
+    }
+
+    fn event(&mut self, lane: LaneId, event: Event) {
+        // The reader gives times in ns.
+        let seconds = |ns: u64| ns as f64 / 1e9;
+        match event {
+            Event::Span { duration, name, .. } => {
+                let histogram = match self.spans.get(&name) {
+                    Some(histogram) => histogram,
+                    None if self.spans.len() >= MAX_SPAN_SERIES => {
+                        return self.count(&self.metrics.refused, 1);
+                    }
+                    None => {
+                        let labels = SpanLabels {
+                            source: self.label.source.clone(),
+                            span: self.name(name),
+                        };
+                        let histogram = self.metrics.span_duration.get_or_create_owned(&labels);
+                        let mut index = self.metrics.index();
+                        // Known already when the source restarted.
+                        if !index
+                            .spans
+                            .iter()
+                            .any(|s| s.0 == labels.source && s.1 == labels.span)
+                        {
+                            index
+                                .spans
+                                .push((labels.source, labels.span, histogram.clone()));
+                        }
+                        drop(index);
+                        self.spans.entry(name).or_insert(histogram)
+                    }
+                };
+                histogram.observe(seconds(duration));
+            }
+            Event::Gauge { gauge, value, .. } => {
+                let value = match value {
+                    GaugeValue::Int(v) => v as f64,
+                    GaugeValue::Float(v) => v,
+                };
+                let series = match self.gauges.get(&gauge) {
+                    Some(series) => series,
+                    None if self.gauges.len() >= MAX_GAUGE_SERIES => {
+                        return self.count(&self.metrics.refused, 1);
+                    }
+                    None => {
+                        let labels = GaugeLabels {
+                            source: self.label.source.clone(),
+                            gauge: self.name(gauge),
+                        };
+                        let series = self.metrics.gauges.get_or_create_owned(&labels);
+                        let mut index = self.metrics.index();
+                        if !index
+                            .gauges
+                            .iter()
+                            .any(|g| g.0 == labels.source && g.1 == labels.gauge)
+                        {
+                            index
+                                .gauges
+                                .push((labels.source, labels.gauge, series.clone()));
+                        }
+                        drop(index);
+                        self.gauges.entry(gauge).or_insert(series)
+                    }
+                };
+                series.set(value);
+            }
+            Event::TickStart { time, .. } => {
+                self.ticks.insert(lane, time);
+            }
+            Event::TickEnd { time, overrun, .. } => {
+                if let Some(start) = self.ticks.remove(&lane) {
+                    self.metrics
+                        .tick_duration
+                        .get_or_create(&self.label)
+                        .observe(seconds(time.saturating_sub(start)));
+                }
+                if overrun {
+                    self.count(&self.metrics.tick_overruns, 1);
+                }
+            }
+            Event::Instant { .. } => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::update::Reader;
+    use typhon_live_tests::{each_frame, nested_stream};
+
+    /// The value of the series of `text` whose line starts with `series`.
+    fn value(text: &str, series: &str) -> f64 {
+        let line = text
+            .lines()
+            .find(|l| l.starts_with(series))
+            .unwrap_or_else(|| panic!("no {series} in\n{text}"));
+        line.rsplit(' ').next().unwrap().parse().unwrap()
+    }
+
+    #[test]
+    fn a_stream_becomes_exact_counts_sums_and_overruns() {
+        let metrics = Arc::new(Metrics::new());
+        let mut side = SourceMetrics::new(Arc::clone(&metrics), "m");
+        let mut reader = Reader::default();
+        each_frame(&nested_stream(0..50), |frame| {
+            reader
+                .read(frame, 0, |update| side.update(&update))
+                .unwrap()
+        });
+        let text = metrics.encode();
+        let series = |name: &str| value(&text, name);
+        // 50 ticks of `outer` (900 µs) holding `inner`s of 100 and 200 µs.
+        assert_eq!(
+            series("typhon_span_duration_seconds_count{source=\"m\",span=\"outer\"}"),
+            50.0
+        );
+        assert_eq!(
+            series("typhon_span_duration_seconds_count{source=\"m\",span=\"inner\"}"),
+            100.0
+        );
+        let outer = series("typhon_span_duration_seconds_sum{source=\"m\",span=\"outer\"}");
+        assert!((outer - 50.0 * 900e-6).abs() < 1e-9, "{outer}");
+        let inner = series("typhon_span_duration_seconds_sum{source=\"m\",span=\"inner\"}");
+        assert!((inner - 50.0 * 300e-6).abs() < 1e-9, "{inner}");
+        // The 100 µs and 200 µs inners fall in the buckets up to 256 µs.
+        assert_eq!(
+            series(
+                "typhon_span_duration_seconds_bucket{le=\"0.000256\",source=\"m\",span=\"inner\"}"
+            ),
+            100.0
+        );
+        assert_eq!(
+            series("typhon_tick_duration_seconds_count{source=\"m\"}"),
+            50.0
+        );
+        assert_eq!(series("typhon_tick_overruns_total{source=\"m\"}"), 1.0);
+        assert_eq!(series("typhon_frames_dropped_total{source=\"m\"}"), 0.0);
+        assert_eq!(series("typhon_source_up{source=\"m\"}"), 0.0);
+    }
+
+    #[test]
+    fn span_names_and_gauges_past_their_caps_are_refused_and_counted() {
+        let metrics = Arc::new(Metrics::new());
+        let mut side = SourceMetrics::new(Arc::clone(&metrics), "m");
+        for id in 0..MAX_SPAN_SERIES as u32 + 5 {
+            let span = Event::Span {
+                start: 0,
+                duration: 1,
+                name: id,
+                id: 1,
+                parent: 0,
+                arg: None,
+            };
+            side.event(0, span);
+            let value = GaugeValue::Int(1);
+            side.event(
+                0,
+                Event::Gauge {
+                    time: 0,
+                    gauge: id,
+                    value,
+                },
+            );
+        }
+        assert_eq!(side.spans.len(), MAX_SPAN_SERIES);
+        assert_eq!(side.gauges.len(), MAX_GAUGE_SERIES);
+        let text = metrics.encode();
+        assert_eq!(
+            value(&text, "typhon_series_refused_total{source=\"m\"}"),
+            10.0
+        );
+    }
+}

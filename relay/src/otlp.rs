@@ -1,0 +1,611 @@
+//! OTLP/HTTP with protobuf bodies (`opentelemetry-proto`'s messages): the
+//! metrics every interval, to `/v1/metrics`, and, to `/v1/traces`, the
+//! span tree of every tick that overran or took longer than the slow-tick
+//! threshold: the stall, not the firehose.
+//!
+//! Exports go through a bounded queue to one thread that posts them; a
+//! collector that is down or slow costs dropped exports (counted in
+//! `typhon_otlp_dropped_total`), never a wait on the live path.
+
+use std::collections::{HashMap, VecDeque};
+use std::hash::{BuildHasher, Hash};
+use std::io::{Read, Write};
+use std::net::{TcpStream, ToSocketAddrs};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, TrySendError};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
+use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, InstrumentationScope, KeyValue};
+use opentelemetry_proto::tonic::metrics::v1::{
+    metric, number_data_point, AggregationTemporality, Gauge, Histogram, HistogramDataPoint,
+    Metric, NumberDataPoint, ResourceMetrics, ScopeMetrics, Sum,
+};
+use opentelemetry_proto::tonic::resource::v1::Resource;
+use opentelemetry_proto::tonic::trace::v1::{span, ResourceSpans, ScopeSpans, Span};
+use prost::Message;
+use typhon_live_core::{Event, LaneId, NameId};
+
+use super::metrics::{DurationsSnapshot, Metrics, SourceSnapshot, BOUNDS};
+use super::update::Update;
+
+/// Exports waiting for the posting thread; more are dropped.
+pub const QUEUED_EXPORTS: usize = 64;
+/// Spans a source's tracer keeps to build a slow tick's tree from.
+pub const RECENT_SPANS: usize = 1 << 16;
+/// How long a collector has to take an export.
+const POST_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Where a collector listens: `http://HOST:PORT[/PATH]`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Endpoint {
+    /// `HOST:PORT`.
+    pub authority: String,
+    /// The path the signal paths go under (`""` or `/prefix`).
+    pub base: String,
+}
+
+impl std::str::FromStr for Endpoint {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Endpoint, String> {
+        let Some(rest) = text.strip_prefix("http://") else {
+            return Err(format!(
+                "{text:?}: only http:// endpoints (OTLP/HTTP without TLS)"
+            ));
+        };
+        let (authority, base) = rest.split_once('/').map_or((rest, ""), |(a, p)| (a, p));
+        if !authority.contains(':') {
+            return Err(format!("{text:?}: give the port (OTLP/HTTP's is 4318)"));
+        }
+        let base = base.trim_end_matches('/');
+        Ok(Endpoint {
+            authority: authority.into(),
+            base: if base.is_empty() {
+                String::new()
+            } else {
+                format!("/{base}")
+            },
+        })
+    }
+}
+
+/// An export for the posting thread.
+pub enum Export {
+    /// A slow tick's span tree.
+    Traces(ExportTraceServiceRequest),
+}
+
+/// The queue to the posting thread.
+pub fn queue() -> (SyncSender<Export>, Receiver<Export>) {
+    std::sync::mpsc::sync_channel(QUEUED_EXPORTS)
+}
+
+/// Unix time in ns.
+pub fn unix_ns() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
+}
+
+/// Posts the metrics every `interval` and every queued export, until the
+/// queue's senders are gone.
+pub fn post_all(
+    endpoint: Endpoint,
+    metrics: Arc<Metrics>,
+    exports: Receiver<Export>,
+    interval: Duration,
+) {
+    let started = unix_ns();
+    let mut next_metrics = Instant::now() + interval;
+    loop {
+        let wait = next_metrics.saturating_duration_since(Instant::now());
+        // The metrics when due, however many traces wait.
+        let due = if wait.is_zero() {
+            Err(RecvTimeoutError::Timeout)
+        } else {
+            exports.recv_timeout(wait)
+        };
+        let (path, body) = match due {
+            Ok(Export::Traces(request)) => ("/v1/traces", request.encode_to_vec()),
+            Err(RecvTimeoutError::Timeout) => {
+                next_metrics = Instant::now() + interval;
+                let request = metrics_request(&metrics.snapshot(), started, unix_ns());
+                ("/v1/metrics", request.encode_to_vec())
+            }
+            Err(RecvTimeoutError::Disconnected) => return,
+        };
+        if let Err(why) = post(&endpoint, path, &body) {
+            metrics.otlp_dropped();
+            eprintln!(
+                "relay: OTLP export to {}{path} dropped: {why}",
+                endpoint.authority
+            );
+        }
+    }
+}
+
+/// One POST of a protobuf body; `Ok` for a 2xx answer.
+fn post(endpoint: &Endpoint, path: &str, body: &[u8]) -> Result<(), String> {
+    let address = endpoint
+        .authority
+        .to_socket_addrs()
+        .map_err(|e| e.to_string())?
+        .next()
+        .ok_or("the address resolves to nothing")?;
+    let mut stream =
+        TcpStream::connect_timeout(&address, POST_TIMEOUT).map_err(|e| e.to_string())?;
+    stream
+        .set_write_timeout(Some(POST_TIMEOUT))
+        .and_then(|()| stream.set_read_timeout(Some(POST_TIMEOUT)))
+        .map_err(|e| e.to_string())?;
+    let head = format!(
+        "POST {}{path} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/x-protobuf\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        endpoint.base,
+        endpoint.authority,
+        body.len()
+    );
+    stream
+        .write_all(head.as_bytes())
+        .and_then(|()| stream.write_all(body))
+        .map_err(|e| e.to_string())?;
+    let mut status = [0u8; 12];
+    stream.read_exact(&mut status).map_err(|e| e.to_string())?;
+    // "HTTP/1.1 200"
+    match &status[9..12] {
+        [b'2', _, _] => Ok(()),
+        code => Err(format!(
+            "the collector answered {}",
+            String::from_utf8_lossy(code)
+        )),
+    }
+}
+
+fn text(key: &str, value: impl Into<String>) -> KeyValue {
+    KeyValue {
+        key: key.into(),
+        value: Some(AnyValue {
+            value: Some(any_value::Value::StringValue(value.into())),
+        }),
+        ..KeyValue::default()
+    }
+}
+
+fn int(key: &str, value: i64) -> KeyValue {
+    KeyValue {
+        key: key.into(),
+        value: Some(AnyValue {
+            value: Some(any_value::Value::IntValue(value)),
+        }),
+        ..KeyValue::default()
+    }
+}
+
+fn boolean(key: &str, value: bool) -> KeyValue {
+    KeyValue {
+        key: key.into(),
+        value: Some(AnyValue {
+            value: Some(any_value::Value::BoolValue(value)),
+        }),
+        ..KeyValue::default()
+    }
+}
+
+/// A source as an OTLP resource: `service.name` and `typhon.source` are
+/// its label, `typhon.session_id` its session (hex).
+fn resource(source: &str, session: Option<u64>) -> Resource {
+    let mut attributes = vec![text("service.name", source), text("typhon.source", source)];
+    if let Some(session) = session {
+        attributes.push(text("typhon.session_id", format!("{session:016x}")));
+    }
+    Resource {
+        attributes,
+        ..Resource::default()
+    }
+}
+
+fn scope() -> InstrumentationScope {
+    InstrumentationScope {
+        name: "typhon-live relay".into(),
+        version: env!("CARGO_PKG_VERSION").into(),
+        ..InstrumentationScope::default()
+    }
+}
+
+/// The metrics of every source, as cumulative OTLP metrics since
+/// `started` (unix ns), read at `now`.
+pub fn metrics_request(
+    sources: &[SourceSnapshot],
+    started: u64,
+    now: u64,
+) -> ExportMetricsServiceRequest {
+    let histogram_point = |attributes: Vec<KeyValue>, d: &DurationsSnapshot| HistogramDataPoint {
+        attributes,
+        start_time_unix_nano: started,
+        time_unix_nano: now,
+        count: d.count,
+        sum: Some(d.sum),
+        bucket_counts: d.counts.to_vec(),
+        explicit_bounds: BOUNDS.to_vec(),
+        ..HistogramDataPoint::default()
+    };
+    let number = |attributes: Vec<KeyValue>, value: number_data_point::Value| NumberDataPoint {
+        attributes,
+        start_time_unix_nano: started,
+        time_unix_nano: now,
+        value: Some(value),
+        ..NumberDataPoint::default()
+    };
+    let metric = |name: &str, description: &str, unit: &str, data: metric::Data| Metric {
+        name: name.into(),
+        description: description.into(),
+        unit: unit.into(),
+        data: Some(data),
+        ..Metric::default()
+    };
+    let cumulative = AggregationTemporality::Cumulative as i32;
+    let counter = |name: &str, description: &str, unit: &str, value: u64| {
+        let value = number_data_point::Value::AsInt(i64::try_from(value).unwrap_or(i64::MAX));
+        metric(
+            name,
+            description,
+            unit,
+            metric::Data::Sum(Sum {
+                data_points: vec![number(Vec::new(), value)],
+                aggregation_temporality: cumulative,
+                is_monotonic: true,
+            }),
+        )
+    };
+    let resource_metrics = sources
+        .iter()
+        .map(|s| {
+            let metrics = vec![
+                metric(
+                    "typhon.span.duration",
+                    "Durations of the source's spans, by name",
+                    "s",
+                    metric::Data::Histogram(Histogram {
+                        data_points: s
+                            .spans
+                            .iter()
+                            .map(|(name, d)| histogram_point(vec![text("span", name.clone())], d))
+                            .collect(),
+                        aggregation_temporality: cumulative,
+                    }),
+                ),
+                metric(
+                    "typhon.tick.duration",
+                    "Durations of the source's ticks",
+                    "s",
+                    metric::Data::Histogram(Histogram {
+                        data_points: vec![histogram_point(Vec::new(), &s.ticks)],
+                        aggregation_temporality: cumulative,
+                    }),
+                ),
+                counter(
+                    "typhon.tick.overruns",
+                    "Ticks over budget",
+                    "{tick}",
+                    s.overruns,
+                ),
+                counter(
+                    "typhon.frames.dropped",
+                    "Frames missing from the source's stream",
+                    "{frame}",
+                    s.frames_dropped,
+                ),
+                counter(
+                    "typhon.events.dropped",
+                    "Events the source dropped before sending",
+                    "{event}",
+                    s.events_dropped,
+                ),
+                metric(
+                    "typhon.gauge",
+                    "The last reading of each of the source's gauges",
+                    "1",
+                    metric::Data::Gauge(Gauge {
+                        data_points: s
+                            .gauges
+                            .iter()
+                            .map(|(name, v)| {
+                                number(
+                                    vec![text("gauge", name.clone())],
+                                    number_data_point::Value::AsDouble(*v),
+                                )
+                            })
+                            .collect(),
+                    }),
+                ),
+                metric(
+                    "typhon.source.up",
+                    "1 while the relay is connected to the source",
+                    "1",
+                    metric::Data::Gauge(Gauge {
+                        data_points: vec![number(
+                            Vec::new(),
+                            number_data_point::Value::AsInt(i64::from(s.up)),
+                        )],
+                    }),
+                ),
+            ];
+            ResourceMetrics {
+                resource: Some(resource(&s.source, s.session)),
+                scope_metrics: vec![ScopeMetrics {
+                    scope: Some(scope()),
+                    metrics,
+                    ..ScopeMetrics::default()
+                }],
+                ..ResourceMetrics::default()
+            }
+        })
+        .collect();
+    ExportMetricsServiceRequest { resource_metrics }
+}
+
+/// A span kept for slow ticks' trees, times in the source's ns.
+#[derive(Clone, Copy, Debug)]
+struct Kept {
+    lane: LaneId,
+    start: u64,
+    end: u64,
+    name: NameId,
+    id: u32,
+    parent: u32,
+    arg: Option<u64>,
+}
+
+/// A slow tick waiting for the spans of its other lanes (they may come in
+/// the next Block).
+#[derive(Clone, Copy, Debug)]
+struct SlowTick {
+    lane: LaneId,
+    tick: u64,
+    start: u64,
+    end: u64,
+    overrun: bool,
+}
+
+/// One source's slow ticks, found in its updates and exported as traces.
+pub struct TickTracer {
+    source: String,
+    slow_ns: u64,
+    queue: SyncSender<Export>,
+    metrics: Arc<Metrics>,
+    session: Option<u64>,
+    names: HashMap<NameId, String>,
+    lane_names: HashMap<LaneId, NameId>,
+    recent: VecDeque<Kept>,
+    open: HashMap<LaneId, u64>,
+    pending: Vec<SlowTick>,
+    /// Unix ns minus source ns, as the latest Block's update placed it.
+    unix_offset: i128,
+    ids: std::collections::hash_map::RandomState,
+}
+
+impl TickTracer {
+    /// A tracer for `source` exporting ticks slower than `slow` (or
+    /// overrunning) into `queue`.
+    pub fn new(
+        source: &str,
+        slow: Duration,
+        queue: SyncSender<Export>,
+        metrics: Arc<Metrics>,
+    ) -> Self {
+        TickTracer {
+            source: source.into(),
+            slow_ns: slow.as_nanos() as u64,
+            queue,
+            metrics,
+            session: None,
+            names: HashMap::new(),
+            lane_names: HashMap::new(),
+            recent: VecDeque::new(),
+            open: HashMap::new(),
+            pending: Vec::new(),
+            unix_offset: 0,
+            ids: std::collections::hash_map::RandomState::new(),
+        }
+    }
+
+    /// Takes in an update of the source's.
+    pub fn update(&mut self, update: &Update) {
+        match update {
+            Update::Session { id, names, lanes } => {
+                if self.session != Some(*id) {
+                    self.session = Some(*id);
+                    self.names.clear();
+                    self.lane_names.clear();
+                    self.recent.clear();
+                    self.open.clear();
+                    self.pending.clear();
+                }
+                self.define(names, lanes);
+            }
+            Update::Definitions { names, lanes } => self.define(names, lanes),
+            Update::Events {
+                events,
+                unix_offset,
+                ..
+            } => {
+                self.unix_offset = *unix_offset;
+                // The ticks found in the last update: their other lanes'
+                // spans have had a Block to arrive in.
+                for tick in std::mem::take(&mut self.pending) {
+                    self.export(tick);
+                }
+                for &(lane, event) in events {
+                    self.event(lane, event);
+                }
+            }
+            // Slow ticks are exported once they end.
+            Update::Gap { .. } | Update::CatchUp { .. } => {}
+            Update::Restarted => {
+                self.recent.clear();
+                self.open.clear();
+                self.pending.clear();
+            }
+        }
+    }
+
+    fn define(&mut self, names: &[(NameId, String)], lanes: &[typhon_live_core::LaneInfo]) {
+        for (id, name) in names {
+            if self.names.len() < typhon_live_reader::MAX_NAMES || self.names.contains_key(id) {
+                self.names.insert(*id, name.clone());
+            }
+        }
+        for lane in lanes {
+            self.lane_names.insert(lane.id, lane.name);
+        }
+    }
+
+    fn event(&mut self, lane: LaneId, event: Event) {
+        match event {
+            Event::Span {
+                start,
+                duration,
+                name,
+                id,
+                parent,
+                arg,
+            } => {
+                if self.recent.len() >= RECENT_SPANS {
+                    self.recent.pop_front();
+                }
+                self.recent.push_back(Kept {
+                    lane,
+                    start,
+                    end: start.saturating_add(duration),
+                    name,
+                    id,
+                    parent,
+                    arg,
+                });
+            }
+            Event::TickStart { time, .. } => {
+                self.open.insert(lane, time);
+            }
+            Event::TickEnd {
+                time,
+                tick,
+                overrun,
+            } => {
+                let end = time;
+                if let Some(start) = self.open.remove(&lane) {
+                    if overrun || end.saturating_sub(start) > self.slow_ns {
+                        self.pending.push(SlowTick {
+                            lane,
+                            tick,
+                            start,
+                            end,
+                            overrun,
+                        });
+                    }
+                }
+            }
+            Event::Instant { .. } | Event::Gauge { .. } => {}
+        }
+    }
+
+    fn id(&self, parts: impl Hash) -> u64 {
+        self.ids.hash_one((&self.source, self.session, parts))
+    }
+
+    fn name(&self, id: NameId) -> String {
+        self.names
+            .get(&id)
+            .cloned()
+            .unwrap_or_else(|| format!("#{id}"))
+    }
+
+    /// Exports `tick` as a trace: the tick as its root, every kept span
+    /// inside it (any lane) under its parent, or under the root when its
+    /// parent is not inside the tick.
+    fn export(&self, tick: SlowTick) {
+        let unix =
+            |ns: u64| u64::try_from((i128::from(ns) + self.unix_offset).max(0)).unwrap_or(u64::MAX);
+        let trace_id: Vec<u8> = [
+            self.id(("trace", tick.tick, 0)),
+            self.id(("trace", tick.tick, 1)),
+        ]
+        .iter()
+        .flat_map(|half| half.to_be_bytes())
+        .collect();
+        let root = self.id(("root", tick.tick)).to_be_bytes().to_vec();
+        let lane_name = |lane: LaneId| {
+            self.lane_names
+                .get(&lane)
+                .map_or_else(|| format!("lane {lane}"), |&n| self.name(n))
+        };
+        let inside: Vec<&Kept> = self
+            .recent
+            .iter()
+            .filter(|s| s.start >= tick.start && s.end <= tick.end)
+            .collect();
+        let span_id = |lane: LaneId, id: u32| {
+            self.id(("span", tick.tick, lane, id))
+                .to_be_bytes()
+                .to_vec()
+        };
+        let mut spans = vec![Span {
+            trace_id: trace_id.clone(),
+            span_id: root.clone(),
+            name: if tick.overrun {
+                format!("overrun tick {}", tick.tick)
+            } else {
+                format!("tick {}", tick.tick)
+            },
+            kind: span::SpanKind::Internal as i32,
+            start_time_unix_nano: unix(tick.start),
+            end_time_unix_nano: unix(tick.end),
+            attributes: vec![
+                int("typhon.tick", i64::try_from(tick.tick).unwrap_or(i64::MAX)),
+                boolean("typhon.overrun", tick.overrun),
+                text("typhon.lane", lane_name(tick.lane)),
+            ],
+            ..Span::default()
+        }];
+        for s in &inside {
+            let parent_inside =
+                s.parent != 0 && inside.iter().any(|p| p.lane == s.lane && p.id == s.parent);
+            let mut attributes = vec![text("typhon.lane", lane_name(s.lane))];
+            if let Some(arg) = s.arg {
+                attributes.push(int("typhon.arg", i64::try_from(arg).unwrap_or(i64::MAX)));
+            }
+            spans.push(Span {
+                trace_id: trace_id.clone(),
+                span_id: span_id(s.lane, s.id),
+                parent_span_id: if parent_inside {
+                    span_id(s.lane, s.parent)
+                } else {
+                    root.clone()
+                },
+                name: self.name(s.name),
+                kind: span::SpanKind::Internal as i32,
+                start_time_unix_nano: unix(s.start),
+                end_time_unix_nano: unix(s.end),
+                attributes,
+                ..Span::default()
+            });
+        }
+        let request = ExportTraceServiceRequest {
+            resource_spans: vec![ResourceSpans {
+                resource: Some(resource(&self.source, self.session)),
+                scope_spans: vec![ScopeSpans {
+                    scope: Some(scope()),
+                    spans,
+                    ..ScopeSpans::default()
+                }],
+                ..ResourceSpans::default()
+            }],
+        };
+        match self.queue.try_send(Export::Traces(request)) {
+            Ok(()) => {}
+            Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) => {
+                self.metrics.otlp_dropped()
+            }
+        }
+    }
+}

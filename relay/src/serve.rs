@@ -1,0 +1,108 @@
+//! Running the relay: attaches to every source for as long as it runs,
+//! serves them merged to any number of viewers, their metrics to
+//! Prometheus, and exports to OTLP.
+
+use std::io::Write;
+use std::net::{SocketAddr, TcpListener};
+use std::sync::mpsc::SyncSender;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use crate::config::RelayConfig;
+use crate::error::RelayError;
+use crate::fanout::{self, Input};
+use crate::http;
+use crate::merge::Merger;
+use crate::metrics::{Metrics, SourceMetrics};
+use crate::otlp::{self, TickTracer};
+use crate::source::{self, Sinks, ToMerger};
+
+/// One line on stdout, where the relay serves. Whoever started it may
+/// have read the line it wanted and closed the pipe: not an error.
+fn tell(what: &str) {
+    let mut out = std::io::stdout();
+    let _ = writeln!(out, "typhon-live relay: {what}");
+    let _ = out.flush();
+}
+
+fn listen(addr: &str) -> Result<TcpListener, RelayError> {
+    TcpListener::bind(addr).map_err(|e| RelayError::CannotListen {
+        addr: addr.into(),
+        reason: e.to_string(),
+    })
+}
+
+/// Runs the relay until `duration` passes (for ever without one).
+pub fn run(serve: &RelayConfig, duration: Option<Duration>) -> Result<(), RelayError> {
+    let sources = &serve.sources;
+    let deadline = duration.map(|d| Instant::now() + d);
+    let metrics = Arc::new(Metrics::new());
+    if let Some(addr) = serve.metrics.as_deref() {
+        let listener = listen(addr)?;
+        let bound = listener
+            .local_addr()
+            .map_or_else(|_| addr.into(), |a| a.to_string());
+        tell(&format!("metrics on http://{bound}/metrics"));
+        let metrics = Arc::clone(&metrics);
+        std::thread::spawn(move || http::serve(listener, metrics));
+    }
+    let inbox = match serve.listen {
+        Some(port) => {
+            let address = SocketAddr::new(serve.bind_address, port);
+            if !address.ip().is_loopback() {
+                eprintln!(
+                    "typhon-live relay: listening on {address}, beyond loopback: the stream is \
+                     unauthenticated and carries system, component and query names"
+                );
+            }
+            let listener = listen(&address.to_string())?;
+            let bound = listener.local_addr().map_or(address, |a| a);
+            tell(&format!("viewers on {bound}"));
+            let labels: Vec<String> = sources.iter().map(|s| s.name.clone()).collect();
+            let created = SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos() as u64);
+            // A fresh session id per run: viewers tell a relay restart.
+            let session = created ^ u64::from(std::process::id()).rotate_left(32);
+            let merger = Merger::new(&labels, session, created);
+            let (inbox, inputs) = fanout::inbox();
+            std::thread::spawn(move || fanout::merge(merger, inputs));
+            let viewers = inbox.clone();
+            std::thread::spawn(move || fanout::listen(listener, viewers));
+            Some(inbox)
+        }
+        None => None,
+    };
+    let exports = serve.otlp.clone().map(|endpoint| {
+        tell(&format!(
+            "OTLP to http://{}{}",
+            endpoint.authority, endpoint.base
+        ));
+        let (exports, queued) = otlp::queue();
+        let (metrics, interval) = (Arc::clone(&metrics), serve.otlp_interval);
+        std::thread::spawn(move || otlp::post_all(endpoint, metrics, queued, interval));
+        exports
+    });
+    let threads: Vec<_> = sources
+        .iter()
+        .cloned()
+        .enumerate()
+        .map(|(index, source)| {
+            let mut sinks = Sinks {
+                metrics: SourceMetrics::new(Arc::clone(&metrics), &source.name),
+                merger: inbox.clone().map(|inbox: SyncSender<Input>| ToMerger {
+                    inbox,
+                    source: index,
+                }),
+                tracer: exports.clone().map(|exports| {
+                    TickTracer::new(&source.name, serve.slow_tick, exports, Arc::clone(&metrics))
+                }),
+            };
+            std::thread::spawn(move || source::run(&source, &mut sinks, deadline))
+        })
+        .collect();
+    for thread in threads {
+        let _ = thread.join();
+    }
+    Ok(())
+}

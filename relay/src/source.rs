@@ -1,0 +1,185 @@
+//! One source, attached to for as long as the relay runs: connect (again
+//! and again, on the [`Backoff`] schedule, whether it was never up, went
+//! away or restarted), read its frames into its [`SourceMetrics`].
+
+use std::time::{Duration, Instant};
+
+use typhon_live_core::{DecodeError, Frame};
+
+use std::sync::mpsc::SyncSender;
+
+use super::fanout::Input;
+use super::metrics::SourceMetrics;
+use super::otlp::{unix_ns, TickTracer};
+use super::update::Reader;
+use typhon_live_std::attach::{self, Backoff, Consumer, End, Flow};
+
+/// A source: its name in the metrics, and its address.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Source {
+    /// The `source` label.
+    pub name: String,
+    /// Where it exports.
+    pub addr: String,
+}
+
+impl std::str::FromStr for Source {
+    type Err = String;
+
+    /// `NAME=HOST:PORT`.
+    fn from_str(text: &str) -> Result<Source, String> {
+        let Some((name, addr)) = text.split_once('=') else {
+            return Err(format!("{text:?} is not NAME=HOST:PORT"));
+        };
+        if name.is_empty() || addr.is_empty() {
+            return Err(format!("{text:?} is not NAME=HOST:PORT"));
+        }
+        Ok(Source {
+            name: name.into(),
+            addr: addr.into(),
+        })
+    }
+}
+
+/// Where a source's updates go besides its metrics: the merging thread
+/// of the relay's viewers, with the source's index.
+#[derive(Clone)]
+pub struct ToMerger {
+    /// The merging thread's inbox.
+    pub inbox: SyncSender<Input>,
+    /// The source's index among the merger's.
+    pub source: usize,
+}
+
+/// Where a source's updates go.
+pub struct Sinks {
+    /// Its Prometheus metrics (always).
+    pub metrics: SourceMetrics,
+    /// The relay's viewers, if it serves any.
+    pub merger: Option<ToMerger>,
+    /// Its slow ticks, if they are exported over OTLP.
+    pub tracer: Option<TickTracer>,
+}
+
+/// Frames read into updates for the sinks, until the deadline.
+struct Feed<'m> {
+    /// The source's name, for what is said on stderr.
+    name: &'m str,
+    reader: &'m mut Reader,
+    sinks: &'m mut Sinks,
+    /// A frame was refused on this connection, and said so.
+    told_damage: bool,
+    /// A frame came: the source is up (a peer that only accepted the
+    /// connection, or sends something else, is not).
+    up: bool,
+    deadline: Option<Instant>,
+}
+
+impl Consumer for Feed<'_> {
+    fn frame(&mut self, frame: &Frame<'_>) -> Flow {
+        if !self.up {
+            self.up = true;
+            self.sinks.metrics.set_up(true);
+        }
+        let sinks = &mut *self.sinks;
+        // A payload that does not decode (a peer's bug: its checksum
+        // held) loses what it held; the frames after it go on.
+        let result = self.reader.read(frame, unix_ns(), |update| {
+            sinks.metrics.update(&update);
+            if let Some(tracer) = &mut sinks.tracer {
+                tracer.update(&update);
+            }
+            if let Some(to) = &sinks.merger {
+                // Waits while the merger is behind: the source's exporter
+                // then drops for us, and says so.
+                let _ = to.inbox.send(Input::Update {
+                    source: to.source,
+                    update,
+                });
+            }
+        });
+        if let Err(error) = result {
+            self.sinks.metrics.damaged();
+            // Said once a connection: a peer sending nothing else must
+            // not flood stderr (the metric counts them all).
+            if !std::mem::replace(&mut self.told_damage, true) {
+                eprintln!(
+                    "relay: source {}: frame seq {} refused: {error} (the next ones are counted in typhon_frames_damaged_total)",
+                    self.name, frame.seq
+                );
+            }
+        }
+        self.tick()
+    }
+
+    // A skipped frame is a gap in the sequence numbers that follow.
+    fn damage(&mut self, _error: DecodeError) {}
+
+    fn tick(&mut self) -> Flow {
+        if self.deadline.is_some_and(|d| Instant::now() >= d) {
+            Flow::Stop
+        } else {
+            Flow::Continue
+        }
+    }
+}
+
+/// Attaches to `source` until `deadline` (for ever without one), saying
+/// on stderr when it connects and why it lost a connection.
+pub fn run(source: &Source, sinks: &mut Sinks, deadline: Option<Instant>) {
+    let mut backoff = Backoff::default();
+    let mut connections = 0u64;
+    // One for all the connections: a restart under the same session id
+    // shows across them.
+    let mut reader = Reader::default();
+    loop {
+        let mut stream = match attach::connect(&source.addr, deadline, |_| true) {
+            Ok(Some(stream)) => stream,
+            Ok(None) => return,
+            Err(e) => {
+                let wait = backoff.after(Duration::ZERO);
+                eprintln!(
+                    "relay: source {}: {e}; trying again in {wait:?}",
+                    source.name
+                );
+                if !attach::pause(wait, deadline, || true) {
+                    return;
+                }
+                continue;
+            }
+        };
+        connections += 1;
+        if connections > 1 {
+            sinks.metrics.reconnected();
+        }
+        eprintln!(
+            "relay: source {}: connected to {}",
+            source.name, source.addr
+        );
+        let since = Instant::now();
+        reader.reconnected();
+        let mut feed = Feed {
+            name: &source.name,
+            reader: &mut reader,
+            sinks: &mut *sinks,
+            told_damage: false,
+            up: false,
+            deadline,
+        };
+        let end = attach::read_frames(&mut stream, &mut feed);
+        sinks.metrics.set_up(false);
+        let why = match end {
+            End::Done => return,
+            End::Lost(reason) => reason,
+            End::NotTyphon(reason) => format!("not a typhon-live stream: {reason}"),
+        };
+        let wait = backoff.after(since.elapsed());
+        eprintln!(
+            "relay: source {}: {why}; connecting again in {wait:?}",
+            source.name
+        );
+        if !attach::pause(wait, deadline, || true) {
+            return;
+        }
+    }
+}

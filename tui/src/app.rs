@@ -1,0 +1,369 @@
+//! The terminal screen both `attach` and `view FILE` drive: it draws the
+//! model (the timeline as [`UiState`] says, and the summary panels) and
+//! turns keys into actions on the view state. Drawing reads the model; the
+//! only state keys change is the view's.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use ratatui::crossterm::event::{self, Event};
+use ratatui::DefaultTerminal;
+
+use crate::keymap::{self, KEYS};
+use crate::ui_state::{Mode, Scene, UiState};
+use crate::view::{self, Panes};
+use crate::widgets::span_stats::SpanDetail;
+use crate::widgets::span_table::SpanTable;
+use crate::widgets::timeline::{lanes_of, Timeline};
+use typhon_live_model::history::{self, Chunk};
+use typhon_live_model::stats::Distribution;
+use typhon_live_model::Model;
+
+/// While live, the selected name's distribution is read again at most
+/// this often: it reads every span of the name in the history.
+const DISTRIBUTION_REFRESH: Duration = Duration::from_secs(1);
+
+/// The selected name's distribution, and what it was computed over.
+struct Computed {
+    name: u32,
+    /// The first and last chunk (held, so that their addresses stay
+    /// theirs) and the count: the same set of chunks again.
+    first: Option<Arc<Chunk>>,
+    last: Option<Arc<Chunk>>,
+    chunks: usize,
+    at: Instant,
+    distribution: Distribution,
+}
+
+impl Computed {
+    /// Still right for `name` over `chunks`: the same chunks, or, live, a
+    /// reading under [`DISTRIBUTION_REFRESH`] old.
+    fn fits(&self, name: u32, chunks: &[Arc<Chunk>], live: bool) -> bool {
+        let same = |held: &Option<Arc<Chunk>>, now: Option<&Arc<Chunk>>| match (held, now) {
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+            (None, None) => true,
+            _ => false,
+        };
+        let same_chunks = self.chunks == chunks.len()
+            && same(&self.first, chunks.first())
+            && same(&self.last, chunks.last());
+        self.name == name && (same_chunks || live && self.at.elapsed() < DISTRIBUTION_REFRESH)
+    }
+}
+
+/// The full-screen terminal UI.
+pub struct Screen {
+    terminal: DefaultTerminal,
+    /// Live or paused, and the window.
+    pub ui: UiState,
+    computed: Option<Computed>,
+}
+
+impl Screen {
+    /// Takes over the terminal (raw mode, alternate screen).
+    pub fn open() -> std::io::Result<Screen> {
+        let terminal = ratatui::try_init()?;
+        Ok(Screen {
+            terminal,
+            ui: UiState::default(),
+            computed: None,
+        })
+    }
+
+    /// Draws `model` as of `now`.
+    pub fn draw(&mut self, model: &mut Model, now: Instant) {
+        let summary = model.summary(crate::uptime::at(now));
+        let inputs = model.timeline_inputs(crate::uptime::at(now));
+        let list = self.ui.span_list(&summary.span_stats);
+        let ids: Vec<u32> = list.iter().map(|s| s.id).collect();
+        let scene = Scene::new(&inputs, &ids);
+        let (start, end, chunks) = self.ui.window(&scene);
+        // The selected name's distribution, over what the window draws
+        // from: the live history, or what a pause pinned.
+        let selected = self.ui.selected_row(list.len());
+        if let Some(row) = selected {
+            let name = list[row].id;
+            let live = matches!(self.ui.mode, Mode::Live);
+            if !self
+                .computed
+                .as_ref()
+                .is_some_and(|c| c.fits(name, chunks, live))
+            {
+                self.computed = Some(Computed {
+                    name,
+                    first: chunks.first().cloned(),
+                    last: chunks.last().cloned(),
+                    chunks: chunks.len(),
+                    at: Instant::now(),
+                    distribution: history::distribution(chunks.iter().map(|c| &**c), name),
+                });
+            }
+        }
+        let distribution = selected.and_then(|_| self.computed.as_ref().map(|c| &c.distribution));
+        let max_tick = distribution
+            .as_ref()
+            .and_then(|d| history::tick_at(chunks.iter().map(|c| &**c), d.max_at).map(|t| t.tick));
+        let lanes = lanes_of(&inputs);
+        let panes = Panes {
+            timeline: Timeline {
+                chunks,
+                lanes: &lanes,
+                names: model.names(),
+                start,
+                end,
+                now: inputs.now,
+            },
+            status: self.ui.status(&scene),
+            spans: SpanTable {
+                rows: &list,
+                selected,
+                filter: &self.ui.filter,
+                filtering: self.ui.filtering,
+            },
+            detail: selected
+                .zip(distribution.as_ref())
+                .map(|(row, d)| SpanDetail {
+                    name: &list[row].name,
+                    distribution: d,
+                    ticks_per_second: inputs.ticks_per_second,
+                    max_tick,
+                }),
+        };
+        let _ = self
+            .terminal
+            .draw(|frame| view::draw(frame, &summary, Some(&panes)));
+    }
+
+    /// Reads the keys pressed, waiting up to `wait` for the first, and does
+    /// what they ask; whether one asked to quit, and whether any changed
+    /// the view.
+    pub fn keys(&mut self, model: &Model, wait: Duration) -> (bool, bool) {
+        let (mut quit, mut changed) = (false, false);
+        let mut wait = wait;
+        while event::poll(wait).unwrap_or(false) {
+            wait = Duration::ZERO;
+            let Ok(Event::Key(key)) = event::read() else {
+                continue;
+            };
+            if self.ui.filtering && key.kind == event::KeyEventKind::Press {
+                self.ui.type_filter(key.code);
+                changed = true;
+                continue;
+            }
+            let Some(action) = keymap::lookup(KEYS, &key) else {
+                continue;
+            };
+            let inputs = model.timeline_inputs(crate::uptime::now());
+            let stats = model.span_stats();
+            let ids: Vec<u32> = self.ui.span_list(&stats).iter().map(|s| s.id).collect();
+            let scene = Scene::new(&inputs, &ids);
+            quit |= self.ui.apply(action, &scene);
+            changed = true;
+        }
+        (quit, changed)
+    }
+
+    /// Gives the terminal back.
+    pub fn close(self) {
+        ratatui::restore();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::time::Instant;
+
+    use ratatui::buffer::Buffer;
+    use ratatui::layout::Rect;
+    use ratatui::widgets::Widget;
+    use typhon_live_core::block::{max_block_frame_len, write_block};
+    use typhon_live_core::definitions::write_definitions;
+    use typhon_live_core::init::write_init;
+    use typhon_live_core::{
+        BlockBuilder, Event, GaugeValue, LaneInfo, LaneKind, Lanes, Metadata, NameTable,
+    };
+
+    use crate::action::Action;
+    use crate::testing::feed;
+    use crate::ui_state::{Scene, UiState};
+    use crate::widgets::timeline::{lanes_of, Timeline};
+    use typhon_live_model::Model;
+
+    #[test]
+    fn a_computed_distribution_is_kept_for_the_same_chunks_and_briefly_while_live() {
+        use super::Computed;
+        use typhon_live_model::history::Chunk;
+        use typhon_live_model::stats::Distribution;
+        let (a, b) = (Arc::new(Chunk::default()), Arc::new(Chunk::default()));
+        let computed = Computed {
+            name: 7,
+            first: Some(Arc::clone(&a)),
+            last: Some(Arc::clone(&b)),
+            chunks: 2,
+            at: Instant::now(),
+            distribution: Distribution::default(),
+        };
+        let same = [Arc::clone(&a), Arc::clone(&b)];
+        let moved_on = [Arc::clone(&b), Arc::new(Chunk::default())];
+        assert!(computed.fits(7, &same, false));
+        assert!(!computed.fits(8, &same, false), "another name");
+        assert!(!computed.fits(7, &moved_on, false), "paused elsewhere");
+        assert!(
+            computed.fits(7, &moved_on, true),
+            "live, under a second old"
+        );
+        let old = Computed {
+            at: Instant::now() - std::time::Duration::from_secs(2),
+            ..computed
+        };
+        assert!(!old.fits(7, &moved_on, true), "live, stale");
+    }
+
+    /// A xorshift generator: the same "random" stream every run.
+    struct Dice(u64);
+
+    impl Dice {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+
+        /// Mostly small numbers, sometimes anything.
+        fn value(&mut self) -> u64 {
+            match self.next() % 8 {
+                0 => self.next(),
+                1 => u64::MAX - self.next() % 16,
+                _ => self.next() % 100_000,
+            }
+        }
+    }
+
+    /// Blocks of random events (times going backwards, huge durations,
+    /// parent cycles, unknown names and lanes), lanes renamed by
+    /// Definitions between them: the model takes them, the timeline and
+    /// the statistics draw them at random windows and keys, nothing
+    /// panics and the history stays within its budget.
+    #[test]
+    fn random_streams_are_drawn_without_a_panic() {
+        for seed in [0x9e37_79b9_7f4a_7c15, 1, 0xdead_beef, u64::MAX / 3, 42] {
+            draw_a_random_stream(seed);
+        }
+    }
+
+    fn draw_a_random_stream(seed: u64) {
+        let mut dice = Dice(seed);
+        let names: NameTable<8, 256> = NameTable::new();
+        let lanes = Lanes::<2, 16>::new();
+        let meta = Metadata {
+            ticks_per_second: 1_000_000,
+            ..Metadata::default()
+        };
+        let mut stream = Vec::new();
+        let mut out = vec![0u8; 1 << 16];
+        let n = write_init(&mut out, 0, &meta, &names, lanes.iter()).unwrap();
+        stream.extend_from_slice(&out[..n]);
+        for seq in 1..200u32 {
+            let mut scratch = vec![0u8; 8192];
+            let mut block = BlockBuilder::new(&mut scratch);
+            for _ in 0..40 {
+                let lane = (dice.next() % 4) as u16;
+                let event = match dice.next() % 5 {
+                    0 => Event::Span {
+                        start: dice.value(),
+                        duration: dice.value(),
+                        name: (dice.next() % 12) as u32,
+                        id: (dice.next() % 50) as u32 + 1,
+                        parent: (dice.next() % 50) as u32,
+                        arg: Some(dice.value()),
+                    },
+                    1 => Event::Instant {
+                        time: dice.value(),
+                        name: (dice.next() % 12) as u32,
+                        payload: dice.value(),
+                    },
+                    2 => Event::Gauge {
+                        time: dice.value(),
+                        gauge: (dice.next() % 12) as u32,
+                        value: GaugeValue::Float(f64::from_bits(dice.next())),
+                    },
+                    3 => Event::TickStart {
+                        time: dice.value(),
+                        tick: dice.next() % 20,
+                    },
+                    _ => Event::TickEnd {
+                        time: dice.value(),
+                        tick: dice.next() % 20,
+                        overrun: dice.next().is_multiple_of(2),
+                    },
+                };
+                block.push(lane, &event);
+            }
+            let mut frame = vec![0u8; max_block_frame_len(8192, 1)];
+            let n = write_block(&mut frame, seq * 2, &block, &[(1, 3)]).unwrap();
+            stream.extend_from_slice(&frame[..n]);
+            // The lanes renamed: slot 0 and 1 under new names and kinds.
+            let mut renamed: NameTable<8, 256> = NameTable::new();
+            let lane_name = renamed.intern(&format!("lane-{seq}")).unwrap();
+            let infos = [
+                LaneInfo {
+                    id: 0,
+                    name: lane_name,
+                    kind: LaneKind::Worker,
+                },
+                LaneInfo {
+                    id: 1,
+                    name: lane_name,
+                    kind: LaneKind::Main,
+                },
+            ];
+            let n = write_definitions(&mut out, seq * 2 + 1, &renamed, 0, infos.iter().copied())
+                .unwrap();
+            stream.extend_from_slice(&out[..n]);
+        }
+        let mut model = Model::with_history(60.0, 256 << 10);
+        feed(&mut model, &stream);
+        assert!(model.history().bytes() <= 256 << 10);
+        let summary = model.summary(crate::uptime::now());
+        let mut ui = UiState::default();
+        let keys = [
+            Action::TogglePause,
+            Action::StepBack,
+            Action::WorstTick,
+            Action::ZoomOut,
+            Action::PageBack,
+            Action::SelectDown,
+            Action::JumpToMax,
+            Action::ZoomIn,
+            Action::Oldest,
+            Action::StepForward,
+            Action::PageForward,
+            Action::Live,
+        ];
+        let ids: Vec<u32> = summary.span_stats.iter().map(|s| s.id).collect();
+        for round in 0..60 {
+            let inputs = model.timeline_inputs(crate::uptime::now());
+            let scene = Scene::new(&inputs, &ids);
+            ui.apply(keys[round % keys.len()], &scene);
+            let (start, end, chunks): (u64, u64, &[Arc<_>]) = ui.window(&scene);
+            let lanes = lanes_of(&inputs);
+            let timeline = Timeline {
+                chunks,
+                lanes: &lanes,
+                names: model.names(),
+                start,
+                end,
+                now: inputs.now,
+            };
+            let area = Rect::new(0, 0, 100, 12);
+            let mut buf = Buffer::empty(area);
+            (&timeline).render(area, &mut buf);
+            let _ = ui.status(&scene);
+            for id in &ids {
+                let _ = model.history().distribution(*id);
+            }
+        }
+    }
+}
