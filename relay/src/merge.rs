@@ -616,7 +616,7 @@ mod tests {
             let mut reader = Reader::default();
             each_frame(&nested_stream(ticks[source].clone()), |frame| {
                 reader
-                    .read(frame, received[source], |update| {
+                    .read(frame, received[source], |update, _| {
                         merger.update(source, &update, |frame| {
                             stream.extend(frame.seal(seq));
                             seq += 1;
@@ -633,7 +633,7 @@ mod tests {
         let (mut reader, mut ends) = (Reader::default(), HashMap::new());
         each_frame(stream, |frame| {
             reader
-                .read(frame, 0, |update| {
+                .read(frame, 0, |update, _| {
                     if let Update::Events { events, .. } = update {
                         for (lane, event) in events {
                             if let Event::Span {
@@ -710,7 +710,7 @@ mod tests {
             }
             each_frame(frame_bytes, |frame| {
                 reader
-                    .read(frame, 1_000_000_000, |update| {
+                    .read(frame, 1_000_000_000, |update, _| {
                         merger.update(0, &update, |frame| {
                             stream.extend(frame.seal(seq));
                             seq += 1;

@@ -17,7 +17,7 @@ use prometheus_client::registry::{Registry, Unit};
 use typhon_live_core::{Event, GaugeValue, LaneId, NameId};
 
 use super::update::Update;
-use typhon_live_reader::{MAX_NAMES, MAX_NAME_BYTES};
+use typhon_live_reader::Names;
 
 /// Span names per source with a histogram of their own; further names'
 /// spans are refused (counted in `typhon_series_refused_total`), so that
@@ -319,8 +319,6 @@ pub struct SourceMetrics {
     metrics: Arc<Metrics>,
     label: SourceLabel,
     session: Option<u64>,
-    names: HashMap<NameId, String>,
-    name_bytes: usize,
     /// Histogram handles by name id, so that a span costs no label lookup.
     spans: HashMap<NameId, Durations>,
     gauges: HashMap<NameId, Gauge<f64, AtomicU64>>,
@@ -353,8 +351,6 @@ impl SourceMetrics {
             metrics,
             label,
             session: None,
-            names: HashMap::new(),
-            name_bytes: 0,
             spans: HashMap::new(),
             gauges: HashMap::new(),
             ticks: HashMap::new(),
@@ -382,15 +378,14 @@ impl SourceMetrics {
         self.count(&self.metrics.frames_damaged, 1);
     }
 
-    /// Takes in one update of the source's.
-    pub fn update(&mut self, update: &Update) {
+    /// Takes in one update of the source's, its names as the source's
+    /// reader knows them.
+    pub fn update(&mut self, update: &Update, names: &Names) {
         match update {
-            Update::Session { id, names, .. } => {
+            Update::Session { id, .. } => {
                 if self.session.is_some_and(|s| s != *id) {
                     self.count(&self.metrics.restarts, 1);
                     // Its ids may mean other names now.
-                    self.names.clear();
-                    self.name_bytes = 0;
                     self.spans.clear();
                     self.gauges.clear();
                     self.ticks.clear();
@@ -400,15 +395,8 @@ impl SourceMetrics {
                     .index()
                     .sessions
                     .insert(self.label.source.clone(), *id);
-                for (id, name) in names {
-                    self.define(*id, name);
-                }
             }
-            Update::Definitions { names, .. } => {
-                for (id, name) in names {
-                    self.define(*id, name);
-                }
-            }
+            Update::Definitions { .. } => {}
             Update::Events {
                 events,
                 drops,
@@ -418,7 +406,7 @@ impl SourceMetrics {
                 let dropped: u64 = drops.iter().map(|&(_, n)| u64::from(n)).sum();
                 self.count(&self.metrics.events_dropped, dropped + u64::from(*unread));
                 for &(lane, event) in events {
-                    self.event(lane, event);
+                    self.event(lane, event, names);
                 }
             }
             Update::Gap { frames } => self.count(&self.metrics.frames_dropped, *frames),
@@ -437,25 +425,7 @@ impl SourceMetrics {
         }
     }
 
-    /// Keeps `name` for `id` unless a cap is reached.
-    fn define(&mut self, id: NameId, name: &str) {
-        let known_len = self.names.get(&id).map_or(0, String::len);
-        let bytes = self.name_bytes - known_len + name.len();
-        if (known_len == 0 && self.names.len() >= MAX_NAMES) || bytes > MAX_NAME_BYTES {
-            return;
-        }
-        self.name_bytes = bytes;
-        self.names.insert(id, name.to_owned());
-    }
-
-    fn name(&self, id: NameId) -> String {
-        self.names
-            .get(&id)
-            .cloned()
-            .unwrap_or_else(|| format!("#{id}"))
-    }
-
-    fn event(&mut self, lane: LaneId, event: Event) {
+    fn event(&mut self, lane: LaneId, event: Event, names: &Names) {
         // The reader gives times in ns.
         let seconds = |ns: u64| ns as f64 / 1e9;
         match event {
@@ -468,7 +438,7 @@ impl SourceMetrics {
                     None => {
                         let labels = SpanLabels {
                             source: self.label.source.clone(),
-                            span: self.name(name),
+                            span: names.show(name).into_owned(),
                         };
                         let histogram = self.metrics.span_duration.get_or_create_owned(&labels);
                         let mut index = self.metrics.index();
@@ -501,7 +471,7 @@ impl SourceMetrics {
                     None => {
                         let labels = GaugeLabels {
                             source: self.label.source.clone(),
-                            gauge: self.name(gauge),
+                            gauge: names.show(gauge).into_owned(),
                         };
                         let series = self.metrics.gauges.get_or_create_owned(&labels);
                         let mut index = self.metrics.index();
@@ -561,7 +531,9 @@ mod tests {
         let mut reader = Reader::default();
         each_frame(&nested_stream(0..50), |frame| {
             reader
-                .read(frame, 0, |update| side.update(&update))
+                .read(frame, 0, |update, state| {
+                    side.update(&update, state.names())
+                })
                 .unwrap()
         });
         let text = metrics.encode();
@@ -599,6 +571,8 @@ mod tests {
     fn span_names_and_gauges_past_their_caps_are_refused_and_counted() {
         let metrics = Arc::new(Metrics::new());
         let mut side = SourceMetrics::new(Arc::clone(&metrics), "m");
+        // Never defined: shown as `#id`.
+        let names = Names::default();
         for id in 0..MAX_SPAN_SERIES as u32 + 5 {
             let span = Event::Span {
                 start: 0,
@@ -608,7 +582,7 @@ mod tests {
                 parent: 0,
                 arg: None,
             };
-            side.event(0, span);
+            side.event(0, span, &names);
             let value = GaugeValue::Int(1);
             side.event(
                 0,
@@ -617,6 +591,7 @@ mod tests {
                     gauge: id,
                     value,
                 },
+                &names,
             );
         }
         assert_eq!(side.spans.len(), MAX_SPAN_SERIES);

@@ -26,6 +26,7 @@ use opentelemetry_proto::tonic::resource::v1::Resource;
 use opentelemetry_proto::tonic::trace::v1::{span, ResourceSpans, ScopeSpans, Span};
 use prost::Message;
 use typhon_live_core::{Event, LaneId, NameId};
+use typhon_live_reader::State;
 
 use super::metrics::{DurationsSnapshot, Metrics, SourceSnapshot, BOUNDS};
 use super::update::Update;
@@ -375,8 +376,6 @@ pub struct TickTracer {
     queue: SyncSender<Export>,
     metrics: Arc<Metrics>,
     session: Option<u64>,
-    names: HashMap<NameId, String>,
-    lane_names: HashMap<LaneId, NameId>,
     recent: VecDeque<Kept>,
     open: HashMap<LaneId, u64>,
     pending: Vec<SlowTick>,
@@ -400,8 +399,6 @@ impl TickTracer {
             queue,
             metrics,
             session: None,
-            names: HashMap::new(),
-            lane_names: HashMap::new(),
             recent: VecDeque::new(),
             open: HashMap::new(),
             pending: Vec::new(),
@@ -410,21 +407,19 @@ impl TickTracer {
         }
     }
 
-    /// Takes in an update of the source's.
-    pub fn update(&mut self, update: &Update) {
+    /// Takes in an update of the source's, its names and lanes as the
+    /// source's reader knows them.
+    pub fn update(&mut self, update: &Update, state: &State) {
         match update {
-            Update::Session { id, names, lanes } => {
+            Update::Session { id, .. } => {
                 if self.session != Some(*id) {
                     self.session = Some(*id);
-                    self.names.clear();
-                    self.lane_names.clear();
                     self.recent.clear();
                     self.open.clear();
                     self.pending.clear();
                 }
-                self.define(names, lanes);
             }
-            Update::Definitions { names, lanes } => self.define(names, lanes),
+            Update::Definitions { .. } => {}
             Update::Events {
                 events,
                 unix_offset,
@@ -434,7 +429,7 @@ impl TickTracer {
                 // The ticks found in the last update: their other lanes'
                 // spans have had a Block to arrive in.
                 for tick in std::mem::take(&mut self.pending) {
-                    self.export(tick);
+                    self.export(tick, state);
                 }
                 for &(lane, event) in events {
                     self.event(lane, event);
@@ -447,17 +442,6 @@ impl TickTracer {
                 self.open.clear();
                 self.pending.clear();
             }
-        }
-    }
-
-    fn define(&mut self, names: &[(NameId, String)], lanes: &[typhon_live_core::LaneInfo]) {
-        for (id, name) in names {
-            if self.names.len() < typhon_live_reader::MAX_NAMES || self.names.contains_key(id) {
-                self.names.insert(*id, name.clone());
-            }
-        }
-        for lane in lanes {
-            self.lane_names.insert(lane.id, lane.name);
         }
     }
 
@@ -513,17 +497,10 @@ impl TickTracer {
         self.ids.hash_one((&self.source, self.session, parts))
     }
 
-    fn name(&self, id: NameId) -> String {
-        self.names
-            .get(&id)
-            .cloned()
-            .unwrap_or_else(|| format!("#{id}"))
-    }
-
     /// Exports `tick` as a trace: the tick as its root, every kept span
     /// inside it (any lane) under its parent, or under the root when its
     /// parent is not inside the tick.
-    fn export(&self, tick: SlowTick) {
+    fn export(&self, tick: SlowTick, state: &State) {
         let unix =
             |ns: u64| u64::try_from((i128::from(ns) + self.unix_offset).max(0)).unwrap_or(u64::MAX);
         let trace_id: Vec<u8> = [
@@ -534,10 +511,12 @@ impl TickTracer {
         .flat_map(|half| half.to_be_bytes())
         .collect();
         let root = self.id(("root", tick.tick)).to_be_bytes().to_vec();
+        let name = |id: NameId| state.names().show(id).into_owned();
         let lane_name = |lane: LaneId| {
-            self.lane_names
+            state
+                .lanes()
                 .get(&lane)
-                .map_or_else(|| format!("lane {lane}"), |&n| self.name(n))
+                .map_or_else(|| format!("lane {lane}"), |l| name(l.info.name))
         };
         let inside: Vec<&Kept> = self
             .recent
@@ -582,7 +561,7 @@ impl TickTracer {
                 } else {
                     root.clone()
                 },
-                name: self.name(s.name),
+                name: name(s.name),
                 kind: span::SpanKind::Internal as i32,
                 start_time_unix_nano: unix(s.start),
                 end_time_unix_nano: unix(s.end),

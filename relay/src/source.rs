@@ -84,10 +84,10 @@ impl Consumer for Feed<'_> {
         let sinks = &mut *self.sinks;
         // A payload that does not decode (a peer's bug: its checksum
         // held) loses what it held; the frames after it go on.
-        let result = self.reader.read(frame, unix_ns(), |update| {
-            sinks.metrics.update(&update);
+        let result = self.reader.read(frame, unix_ns(), |update, state| {
+            sinks.metrics.update(&update, state.names());
             if let Some(tracer) = &mut sinks.tracer {
-                tracer.update(&update);
+                tracer.update(&update, state);
             }
             if let Some(to) = &sinks.merger {
                 // Waits while the merger is behind: the source's exporter

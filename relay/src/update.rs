@@ -103,14 +103,15 @@ impl Reader {
     }
 
     /// The updates of `frame`, which arrived at Unix time `received` (ns),
-    /// handed to `take`: a gap first if frames are missing before it. An
-    /// error names a payload that did not decode (a Block's events up to
-    /// the bad one are handed on).
+    /// handed to `take` with the reader's state (its names and lanes, as
+    /// the source's own thread reads them): a gap first if frames are
+    /// missing before it. An error names a payload that did not decode (a
+    /// Block's events up to the bad one are handed on).
     pub fn read(
         &mut self,
         frame: &Frame<'_>,
         received: u64,
-        mut take: impl FnMut(Update),
+        mut take: impl FnMut(Update, &State),
     ) -> Result<(), DecodeError> {
         use typhon_live_reader::Update as Read;
         let mut said = Said::default();
@@ -122,8 +123,8 @@ impl Reader {
                 }
                 Read::Name { id, text } => said.names.push((id, text.to_owned())),
                 Read::Lanes => said.lanes = Some(state.lanes().values().map(|l| l.info).collect()),
-                Read::Restarted { .. } => take(Update::Restarted),
-                Read::Lost(Loss::Gap { frames }) => take(Update::Gap { frames }),
+                Read::Restarted { .. } => take(Update::Restarted, state),
+                Read::Lost(Loss::Gap { frames }) => take(Update::Gap { frames }, state),
                 Read::Lost(Loss::Dropped { lane, events }) => {
                     said.block = true;
                     said.drops.push((lane, events));
@@ -133,33 +134,45 @@ impl Reader {
                     said.block = true;
                     said.events.push((lane, event));
                 }
-                Read::CatchUp { time } => take(Update::CatchUp {
-                    time,
-                    lanes: open_lanes(state),
-                    unix_offset: state.unix_offset().unwrap_or(0),
-                }),
+                Read::CatchUp { time } => take(
+                    Update::CatchUp {
+                        time,
+                        lanes: open_lanes(state),
+                        unix_offset: state.unix_offset().unwrap_or(0),
+                    },
+                    state,
+                ),
                 _ => {}
             });
         let state = self.reader.state();
         if let Some(id) = said.session {
-            take(Update::Session {
-                id,
-                names: said.names,
-                lanes: said.lanes.unwrap_or_default(),
-            });
+            take(
+                Update::Session {
+                    id,
+                    names: said.names,
+                    lanes: said.lanes.unwrap_or_default(),
+                },
+                state,
+            );
         } else if !said.names.is_empty() || said.lanes.is_some() {
-            take(Update::Definitions {
-                names: said.names,
-                lanes: said.lanes.unwrap_or_default(),
-            });
+            take(
+                Update::Definitions {
+                    names: said.names,
+                    lanes: said.lanes.unwrap_or_default(),
+                },
+                state,
+            );
         }
         if said.block || said.unread > 0 {
-            take(Update::Events {
-                events: said.events,
-                drops: said.drops,
-                unread: said.unread,
-                unix_offset: state.unix_offset().unwrap_or(0),
-            });
+            take(
+                Update::Events {
+                    events: said.events,
+                    drops: said.drops,
+                    unread: said.unread,
+                    unix_offset: state.unix_offset().unwrap_or(0),
+                },
+                state,
+            );
         }
         result
     }
@@ -191,7 +204,7 @@ mod tests {
             reader.reconnected();
             each_frame(stream, |frame| {
                 reader
-                    .read(frame, 0, |update| {
+                    .read(frame, 0, |update, _| {
                         restarts += usize::from(update == Update::Restarted)
                     })
                     .unwrap()
@@ -281,7 +294,7 @@ mod tests {
         let mut kept = Vec::new();
         each_frame(&out[..n], |frame| {
             Reader::default()
-                .read(frame, 0, |update| {
+                .read(frame, 0, |update, _| {
                     if let Update::CatchUp { lanes, .. } = update {
                         kept.extend(lanes.into_iter().map(|l| (l.open_depth, l.open.len())));
                     }
