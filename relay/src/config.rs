@@ -22,9 +22,9 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use super::otlp::Endpoint;
-use super::source::Source;
 use crate::error::RelayError;
+use crate::otlp::Endpoint;
+use crate::source::Source;
 
 /// Ticks longer than this are exported over OTLP, by default.
 pub const DEFAULT_SLOW_TICK: Duration = Duration::from_millis(100);

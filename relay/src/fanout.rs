@@ -21,8 +21,8 @@ use std::time::Duration;
 
 use typhon_live_core::FrameKind;
 
-use super::merge::{MergedFrame, Merger};
-use super::update::Update;
+use crate::merge::{MergedFrame, Merger};
+use crate::update::Update;
 
 /// Bytes of frames a viewer's queue holds before its Blocks are dropped.
 pub const MAX_QUEUED: usize = 8 << 20;

@@ -8,7 +8,7 @@ use std::net::{Shutdown, TcpListener, TcpStream};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::metrics::Metrics;
+use crate::metrics::Metrics;
 
 /// The largest request head read.
 const MAX_HEAD: usize = 8 << 10;

@@ -29,7 +29,7 @@ use typhon_live_core::{
     OpenSpan,
 };
 
-use super::update::{self, Update};
+use crate::update::{self, Update};
 use typhon_live_reader::{MAX_LANES, MAX_NAMES, MAX_NAME_BYTES};
 
 /// Events a merged Block holds at most.

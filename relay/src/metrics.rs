@@ -16,7 +16,7 @@ use prometheus_client::metrics::{MetricType, TypedMetric};
 use prometheus_client::registry::{Registry, Unit};
 use typhon_live_core::{Event, GaugeValue, LaneId, NameId};
 
-use super::update::Update;
+use crate::update::Update;
 use typhon_live_reader::Names;
 
 /// Span names per source with a histogram of their own; further names'

@@ -28,8 +28,8 @@ use prost::Message;
 use typhon_live_core::{Event, LaneId, NameId};
 use typhon_live_reader::State;
 
-use super::metrics::{DurationsSnapshot, Metrics, SourceSnapshot, BOUNDS};
-use super::update::Update;
+use crate::metrics::{DurationsSnapshot, Metrics, SourceSnapshot, BOUNDS};
+use crate::update::Update;
 
 /// Exports waiting for the posting thread; more are dropped.
 pub const QUEUED_EXPORTS: usize = 64;

@@ -2,17 +2,16 @@
 //! and again, on the [`Backoff`] schedule, whether it was never up, went
 //! away or restarted), read its frames into its [`SourceMetrics`].
 
+use std::sync::mpsc::SyncSender;
 use std::time::{Duration, Instant};
 
 use typhon_live_core::{DecodeError, Frame};
-
-use std::sync::mpsc::SyncSender;
-
-use super::fanout::Input;
-use super::metrics::SourceMetrics;
-use super::otlp::{unix_ns, TickTracer};
-use super::update::Reader;
 use typhon_live_std::attach::{self, Backoff, Consumer, End, Flow};
+
+use crate::fanout::Input;
+use crate::metrics::SourceMetrics;
+use crate::otlp::{unix_ns, TickTracer};
+use crate::update::Reader;
 
 /// A source: its name in the metrics, and its address.
 #[derive(Clone, Debug, PartialEq, Eq)]

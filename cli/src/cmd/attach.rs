@@ -4,12 +4,12 @@ use std::io::{IsTerminal, Write};
 use std::time::{Duration, Instant};
 
 use typhon_live_core::{DecodeError, Frame};
-
-use crate::error::CliError;
 use typhon_live_model::history::DEFAULT_HISTORY_BYTES;
 use typhon_live_model::{Connection, Model};
 use typhon_live_std::attach::{self, Backoff, Consumer, End, Flow};
 use typhon_live_tui::app::Screen;
+
+use crate::error::CliError;
 
 /// How often the view is redrawn.
 const REFRESH: Duration = Duration::from_millis(250);

@@ -6,12 +6,12 @@ use std::io::{BufWriter, Write};
 use std::path::Path;
 
 use serde_json::Value;
-use typhon_live_convert::perfetto::WriterStats;
+use typhon_live_convert::perfetto::{self, WriterStats};
+use typhon_live_convert::{chrome, Converted};
+use typhon_live_reader::Damage;
 
 use crate::error::CliError;
 use crate::trace_file;
-use typhon_live_convert::{chrome, perfetto, Converted};
-use typhon_live_reader::Damage;
 
 /// What `convert` writes.
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -43,24 +43,17 @@ pub fn run(path: &Path, to: Format, output: &Path) -> Result<(), CliError> {
             damage
         }
     };
-    if damage.is_empty() {
-        Ok(())
-    } else {
-        Err(damaged(path, &damage))
-    }
-}
-
-/// A converted file's damage, as the command's error.
-fn damaged(path: &Path, damage: &[Damage]) -> CliError {
-    let first = &damage[0];
-    CliError::BadTrace {
-        path: path.into(),
-        reason: format!(
-            "{} damaged places, the first at byte {}: {} (the rest was read)",
-            damage.len(),
-            first.offset,
-            first.error
-        ),
+    match damage.first() {
+        None => Ok(()),
+        Some(first) => Err(CliError::BadTrace {
+            path: path.into(),
+            reason: format!(
+                "{} damaged places, the first at byte {}: {} (the rest was read)",
+                damage.len(),
+                first.offset,
+                first.error
+            ),
+        }),
     }
 }
 

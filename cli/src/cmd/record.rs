@@ -11,9 +11,9 @@ use clap::ValueEnum;
 use typhon_live_convert::perfetto::TraceWriter;
 use typhon_live_core::frame::write_raw_frame;
 use typhon_live_core::{DecodeError, Frame, FrameKind, Payload, SequenceCheck};
+use typhon_live_std::attach::{self, Consumer, End, Flow};
 
 use crate::error::CliError;
-use typhon_live_std::attach::{self, Consumer, End, Flow};
 
 /// What `record` writes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]

@@ -7,12 +7,13 @@ use std::io::{IsTerminal, Write};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use crate::error::CliError;
-use crate::trace_file;
 use typhon_live_model::{Connection, Model};
 use typhon_live_tui::action::Action;
 use typhon_live_tui::app::Screen;
 use typhon_live_tui::ui_state::Scene;
+
+use crate::error::CliError;
+use crate::trace_file;
 
 /// The history a file may fill: the whole file when it fits, its last
 /// part when not (the view says which).
