@@ -6,7 +6,7 @@
 //! `State::unix_offset`, from each frame's arrival time), whoever needs
 //! them.
 
-use typhon_live_core::{DecodeError, Event, Frame, LaneId, LaneInfo, NameId, OpenSpan};
+use typhon_live_core::{DecodeError, Event, Frame, LaneId, LaneInfo, NameId, OpenSpan, Payload};
 use typhon_live_reader::{Loss, State};
 
 /// What a source's frame said.
@@ -115,6 +115,12 @@ impl Reader {
     ) -> Result<(), DecodeError> {
         use typhon_live_reader::Update as Read;
         let mut said = Said::default();
+        // A Block's events in one allocation of the count it states (at
+        // most the format's MAX_BLOCK_RECORDS): they wait in the merger's
+        // inbox, where a doubled Vec would hold up to twice their bytes.
+        if let Ok(Payload::Block(block)) = frame.parse() {
+            said.events.reserve_exact(block.records as usize);
+        }
         let result = self
             .reader
             .read_at(frame, received, |state, update| match update {
