@@ -34,6 +34,9 @@ pub const FIRST_FRAME_WAIT: Duration = Duration::from_secs(5);
 /// the next. Firmware frames are a few KiB at most; a peer that sends more
 /// than this without one frame does not speak typhon-live.
 pub const MAX_LEADING_GARBAGE: u64 = 64 << 10;
+/// Bytes fed to the decoder at a time before the first frame, so that
+/// [`MAX_LEADING_GARBAGE`] is overrun by at most this much.
+const LEADING_STEP: usize = 4 << 10;
 
 /// Waits for `pause`, but not past `deadline`, asking `go_on` every
 /// 100 ms (a user may quit meanwhile); `false` if the deadline came first
@@ -226,7 +229,15 @@ pub fn read_frames(stream: &mut TcpStream, consumer: &mut impl Consumer) -> End 
         };
         let mut rest = &chunk[..n];
         loop {
-            let taken = decoder.feed(rest);
+            // Until the first frame, a step at a time: a peer that does not
+            // speak typhon-live is told by the bytes past
+            // MAX_LEADING_GARBAGE, not by a whole chunk more.
+            let step = if any_frame {
+                rest.len()
+            } else {
+                rest.len().min(LEADING_STEP)
+            };
+            let taken = decoder.feed(&rest[..step]);
             rest = &rest[taken..];
             loop {
                 match decoder.next() {
@@ -245,13 +256,6 @@ pub fn read_frames(stream: &mut TcpStream, consumer: &mut impl Consumer) -> End 
                         if !any_frame && garbage {
                             // Not typhon-live, or joined inside a frame:
                             // what follows tells.
-                            if decoder.position() > MAX_LEADING_GARBAGE {
-                                return End::NotTyphon(format!(
-                                    "{} bytes without a frame ({})",
-                                    decoder.position(),
-                                    leading.unwrap_or_else(|| e.to_string())
-                                ));
-                            }
                             leading.get_or_insert_with(|| e.to_string());
                             continue;
                         }
@@ -261,6 +265,15 @@ pub fn read_frames(stream: &mut TcpStream, consumer: &mut impl Consumer) -> End 
                         consumer.damage(e);
                     }
                 }
+            }
+            // The decoder skips garbage quietly after its first error: the
+            // bytes it passed over tell, not the errors.
+            if !any_frame && decoder.position() > MAX_LEADING_GARBAGE {
+                return End::NotTyphon(format!(
+                    "{} bytes without a frame ({})",
+                    decoder.position(),
+                    leading.unwrap_or_else(|| "no frame header".into())
+                ));
             }
             if rest.is_empty() {
                 break;
@@ -272,5 +285,59 @@ pub fn read_frames(stream: &mut TcpStream, consumer: &mut impl Consumer) -> End 
                 return End::Done;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+    use std::net::TcpListener;
+
+    /// Counts frames, and never stops.
+    struct Count(u64);
+
+    impl Consumer for Count {
+        fn frame(&mut self, _frame: &Frame<'_>) -> Flow {
+            self.0 += 1;
+            Flow::Continue
+        }
+        fn damage(&mut self, _error: DecodeError) {}
+        fn tick(&mut self) -> Flow {
+            Flow::Continue
+        }
+    }
+
+    #[test]
+    fn a_peer_sending_garbage_is_dropped_just_past_the_leading_garbage_limit() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let peer = std::thread::spawn(move || {
+            let (mut stream, _) = listener.accept().unwrap();
+            // Bytes below 61: never the magic "TL", so the decoder skips
+            // them all quietly after its first error.
+            let noise: Vec<u8> = (0..1u32 << 20).map(|i| (i % 61) as u8).collect();
+            // Refused once the reader hangs up.
+            let _ = stream.write_all(&noise);
+        });
+        let mut stream = TcpStream::connect(addr).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_millis(100)))
+            .unwrap();
+        let mut count = Count(0);
+        let end = read_frames(&mut stream, &mut count);
+        drop(stream);
+        peer.join().unwrap();
+        let End::NotTyphon(why) = end else {
+            panic!("{end:?}");
+        };
+        // "N bytes without a frame (...)", N just past the limit: not the
+        // 1 MiB sent, nor the first-frame wait's worth of it.
+        let read: u64 = why.split(' ').next().unwrap().parse().unwrap();
+        assert!(
+            read > MAX_LEADING_GARBAGE && read <= MAX_LEADING_GARBAGE + LEADING_STEP as u64,
+            "{why}"
+        );
+        assert_eq!(count.0, 0);
     }
 }
