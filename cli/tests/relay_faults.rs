@@ -168,3 +168,72 @@ fn a_viewer_that_floods_the_relay_slows_no_other_viewer() {
     let rate = summary["tick_rate_hz"].as_f64().unwrap();
     assert!((50.0..70.0).contains(&rate), "{last}");
 }
+
+/// Sends `signal` (`STOP`, `CONT`) to `pid` with kill(1).
+#[cfg(unix)]
+fn signal(pid: u32, signal: &str) {
+    let status = std::process::Command::new("kill")
+        .args([&format!("-{signal}"), &pid.to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(status.success(), "kill -{signal} {pid}");
+}
+
+#[test]
+fn a_stopped_source_goes_down_and_comes_back_up_without_a_reconnect() {
+    if !cfg!(unix) {
+        common::skipped("SIGSTOP and SIGCONT are Unix signals");
+        return;
+    }
+    #[cfg(unix)]
+    {
+        let (demo, addr) = spawn_demo("120", "1");
+        let pid = demo.id();
+        let _demo = Killed(demo);
+        let (_relay, metrics) = spawn_relay(
+            &[
+                "--metrics",
+                "127.0.0.1:0",
+                "--duration",
+                "120",
+                "--source",
+                &format!("svc={addr}"),
+            ],
+            "typhon-live relay: metrics on http://",
+        );
+        let port = port_of(&metrics);
+        let (up, stalls, reconnects, ticks) = (
+            "typhon_source_up{source=\"svc\"}",
+            "typhon_source_stalls_total{source=\"svc\"}",
+            "typhon_source_reconnects_total{source=\"svc\"}",
+            "typhon_tick_duration_seconds_count{source=\"svc\"}",
+        );
+        wait_for(port, ticks, |v| v > 10.0);
+        assert_eq!(relay_value(port, up), Some(1.0));
+        assert_eq!(relay_value(port, stalls), Some(0.0));
+
+        // Stopped: its connection stays, its frames stop.
+        signal(pid, "STOP");
+        let stopped = Instant::now();
+        wait_for(port, up, |v| v == 0.0);
+        let noticed = stopped.elapsed();
+        let resumed = std::panic::catch_unwind(|| {
+            assert!(
+                noticed >= Duration::from_secs(3),
+                "down {noticed:?} after the stop, before its 3 s timeout"
+            );
+            assert_eq!(relay_value(port, stalls), Some(1.0));
+        });
+        signal(pid, "CONT");
+        if let Err(panic) = resumed {
+            std::panic::resume_unwind(panic);
+        }
+
+        // Going on: up again on the same connection, ticking.
+        wait_for(port, up, |v| v == 1.0);
+        let before = relay_value(port, ticks).unwrap_or(0.0);
+        wait_for(port, ticks, |v| v > before + 10.0);
+        assert_eq!(relay_value(port, reconnects), Some(0.0));
+        assert_eq!(relay_value(port, stalls), Some(1.0));
+    }
+}

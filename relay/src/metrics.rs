@@ -154,6 +154,7 @@ pub struct Metrics {
     events_dropped: Family<SourceLabel, Counter>,
     up: Family<SourceLabel, Gauge>,
     reconnects: Family<SourceLabel, Counter>,
+    stalls: Family<SourceLabel, Counter>,
     restarts: Family<SourceLabel, Counter>,
     refused: Family<SourceLabel, Counter>,
     otlp_drops: Counter,
@@ -180,6 +181,7 @@ impl Metrics {
             events_dropped: Family::default(),
             up: Family::default(),
             reconnects: Family::default(),
+            stalls: Family::default(),
             restarts: Family::default(),
             refused: Family::default(),
             otlp_drops: Counter::default(),
@@ -225,8 +227,13 @@ impl Metrics {
         );
         registry.register(
             "source_up",
-            "1 while the relay reads the source's stream",
+            "1 while the source's stream flows: connected, and a frame within the stall timeout",
             metrics.up.clone(),
+        );
+        registry.register(
+            "source_stalls",
+            "Times the source's stream stopped without the connection ending (no frame within the stall timeout)",
+            metrics.stalls.clone(),
         );
         registry.register(
             "source_reconnects",
@@ -339,6 +346,7 @@ impl SourceMetrics {
             &metrics.frames_damaged,
             &metrics.events_dropped,
             &metrics.reconnects,
+            &metrics.stalls,
             &metrics.restarts,
             &metrics.refused,
         ] {
@@ -357,12 +365,19 @@ impl SourceMetrics {
         }
     }
 
-    /// The relay is connected to the source, or not.
+    /// The source's stream flows, or not.
     pub fn set_up(&self, up: bool) {
         self.metrics
             .up
             .get_or_create(&self.label)
             .set(i64::from(up));
+    }
+
+    /// The connection stayed, but its frames stopped (the source is
+    /// stopped, or hangs).
+    pub fn stalled(&self) {
+        self.set_up(false);
+        self.count(&self.metrics.stalls, 1);
     }
 
     /// A connection after the first (its Init tells a restart from a

@@ -40,6 +40,12 @@ impl std::str::FromStr for Source {
     }
 }
 
+/// A live exporter sends a Catch-up about once a second even when idle
+/// (FORMAT.md, "Catch-up"): a connection without a frame for three such
+/// periods is a stalled source (stopped, or hung), `up` 0 until frames
+/// flow again.
+pub const STALL_AFTER: Duration = Duration::from_secs(3);
+
 /// Where a source's updates go besides its metrics: the merging thread
 /// of the relay's viewers, with the source's index.
 #[derive(Clone)]
@@ -68,17 +74,24 @@ struct Feed<'m> {
     sinks: &'m mut Sinks,
     /// A frame was refused on this connection, and said so.
     told_damage: bool,
-    /// A frame came: the source is up (a peer that only accepted the
-    /// connection, or sends something else, is not).
+    /// A frame came within [`STALL_AFTER`]: the source is up (a peer that
+    /// only accepted the connection, or sends something else, is not).
     up: bool,
+    /// `up` went to 0 for want of frames, on this connection.
+    stalled: bool,
+    last_frame: Instant,
     deadline: Option<Instant>,
 }
 
 impl Consumer for Feed<'_> {
     fn frame(&mut self, frame: &Frame<'_>) -> Flow {
+        self.last_frame = Instant::now();
         if !self.up {
             self.up = true;
             self.sinks.metrics.set_up(true);
+            if std::mem::take(&mut self.stalled) {
+                eprintln!("relay: source {}: frames flow again", self.name);
+            }
         }
         let sinks = &mut *self.sinks;
         // A payload that does not decode (a peer's bug: its checksum
@@ -115,6 +128,15 @@ impl Consumer for Feed<'_> {
     fn damage(&mut self, _error: DecodeError) {}
 
     fn tick(&mut self) -> Flow {
+        if self.up && self.last_frame.elapsed() > STALL_AFTER {
+            (self.up, self.stalled) = (false, true);
+            self.sinks.metrics.stalled();
+            eprintln!(
+                "relay: source {}: no frame for {} s, stalled; up again when frames flow",
+                self.name,
+                STALL_AFTER.as_secs()
+            );
+        }
         if self.deadline.is_some_and(|d| Instant::now() >= d) {
             Flow::Stop
         } else {
@@ -163,6 +185,8 @@ pub fn run(source: &Source, sinks: &mut Sinks, deadline: Option<Instant>) {
             sinks: &mut *sinks,
             told_damage: false,
             up: false,
+            stalled: false,
+            last_frame: Instant::now(),
             deadline,
         };
         let end = attach::read_frames(&mut stream, &mut feed);
