@@ -513,3 +513,55 @@ fn otlp_gets_the_metrics_and_the_stalls_span_tree() {
         .unwrap();
     assert_eq!(parent.name, "Tick", "the stall's parent");
 }
+
+/// `relay ARGS` run to its end: exit code and stderr.
+fn relay_ends(args: &[&str]) -> (Option<i32>, String) {
+    let out = Command::new(BIN)
+        .arg("relay")
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn a_bad_metrics_address_is_a_usage_error_naming_where_it_was_given() {
+    let (code, stderr) = relay_ends(&["--source", "a=127.0.0.1:1", "--metrics", "9464"]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("--metrics"), "{stderr}");
+
+    let config = temp("bad-metrics.json");
+    std::fs::write(
+        &config,
+        r#"{"sources": {"a": "127.0.0.1:1"}, "metrics": "9464"}"#,
+    )
+    .unwrap();
+    let (code, stderr) = relay_ends(&["--config", config.to_str().unwrap()]);
+    let _ = std::fs::remove_file(&config);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("metrics: \"9464\""), "{stderr}");
+}
+
+#[test]
+fn metrics_beyond_loopback_are_served_with_a_warning() {
+    // TEST-NET-1 (RFC 5737) is no address of this machine: the warning
+    // comes, then the bind fails; nothing listens beyond loopback.
+    let (code, stderr) = relay_ends(&[
+        "--source",
+        "a=127.0.0.1:1",
+        "--metrics",
+        "192.0.2.1:9464",
+        "--duration",
+        "5",
+    ]);
+    assert!(stderr.contains("beyond loopback"), "{stderr}");
+    assert_eq!(code, Some(3), "{stderr}");
+    assert!(
+        stderr.contains("cannot listen on 192.0.2.1:9464"),
+        "{stderr}"
+    );
+}

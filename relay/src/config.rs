@@ -16,7 +16,7 @@
 //! given by flag replaces the file's of the same name.
 
 use std::collections::BTreeMap;
-use std::net::{IpAddr, Ipv4Addr};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, ToSocketAddrs};
 use std::path::Path;
 use std::time::Duration;
 
@@ -68,6 +68,17 @@ impl Layer {
     }
 }
 
+/// `text` as the address to serve on: `HOST:PORT`, the host a name or an
+/// IP address; an error says what is wrong.
+pub fn socket_address(text: &str) -> Result<SocketAddr, String> {
+    let mut resolved = text
+        .to_socket_addrs()
+        .map_err(|e| format!("{text:?} is not HOST:PORT ({e})"))?;
+    resolved
+        .next()
+        .ok_or_else(|| format!("{text:?} resolves to no address"))
+}
+
 /// What the relay runs with.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RelayConfig {
@@ -78,7 +89,7 @@ pub struct RelayConfig {
     /// The address viewers are served on.
     pub bind_address: IpAddr,
     /// Prometheus's `/metrics` address, if served.
-    pub metrics: Option<String>,
+    pub metrics: Option<SocketAddr>,
     /// The OTLP/HTTP collector, if any.
     pub otlp: Option<Endpoint>,
     /// Ticks longer than this are exported as traces (overruns always).
@@ -115,7 +126,11 @@ impl RelayConfig {
                 .bind_address
                 .or(below.bind_address)
                 .unwrap_or(IpAddr::V4(Ipv4Addr::LOCALHOST)),
-            metrics: top.metrics.or(below.metrics),
+            metrics: top
+                .metrics
+                .or(below.metrics)
+                .map(|text| socket_address(&text).map_err(|e| format!("metrics: {e}")))
+                .transpose()?,
             otlp: top.otlp.or(below.otlp).map(|u| u.parse()).transpose()?,
             slow_tick: positive(
                 "slow_tick_ms",
@@ -160,7 +175,7 @@ mod tests {
             .collect();
         assert_eq!(sources, [("a", "127.0.0.1:1"), ("b", "127.0.0.1:3")]);
         assert_eq!(config.listen, Some(0));
-        assert_eq!(config.metrics.as_deref(), Some("127.0.0.1:9464"));
+        assert_eq!(config.metrics, Some("127.0.0.1:9464".parse().unwrap()));
         assert_eq!(config.slow_tick, Duration::from_millis(250));
         assert_eq!(config.otlp_interval, DEFAULT_OTLP_INTERVAL);
         assert_eq!(config.bind_address, IpAddr::V4(Ipv4Addr::LOCALHOST));
@@ -176,6 +191,12 @@ mod tests {
         let slow = file(r#"{"sources": {"a": "127.0.0.1:1"}, "slow_tick_ms": -1}"#);
         let slow = RelayConfig::layered(slow, Layer::default()).unwrap_err();
         assert!(slow.contains("slow_tick_ms"), "{slow}");
+        let port_only = file(r#"{"sources": {"a": "127.0.0.1:1"}, "metrics": "9464"}"#);
+        let port_only = RelayConfig::layered(port_only, Layer::default()).unwrap_err();
+        assert!(
+            port_only.contains("metrics: \"9464\" is not HOST:PORT"),
+            "{port_only}"
+        );
         let otlp = file(r#"{"sources": {"a": "127.0.0.1:1"}, "otlp": "https://x:4318"}"#);
         let otlp = RelayConfig::layered(otlp, Layer::default()).unwrap_err();
         assert!(otlp.contains("only http://"), "{otlp}");

@@ -25,9 +25,18 @@ fn tell(what: &str) {
     let _ = out.flush();
 }
 
-fn listen(addr: &str) -> Result<TcpListener, RelayError> {
+/// Binds `addr` to serve `what`, which carries `carries`: beyond
+/// loopback only with a warning, for nothing the relay serves is
+/// authenticated.
+fn listen(addr: SocketAddr, what: &str, carries: &str) -> Result<TcpListener, RelayError> {
+    if !addr.ip().is_loopback() {
+        eprintln!(
+            "typhon-live relay: {what} on {addr}, beyond loopback: unauthenticated, and it \
+             carries {carries}"
+        );
+    }
     TcpListener::bind(addr).map_err(|e| RelayError::CannotListen {
-        addr: addr.into(),
+        addr: addr.to_string(),
         reason: e.to_string(),
     })
 }
@@ -37,11 +46,9 @@ pub fn run(serve: &RelayConfig, duration: Option<Duration>) -> Result<(), RelayE
     let sources = &serve.sources;
     let deadline = duration.map(|d| Instant::now() + d);
     let metrics = Arc::new(Metrics::new());
-    if let Some(addr) = serve.metrics.as_deref() {
-        let listener = listen(addr)?;
-        let bound = listener
-            .local_addr()
-            .map_or_else(|_| addr.into(), |a| a.to_string());
+    if let Some(addr) = serve.metrics {
+        let listener = listen(addr, "/metrics", "source, span and gauge names")?;
+        let bound = listener.local_addr().unwrap_or(addr);
         tell(&format!("metrics on http://{bound}/metrics"));
         let metrics = Arc::clone(&metrics);
         std::thread::spawn(move || http::serve(listener, metrics));
@@ -49,13 +56,11 @@ pub fn run(serve: &RelayConfig, duration: Option<Duration>) -> Result<(), RelayE
     let inbox = match serve.listen {
         Some(port) => {
             let address = SocketAddr::new(serve.bind_address, port);
-            if !address.ip().is_loopback() {
-                eprintln!(
-                    "typhon-live relay: listening on {address}, beyond loopback: the stream is \
-                     unauthenticated and carries system, component and query names"
-                );
-            }
-            let listener = listen(&address.to_string())?;
+            let listener = listen(
+                address,
+                "the merged stream",
+                "system, component and query names",
+            )?;
             let bound = listener.local_addr().map_or(address, |a| a);
             tell(&format!("viewers on {bound}"));
             let labels: Vec<String> = sources.iter().map(|s| s.name.clone()).collect();

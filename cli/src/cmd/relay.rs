@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use typhon_live_relay::config::{Layer, RelayConfig};
+use typhon_live_relay::config::{socket_address, Layer, RelayConfig};
 
 use crate::error::CliError;
 use crate::seconds;
@@ -29,7 +29,7 @@ pub struct RelayOptions {
     pub bind_address: Option<std::net::IpAddr>,
     /// Where to serve /metrics for Prometheus (port 0 picks one and
     /// prints it).
-    #[arg(long, value_name = "HOST:PORT")]
+    #[arg(long, value_name = "HOST:PORT", value_parser = metrics_address)]
     pub metrics: Option<String>,
     /// Export the metrics, and slow ticks' span trees, to this
     /// OTLP/HTTP collector (protobuf), e.g. http://127.0.0.1:4318.
@@ -45,6 +45,13 @@ pub struct RelayOptions {
     /// Stop after this many seconds.
     #[arg(long, value_parser = seconds)]
     pub duration: Option<Duration>,
+}
+
+/// `--metrics` is checked as the flag is parsed, so that a bad address is
+/// a usage error naming the flag; the file's `metrics` is checked with the
+/// other settings.
+fn metrics_address(text: &str) -> Result<String, String> {
+    socket_address(text).map(|_| text.to_owned())
 }
 
 /// Runs the relay until `--duration` passes (for ever without one).
