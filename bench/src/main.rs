@@ -553,9 +553,37 @@ fn codec_rows(quick: bool) -> Vec<Row> {
     rows
 }
 
+/// typhon-live beside Tracy and puffin, in one run on one machine: the
+/// whole table, or one part of it.
+#[derive(clap::Parser)]
+#[command(name = "typhon-live-bench")]
+struct Options {
+    /// Fewer samples and shorter runs: the same table within about a
+    /// minute, to see that it runs, not to quote.
+    #[arg(long)]
+    quick: bool,
+    /// Only the end-to-end rates, three times each per rate and ring size.
+    #[arg(long)]
+    e2e: bool,
+    /// Only the live view's model against the exporter.
+    #[arg(long)]
+    keep_up: bool,
+    /// Only the relay under load (4 sources, 4 viewers).
+    #[arg(long)]
+    relay: bool,
+    /// Only the sizes and conversion speeds of these trace files as
+    /// Perfetto and Chrome JSON.
+    #[arg(long, value_name = "FILE", num_args = 1..)]
+    formats: Vec<String>,
+    /// Only the compression, wire-size and decoder rows.
+    #[arg(long)]
+    codecs: bool,
+}
+
 fn main() {
-    let quick = std::env::args().any(|a| a == "--quick");
-    if std::env::args().any(|a| a == "--e2e") {
+    let options = <Options as clap::Parser>::parse();
+    let quick = options.quick;
+    if options.e2e {
         for ring_events in [DEFAULT_RING_EVENTS, MAX_RING_EVENTS] {
             for rate in [1_000_000.0, 2_000_000.0, 4_000_000.0, 8_000_000.0] {
                 for _ in 0..3 {
@@ -566,7 +594,7 @@ fn main() {
         }
         return;
     }
-    if std::env::args().any(|a| a == "--keep-up") {
+    if options.keep_up {
         let seconds = if quick { 1 } else { 10 };
         let stream = typhon_live_tests::exporter_stream(
             if quick { 500 } else { 5_000 },
@@ -598,19 +626,15 @@ fn main() {
         println!("{}", keep_up_row(keep_up, ingest).typhon);
         return;
     }
-    if std::env::args().any(|a| a == "--relay") {
+    if options.relay {
         relay::print(quick);
         return;
     }
-    if std::env::args().any(|a| a == "--formats") {
-        let files: Vec<String> = std::env::args()
-            .skip(1)
-            .filter(|a| !a.starts_with("--"))
-            .collect();
-        formats::print(&files, if quick { 3 } else { 11 });
+    if !options.formats.is_empty() {
+        formats::print(&options.formats, if quick { 3 } else { 11 });
         return;
     }
-    if std::env::args().any(|a| a == "--codecs") {
+    if options.codecs {
         print_table(quick, codec_rows(quick));
         return;
     }
@@ -853,5 +877,31 @@ fn print_table(quick: bool, rows: Vec<Row>) {
             "| {} | {} | {} | {} | {} | {} |",
             r.what, r.typhon, r.tracy, r.puffin, r.target, met
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Options;
+    use clap::{CommandFactory, Parser};
+
+    #[test]
+    fn help_is_help_and_the_parts_parse() {
+        Options::command().debug_assert();
+        let help = Options::try_parse_from(["typhon-live-bench", "--help"]).err();
+        assert_eq!(
+            help.map(|e| e.kind()),
+            Some(clap::error::ErrorKind::DisplayHelp)
+        );
+        let options = Options::try_parse_from([
+            "typhon-live-bench",
+            "--formats",
+            "a.tlt",
+            "b.tlt",
+            "--quick",
+        ])
+        .unwrap();
+        assert_eq!(options.formats, ["a.tlt", "b.tlt"]);
+        assert!(options.quick && !options.relay);
     }
 }
