@@ -529,10 +529,13 @@ fn relay_ends(args: &[&str]) -> (Option<i32>, String) {
 }
 
 #[test]
-fn a_bad_metrics_address_is_a_usage_error_naming_where_it_was_given() {
+fn bad_addresses_are_usage_errors_naming_where_they_were_given() {
     let (code, stderr) = relay_ends(&["--source", "a=127.0.0.1:1", "--metrics", "9464"]);
     assert_eq!(code, Some(2), "{stderr}");
     assert!(stderr.contains("--metrics"), "{stderr}");
+    let (code, stderr) = relay_ends(&["--source", "a=9100"]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("--source"), "{stderr}");
 
     let config = temp("bad-metrics.json");
     std::fs::write(

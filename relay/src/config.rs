@@ -197,6 +197,18 @@ mod tests {
             port_only.contains("metrics: \"9464\" is not HOST:PORT"),
             "{port_only}"
         );
+        let source_port = file(r#"{"sources": {"a": "9100"}}"#);
+        let source_port = RelayConfig::layered(source_port, Layer::default()).unwrap_err();
+        assert!(
+            source_port.contains("\"a=9100\" is not NAME=HOST:PORT"),
+            "{source_port}"
+        );
+        for good in ["a=localhost:9100", "a=10.0.0.5:9100", "a=[::1]:9100"] {
+            assert!(good.parse::<Source>().is_ok(), "{good}");
+        }
+        for bad in ["a", "=h:1", "a=:1", "a=h:", "a=h:65536", "a=h:x"] {
+            assert!(bad.parse::<Source>().is_err(), "{bad}");
+        }
         let otlp = file(r#"{"sources": {"a": "127.0.0.1:1"}, "otlp": "https://x:4318"}"#);
         let otlp = RelayConfig::layered(otlp, Layer::default()).unwrap_err();
         assert!(otlp.contains("only http://"), "{otlp}");

@@ -25,13 +25,15 @@ pub struct Source {
 impl std::str::FromStr for Source {
     type Err = String;
 
-    /// `NAME=HOST:PORT`.
+    /// `NAME=HOST:PORT`, the host a name, an IPv4 address or a bracketed
+    /// IPv6 one. Only the form is checked: a name that does not resolve
+    /// yet is asked again, as a source that is down is.
     fn from_str(text: &str) -> Result<Source, String> {
-        let Some((name, addr)) = text.split_once('=') else {
-            return Err(format!("{text:?} is not NAME=HOST:PORT"));
-        };
-        if name.is_empty() || addr.is_empty() {
-            return Err(format!("{text:?} is not NAME=HOST:PORT"));
+        let wrong = || format!("{text:?} is not NAME=HOST:PORT");
+        let (name, addr) = text.split_once('=').ok_or_else(wrong)?;
+        let (host, port) = addr.rsplit_once(':').ok_or_else(wrong)?;
+        if name.is_empty() || host.is_empty() || port.parse::<u16>().is_err() {
+            return Err(wrong());
         }
         Ok(Source {
             name: name.into(),
@@ -79,13 +81,13 @@ struct Feed<'m> {
     up: bool,
     /// `up` went to 0 for want of frames, on this connection.
     stalled: bool,
+    /// When the last frame was taken in: a stall is measured from there.
     last_frame: Instant,
     deadline: Option<Instant>,
 }
 
 impl Consumer for Feed<'_> {
     fn frame(&mut self, frame: &Frame<'_>) -> Flow {
-        self.last_frame = Instant::now();
         if !self.up {
             self.up = true;
             self.sinks.metrics.set_up(true);
@@ -121,6 +123,9 @@ impl Consumer for Feed<'_> {
                 );
             }
         }
+        // From here: the time taken above (a merger that is behind holds
+        // the send) is the relay's, not a silence of the source's.
+        self.last_frame = Instant::now();
         self.tick()
     }
 
