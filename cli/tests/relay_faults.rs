@@ -34,6 +34,23 @@ fn port_of(addr: &str) -> u16 {
     addr.rsplit(':').next().unwrap().parse().unwrap()
 }
 
+/// A relay of `sources` (name, address) for `seconds`, serving /metrics
+/// on loopback: it, and its metrics port.
+fn relay_of(sources: &[(&str, &str)], seconds: &str) -> (Killed, u16) {
+    let mut args = vec![
+        "--metrics".to_owned(),
+        "127.0.0.1:0".to_owned(),
+        "--duration".to_owned(),
+        seconds.to_owned(),
+    ];
+    for (name, addr) in sources {
+        args.extend(["--source".to_owned(), format!("{name}={addr}")]);
+    }
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (relay, metrics) = spawn_relay(&args, "typhon-live relay: metrics on http://");
+    (relay, port_of(&metrics))
+}
+
 #[test]
 fn sources_that_send_garbage_or_nothing_are_retried_and_cost_the_others_nothing() {
     let garbage = peer(|mut stream| {
@@ -48,22 +65,10 @@ fn sources_that_send_garbage_or_nothing_are_retried_and_cost_the_others_nothing(
     });
     let (demo, good) = spawn_demo("60", "1");
     let _demo = Killed(demo);
-    let (_relay, metrics) = spawn_relay(
-        &[
-            "--metrics",
-            "127.0.0.1:0",
-            "--duration",
-            "60",
-            "--source",
-            &format!("garbage={garbage}"),
-            "--source",
-            &format!("silent={silent}"),
-            "--source",
-            &format!("good={good}"),
-        ],
-        "typhon-live relay: metrics on http://",
+    let (_relay, port) = relay_of(
+        &[("garbage", &garbage), ("silent", &silent), ("good", &good)],
+        "60",
     );
-    let port = port_of(&metrics);
     let ticks = "typhon_tick_duration_seconds_count{source=\"good\"}";
     wait_for(port, ticks, |v| v > 30.0);
     // The silent one is given up on after 5 s without a frame; the
@@ -190,18 +195,7 @@ fn a_stopped_source_goes_down_and_comes_back_up_without_a_reconnect() {
         let (demo, addr) = spawn_demo("120", "1");
         let pid = demo.id();
         let _demo = Killed(demo);
-        let (_relay, metrics) = spawn_relay(
-            &[
-                "--metrics",
-                "127.0.0.1:0",
-                "--duration",
-                "120",
-                "--source",
-                &format!("svc={addr}"),
-            ],
-            "typhon-live relay: metrics on http://",
-        );
-        let port = port_of(&metrics);
+        let (_relay, port) = relay_of(&[("svc", &addr)], "120");
         let (up, stalls, reconnects, ticks) = (
             "typhon_source_up{source=\"svc\"}",
             "typhon_source_stalls_total{source=\"svc\"}",
