@@ -1,101 +1,44 @@
-//! The `/metrics` endpoint: just enough HTTP/1.1 for a scraper. One
-//! request per connection, answered and closed; a request head over 8 KiB
-//! or slower than 2 s is refused, so a client cannot hold memory or the
-//! endpoint.
+//! What the relay serves over HTTP: `/metrics`, for a scraper, as an
+//! [`axum`] router. The server itself, with its bounds on every
+//! connection, is `typhon-live-http`'s ([`serve`]).
 
-use std::io::{Read, Write};
-use std::net::{Shutdown, TcpListener, TcpStream};
+use std::net::TcpListener;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+
+use typhon_live_http::axum::http::{header, StatusCode};
+use typhon_live_http::axum::routing::get;
+use typhon_live_http::axum::Router;
+use typhon_live_http::Limits;
 
 use crate::metrics::Metrics;
 
-/// The largest request head read.
-const MAX_HEAD: usize = 8 << 10;
-/// How long a client has to send its request and take the answer.
-const CLIENT_TIME: Duration = Duration::from_secs(2);
 /// OpenMetrics text, which Prometheus asks for and reads.
 const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
-/// Answers scrapes on `listener` until the process ends.
+/// The relay's routes: `GET /metrics`; any other path is 404, any other
+/// method 405.
+pub fn app(metrics: Arc<Metrics>) -> Router {
+    Router::new()
+        .route(
+            "/metrics",
+            get(move || async move { ([(header::CONTENT_TYPE, CONTENT_TYPE)], metrics.encode()) }),
+        )
+        .fallback(|| async { (StatusCode::NOT_FOUND, "the metrics are at /metrics\n") })
+}
+
+/// Serves [`app`] on `listener` until the process ends.
 pub fn serve(listener: TcpListener, metrics: Arc<Metrics>) {
-    for stream in listener.incoming() {
-        match stream {
-            Ok(stream) => answer(stream, &metrics),
-            // A client that gave up between its connect and our accept.
-            Err(_) => std::thread::sleep(Duration::from_millis(10)),
-        }
-    }
-}
-
-fn answer(mut stream: TcpStream, metrics: &Metrics) {
-    let _ = stream.set_read_timeout(Some(CLIENT_TIME));
-    let _ = stream.set_write_timeout(Some(CLIENT_TIME));
-    let (status, body) = match read_head(&mut stream) {
-        Ok(head) => route(&head, metrics),
-        Err(why) => ("400 Bad Request", format!("{why}\n")),
-    };
-    let content_type = if status.starts_with("200") {
-        CONTENT_TYPE
-    } else {
-        "text/plain; charset=utf-8"
-    };
-    let head = format!(
-        "HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-        body.len()
-    );
-    let _ = stream
-        .write_all(head.as_bytes())
-        .and_then(|()| stream.write_all(body.as_bytes()));
-    // Closing with unread request bytes would reset the connection and
-    // could lose the answer: take what is left first, within bounds.
-    let _ = stream.shutdown(Shutdown::Write);
-    let _ = stream.set_read_timeout(Some(Duration::from_millis(100)));
-    let mut rest = [0u8; 4096];
-    for _ in 0..16 {
-        if matches!(stream.read(&mut rest), Ok(0) | Err(_)) {
-            break;
-        }
-    }
-}
-
-/// The request line and headers, up to the blank line.
-fn read_head(stream: &mut TcpStream) -> Result<String, &'static str> {
-    let started = Instant::now();
-    let mut head = Vec::with_capacity(512);
-    let mut buf = [0u8; 1024];
-    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
-        if head.len() > MAX_HEAD {
-            return Err("request head over 8 KiB");
-        }
-        if started.elapsed() > CLIENT_TIME {
-            return Err("request not sent within 2 s");
-        }
-        match stream.read(&mut buf) {
-            Ok(0) => return Err("connection closed before the request ended"),
-            Ok(n) => head.extend_from_slice(&buf[..n]),
-            Err(_) => return Err("request not sent within 2 s"),
-        }
-    }
-    String::from_utf8(head).map_err(|_| "request head is not UTF-8")
-}
-
-fn route(head: &str, metrics: &Metrics) -> (&'static str, String) {
-    let mut words = head.lines().next().unwrap_or("").split(' ');
-    let (method, target) = (words.next().unwrap_or(""), words.next().unwrap_or(""));
-    let path = target.split('?').next().unwrap_or("");
-    match (method, path) {
-        ("GET", "/metrics") => ("200 OK", metrics.encode()),
-        ("GET", _) => ("404 Not Found", "the metrics are at /metrics\n".into()),
-        _ => (
-            "405 Method Not Allowed",
-            "only GET /metrics is served\n".into(),
-        ),
+    if let Err(e) = typhon_live_http::serve(listener, app(metrics), Limits::default()) {
+        eprintln!("typhon-live relay: /metrics is not served: {e}");
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use std::io::{Read, Write};
+    use std::net::TcpStream;
+    use std::time::Duration;
+
     use super::*;
 
     fn ask(request: &[u8]) -> String {
@@ -115,13 +58,18 @@ mod tests {
 
     #[test]
     fn metrics_are_served_and_anything_else_is_named() {
-        let ok = ask(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n");
+        let ok = ask(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
         assert!(ok.starts_with("HTTP/1.1 200 OK\r\n"), "{ok}");
         assert!(ok.contains(CONTENT_TYPE) && ok.ends_with("# EOF\n"), "{ok}");
-        assert!(ask(b"GET / HTTP/1.1\r\n\r\n").starts_with("HTTP/1.1 404"));
-        assert!(ask(b"POST /metrics HTTP/1.1\r\n\r\n").starts_with("HTTP/1.1 405"));
+        let lost = ask(b"GET / HTTP/1.1\r\nConnection: close\r\n\r\n");
+        assert!(
+            lost.starts_with("HTTP/1.1 404") && lost.ends_with("/metrics\n"),
+            "{lost}"
+        );
+        let post = b"POST /metrics HTTP/1.1\r\nConnection: close\r\nContent-Length: 0\r\n\r\n";
+        assert!(ask(post).starts_with("HTTP/1.1 405"));
         let mut huge = b"GET /metrics HTTP/1.1\r\n".to_vec();
-        huge.extend(std::iter::repeat_n(b'x', 10_000));
-        assert!(ask(&huge).starts_with("HTTP/1.1 400"));
+        huge.extend(std::iter::repeat_n(b'x', 100_000));
+        assert!(ask(&huge).starts_with("HTTP/1.1 431"));
     }
 }

@@ -2,6 +2,8 @@
 //! decoded frames, so that what went in and what came out compare with `==`,
 //! and a reader that decodes a whole byte stream fed in chunks.
 
+pub mod http_attack;
+
 use typhon_live_core::init::{ArchetypeView, ComponentView};
 use typhon_live_core::{
     DecodeError, Decoder, Event, Frame, GaugeValue, LaneId, LaneInfo, OpenSpan, Payload, Shutdown,

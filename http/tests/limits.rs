@@ -1,0 +1,182 @@
+//! The server under the clients that used to hold the relay's
+//! `/metrics` shut, and each limit seen refusing what breaks it. Waits
+//! are bounds on liveness, not timings: the ≤ 1 s scrape target is
+//! measured by `typhon-live-bench -- --relay-attack`.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::time::Duration;
+
+use typhon_live_http::axum::routing::{get, post};
+use typhon_live_http::axum::Router;
+use typhon_live_http::{serve, Limits};
+use typhon_live_tests::http_attack::{scrape, Attack};
+
+/// A liveness bound: the old server made a scrape wait 88 s.
+const ANSWERED_WITHIN: Duration = Duration::from_secs(5);
+
+/// Larger than any socket buffer, so a non-reader stalls on it; one
+/// copy for every request.
+static BIG: [u8; 16 << 20] = [0; 16 << 20];
+
+fn app() -> Router {
+    Router::new()
+        .route("/metrics", get(|| async { "# EOF\n" }))
+        .route("/big", get(|| async { &BIG[..] }))
+        .route("/echo", post(|body: String| async move { body }))
+}
+
+fn start(limits: Limits) -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || serve(listener, app(), limits));
+    addr
+}
+
+/// What the server sends on `stream` until it closes (or `wait` passes).
+fn read_all(stream: &mut TcpStream, wait: Duration) -> String {
+    stream.set_read_timeout(Some(wait)).unwrap();
+    let mut bytes = Vec::new();
+    let _ = stream.read_to_end(&mut bytes);
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+#[test]
+fn a_scrape_is_answered_while_slowloris_non_readers_and_a_huge_head_attack() {
+    let addr = start(Limits::default());
+    let attack = Attack {
+        slowloris: 500,
+        non_readers: 50,
+        huge_heads: 1,
+    };
+    let attackers = attack.start(addr, "/big");
+    let mut worst = Duration::ZERO;
+    for _ in 0..10 {
+        let (status, took) = scrape(addr, "/metrics", ANSWERED_WITHIN).unwrap();
+        assert_eq!(status, "HTTP/1.1 200 OK");
+        worst = worst.max(took);
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    drop(attackers);
+    eprintln!("the slowest of 10 scrapes under attack took {worst:?}");
+}
+
+#[test]
+fn a_head_over_the_limit_is_refused_431() {
+    let addr = start(Limits::default());
+    let mut stream = TcpStream::connect(addr).unwrap();
+    let mut head = b"GET /metrics HTTP/1.1\r\nX-Huge: ".to_vec();
+    head.resize(64 << 10, b'x');
+    let _ = stream.write_all(&head);
+    let answer = read_all(&mut stream, ANSWERED_WITHIN);
+    assert!(answer.starts_with("HTTP/1.1 431"), "{answer:?}");
+}
+
+#[test]
+fn a_head_not_sent_within_its_deadline_is_closed() {
+    let mut limits = Limits::default();
+    limits.header_timeout = Duration::from_millis(300);
+    let addr = start(limits);
+    let mut stream = TcpStream::connect(addr).unwrap();
+    stream
+        .write_all(b"GET /metrics HTTP/1.1\r\nX-Slow: ")
+        .unwrap();
+    // hyper answers 408 or just closes; either way, not the metrics.
+    let answer = read_all(&mut stream, ANSWERED_WITHIN);
+    assert!(!answer.contains("200 OK"), "{answer:?}");
+    let mut probe = [0u8; 1];
+    assert!(matches!(stream.read(&mut probe), Ok(0) | Err(_)), "closed");
+}
+
+#[test]
+fn a_body_over_the_limit_is_refused_413() {
+    let mut limits = Limits::default();
+    limits.max_body = 1000;
+    let addr = start(limits);
+    let mut stream = TcpStream::connect(addr).unwrap();
+    let body = "y".repeat(2000);
+    let request = format!(
+        "POST /echo HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).unwrap();
+    let answer = read_all(&mut stream, ANSWERED_WITHIN);
+    assert!(answer.starts_with("HTTP/1.1 413"), "{answer:?}");
+    // Within the limit, the body is read.
+    let mut stream = TcpStream::connect(addr).unwrap();
+    let request =
+        "POST /echo HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: 5\r\n\r\nhello";
+    stream.write_all(request.as_bytes()).unwrap();
+    let answer = read_all(&mut stream, ANSWERED_WITHIN);
+    assert!(
+        answer.starts_with("HTTP/1.1 200") && answer.ends_with("hello"),
+        "{answer:?}"
+    );
+}
+
+#[test]
+fn a_body_sent_too_slowly_is_refused() {
+    let mut limits = Limits::default();
+    limits.body_timeout = Duration::from_millis(300);
+    let addr = start(limits);
+    let mut stream = TcpStream::connect(addr).unwrap();
+    let head =
+        "POST /echo HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: 100\r\n\r\nabc";
+    stream.write_all(head.as_bytes()).unwrap();
+    let answer = read_all(&mut stream, ANSWERED_WITHIN);
+    assert!(answer.starts_with("HTTP/1.1 400"), "{answer:?}");
+    assert!(answer.contains("not received within"), "{answer:?}");
+}
+
+#[test]
+fn a_client_that_never_reads_is_closed_once_idle() {
+    let mut limits = Limits::default();
+    limits.idle_timeout = Duration::from_millis(500);
+    let addr = start(limits);
+    let mut stream = TcpStream::connect(addr).unwrap();
+    stream
+        .write_all(b"GET /big HTTP/1.1\r\nHost: x\r\n\r\n")
+        .unwrap();
+    // Reads nothing until the server has stalled on it and let it go;
+    // then it gets what the socket buffers held, far short of the answer.
+    std::thread::sleep(Duration::from_millis(1500));
+    let answer = read_all(&mut stream, ANSWERED_WITHIN);
+    assert!(
+        answer.starts_with("HTTP/1.1 200"),
+        "{:?}",
+        &answer[..answer.len().min(40)]
+    );
+    assert!(answer.len() < 16 << 20, "cut short: {} bytes", answer.len());
+}
+
+#[test]
+fn when_the_table_is_full_the_idlest_connection_makes_room() {
+    let mut limits = Limits::default();
+    limits.max_connections = 8;
+    let addr = start(limits);
+    let mut held: Vec<TcpStream> = (0..8)
+        .map(|_| {
+            let s = TcpStream::connect(addr).unwrap();
+            std::thread::sleep(Duration::from_millis(20));
+            s
+        })
+        .collect();
+    // The first was idle longest; this one moves now.
+    held[7].write_all(b"GET /metrics").unwrap();
+    let (status, _) = scrape(addr, "/metrics", ANSWERED_WITHIN).unwrap();
+    assert_eq!(status, "HTTP/1.1 200 OK");
+    let mut probe = [0u8; 1];
+    held[0].set_read_timeout(Some(ANSWERED_WITHIN)).unwrap();
+    assert!(
+        matches!(held[0].read(&mut probe), Ok(0) | Err(_)),
+        "the idlest was let go"
+    );
+    held[7]
+        .write_all(b" HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    let answer = read_all(&mut held[7], ANSWERED_WITHIN);
+    assert!(
+        answer.starts_with("HTTP/1.1 200"),
+        "the busiest stays: {answer:?}"
+    );
+}
