@@ -19,7 +19,7 @@ use typhon_live_tests::{exporter_stream, over_bound_block, replace_block};
 
 mod common;
 
-use common::{spawn_relay_with, temp, wait_for, BIN};
+use common::{peak_rss, spawn_relay_with, temp, wait_for, BIN};
 
 /// The Block replaced: the second (the Catch-up after the Init is 0).
 const SEQ: u32 = 2;
@@ -271,22 +271,6 @@ fn attach_refuses_the_block_and_keeps_every_other_event() {
         format!("damaged frame seq {SEQ}: {REFUSAL}"),
         "{got}"
     );
-}
-
-/// Peak resident memory of process `pid` so far (Linux's VmHWM).
-fn peak_rss(pid: u32) -> Option<u64> {
-    if !cfg!(target_os = "linux") {
-        return None;
-    }
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let kib = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))?
-        .trim()
-        .trim_end_matches(" kB")
-        .parse::<u64>()
-        .ok()?;
-    Some(kib << 10)
 }
 
 #[test]

@@ -88,13 +88,33 @@ pub fn checksum(bytes: &[u8]) -> u32 {
     crc32fast::hash(bytes)
 }
 
+/// [`checksum`] of `first` followed by `then`, without joining them.
+#[cfg(target_pointer_width = "64")]
+fn checksum_of_two(first: &[u8], then: &[u8]) -> u32 {
+    let mut hasher = crc32fast::Hasher::new();
+    hasher.update(first);
+    hasher.update(then);
+    hasher.finalize()
+}
+
 /// CRC-32 (IEEE 802.3, as in zlib and PNG) of `bytes`, from a 256-entry
 /// table: 1 KiB of flash on a microcontroller.
 #[cfg(not(target_pointer_width = "64"))]
 pub fn checksum(bytes: &[u8]) -> u32 {
-    const CRC32: crc::Crc<u32, crc::Table<1>> =
-        crc::Crc::<u32, crc::Table<1>>::new(&crc::CRC_32_ISO_HDLC);
     CRC32.checksum(bytes)
+}
+
+#[cfg(not(target_pointer_width = "64"))]
+const CRC32: crc::Crc<u32, crc::Table<1>> =
+    crc::Crc::<u32, crc::Table<1>>::new(&crc::CRC_32_ISO_HDLC);
+
+/// [`checksum`] of `first` followed by `then`, without joining them.
+#[cfg(not(target_pointer_width = "64"))]
+fn checksum_of_two(first: &[u8], then: &[u8]) -> u32 {
+    let mut digest = CRC32.digest();
+    digest.update(first);
+    digest.update(then);
+    digest.finalize()
 }
 
 /// Whether `stored` is the checksum of `bytes`. Always true when built for
@@ -176,6 +196,30 @@ pub fn write_raw_frame(
     })
 }
 
+/// The header and trailer that make `payload` a frame of `kind`, `flags`
+/// and `seq`: the bytes [`write_raw_frame`] writes around it. For a
+/// writer that sends a payload from where it lies, such as one payload
+/// shared by many streams, each sealing it with its own sequence number.
+pub fn frame_around(
+    kind: u8,
+    flags: u8,
+    seq: u32,
+    payload: &[u8],
+) -> Result<([u8; HEADER_LEN], [u8; TRAILER_LEN]), EncodeError> {
+    let len = u32::try_from(payload.len())
+        .map_err(|_| EncodeError::PayloadTooLarge { len: payload.len() })?;
+    let mut header = [0u8; HEADER_LEN];
+    header[..2].copy_from_slice(&MAGIC);
+    header[2] = kind;
+    header[3] = flags;
+    header[4..8].copy_from_slice(&seq.to_le_bytes());
+    header[8..12].copy_from_slice(&len.to_le_bytes());
+    let header_check = checksum(&header[..12]);
+    header[12..16].copy_from_slice(&header_check.to_le_bytes());
+    let trailer = checksum_of_two(&header, payload).to_le_bytes();
+    Ok((header, trailer))
+}
+
 fn write_frame_with_kind(
     out: &mut [u8],
     kind: u8,
@@ -209,6 +253,23 @@ fn write_frame_with_kind(
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_frame_around_a_payload_is_the_frame_written_whole() {
+        let payload: [u8; 300] = core::array::from_fn(|i| (i * 13 + 1) as u8);
+        for len in [0, 1, 300] {
+            let mut whole = [0u8; 300 + super::OVERHEAD];
+            let n = super::write_raw_frame(&mut whole, 2, 1, 0xdead_beef, &payload[..len]).unwrap();
+            let (header, trailer) =
+                super::frame_around(2, 1, 0xdead_beef, &payload[..len]).unwrap();
+            assert_eq!(&whole[..super::HEADER_LEN], &header);
+            assert_eq!(
+                &whole[super::HEADER_LEN..n - super::TRAILER_LEN],
+                &payload[..len]
+            );
+            assert_eq!(&whole[n - super::TRAILER_LEN..n], &trailer);
+        }
+    }
+
     /// The two implementations (64-bit targets, microcontrollers) agree.
     #[test]
     fn both_checksums_are_the_same_crc32() {

@@ -2,41 +2,58 @@
 //! sources' updates ([`Merger`]) and hands each frame to every viewer's
 //! queue; a thread per viewer writes its queue to its socket.
 //!
-//! Each viewer gets an Init built for it when it connects and a Catch-up
-//! of what is open, then every frame with its own sequence numbers. A
-//! viewer that reads slowly has Blocks and Catch-ups dropped whole once
-//! its queue holds [`MAX_QUEUED`] bytes, each
-//! drop a gap in its sequence numbers, as the std exporter does for its
-//! viewer; Definitions are never dropped. The merging never waits for a
-//! viewer, so a slow one slows neither the relay nor the others. At most
-//! [`MAX_VIEWERS`] are served at once.
+//! A viewer connecting gets its start: the merged Init, built once and
+//! shared by every viewer that connects before a name or lane changes
+//! ([`Merger::init`]), and a Catch-up of what is open. Then every frame,
+//! with its own sequence numbers. Frames are shared, never copied per
+//! viewer: each is sealed with the viewer's number as it is written.
+//!
+//! What a viewer may hold of the relay's memory is bounded:
+//! - its start, at most one Init (which fits the 8 MiB frame readers
+//!   accept) and one Catch-up, which it must take within
+//!   [`START_DEADLINE`] or be let go;
+//! - besides its start, [`MAX_QUEUED`] bytes of frames. Past that its
+//!   Blocks and Catch-ups are dropped whole, each drop a gap in its
+//!   sequence numbers, as the std exporter does for its viewer;
+//!   Definitions are never dropped. The start does not count against
+//!   this: a viewer that reads loses nothing while its start goes out.
+//!
+//! The merging never waits for a viewer, so a slow one slows neither the
+//! relay nor the others. At most [`MAX_VIEWERS`] are served at once.
 
 use std::collections::VecDeque;
-use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::io::{IoSlice, Read, Write};
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender};
 use std::sync::{Arc, Condvar, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use typhon_live_core::FrameKind;
 
 use crate::merge::{MergedFrame, Merger};
+use crate::metrics::Metrics;
 use crate::update::Update;
 
-/// Bytes of frames a viewer's queue holds before its Blocks are dropped.
+/// Bytes of frames a viewer's queue holds, besides its start, before its
+/// Blocks and Catch-ups are dropped.
 pub const MAX_QUEUED: usize = 8 << 20;
 /// Viewers served at once; the next is refused (its connection closed,
 /// and said so on stderr), so that viewers cannot grow the relay past
-/// `MAX_VIEWERS × MAX_QUEUED` of queues.
+/// `MAX_VIEWERS × (8 MiB start + MAX_QUEUED)`.
 pub const MAX_VIEWERS: usize = 64;
+/// How long a viewer has to take its start (Init and Catch-up) before it
+/// is let go: an Init near its 8 MiB bound takes well under a second on
+/// any link a live view is usable over.
+pub const START_DEADLINE: Duration = Duration::from_secs(10);
 /// Updates waiting for the merger; a source's reader waits when it is
 /// full (so the source's own exporter drops for it, and says so).
 pub const UPDATES_QUEUED: usize = 256;
 /// How long a viewer's socket may refuse to take a frame before the
 /// viewer is let go.
 const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
-/// How often an idle viewer's socket is looked at for its leaving.
+/// How often an idle viewer's socket is looked at for its leaving, and
+/// the viewers for their start deadline.
 const IDLE_CHECK: Duration = Duration::from_millis(500);
 
 /// What the merging thread takes in.
@@ -57,34 +74,104 @@ pub fn inbox() -> (SyncSender<Input>, Receiver<Input>) {
     std::sync::mpsc::sync_channel(UPDATES_QUEUED)
 }
 
+/// Why a viewer was let go.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+enum Ending {
+    /// Still served.
+    Open = 0,
+    /// It closed its side.
+    Left,
+    /// Its socket took nothing for [`WRITE_TIMEOUT`].
+    Stalled,
+    /// It did not take its start within [`START_DEADLINE`].
+    StartNotTaken,
+}
+
+impl Ending {
+    fn from_u8(code: u8) -> Self {
+        match code {
+            1 => Ending::Left,
+            2 => Ending::Stalled,
+            3 => Ending::StartNotTaken,
+            _ => Ending::Open,
+        }
+    }
+
+    /// As the metrics' `reason` label says it.
+    fn reason(self) -> &'static str {
+        match self {
+            Ending::Open => "open",
+            Ending::Left => "left",
+            Ending::Stalled => "stalled",
+            Ending::StartNotTaken => "start_not_taken",
+        }
+    }
+}
+
 /// A viewer's frames waiting to be written.
 #[derive(Default)]
 struct Queue {
     frames: Mutex<Pending>,
     ready: Condvar,
-    /// The writer gave up (the viewer left or stalled past the timeout).
-    closed: AtomicBool,
+    /// Why the viewer is let go ([`Ending`]); the first reason stays.
+    ending: AtomicU8,
+    /// Its start is written whole.
+    started: AtomicBool,
+}
+
+impl Queue {
+    fn end(&self, why: Ending) {
+        let _ = self.ending.compare_exchange(
+            Ending::Open as u8,
+            why as u8,
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        );
+        let mut pending = self.frames.lock().unwrap_or_else(|p| p.into_inner());
+        pending.frames.clear();
+        pending.bytes = 0;
+    }
+
+    fn ending(&self) -> Ending {
+        Ending::from_u8(self.ending.load(Ordering::Acquire))
+    }
+}
+
+/// A queued frame: its sequence number, and whether it is part of the
+/// viewer's start (not counted against [`MAX_QUEUED`]).
+struct Queued {
+    seq: u32,
+    frame: Arc<MergedFrame>,
+    start: bool,
 }
 
 #[derive(Default)]
 struct Pending {
-    frames: VecDeque<(u32, Arc<MergedFrame>)>,
+    frames: VecDeque<Queued>,
+    /// Bytes of the frames queued past the start.
     bytes: usize,
 }
 
 /// A viewer, as the merging thread sees it.
 struct Viewer {
     queue: Arc<Queue>,
+    /// To end its writer's blocked write when the start deadline passes.
+    socket: TcpStream,
+    joined: Instant,
     next_seq: u32,
     dropped_frames: u64,
 }
 
 impl Viewer {
-    /// Queues `frame` with the viewer's next number; a Block is dropped
-    /// (its number skipped) when the queue is full.
+    /// Queues `frame` with the viewer's next number; a Block or Catch-up
+    /// is dropped (its number skipped) when the queue is full.
     fn offer(&mut self, frame: &Arc<MergedFrame>) {
         let seq = self.next_seq;
         self.next_seq = seq.wrapping_add(1);
+        if self.queue.ending() != Ending::Open {
+            return;
+        }
         let mut pending = self.queue.frames.lock().unwrap_or_else(|p| p.into_inner());
         // Catch-ups may be dropped too (FORMAT.md): the next one tells.
         let droppable =
@@ -94,22 +181,58 @@ impl Viewer {
             return;
         }
         pending.bytes += frame.payload.len();
-        pending.frames.push_back((seq, Arc::clone(frame)));
+        pending.frames.push_back(Queued {
+            seq,
+            frame: Arc::clone(frame),
+            start: false,
+        });
         self.queue.ready.notify_one();
     }
+
+    /// Queues the viewer's start: `init`, which carries the number of the
+    /// frame after it, then `catch_up`.
+    fn start(&mut self, init: Arc<MergedFrame>, catch_up: Arc<MergedFrame>) {
+        let mut pending = self.queue.frames.lock().unwrap_or_else(|p| p.into_inner());
+        for frame in [init, catch_up] {
+            pending.frames.push_back(Queued {
+                seq: self.next_seq,
+                frame,
+                start: true,
+            });
+        }
+        self.next_seq = self.next_seq.wrapping_add(1);
+        self.queue.ready.notify_one();
+    }
+}
+
+/// Writes `frame`, sealed with `seq`, without copying its payload.
+fn write_frame(stream: &mut TcpStream, frame: &MergedFrame, seq: u32) -> std::io::Result<()> {
+    let (header, trailer) = frame.seal(seq);
+    let mut parts = [
+        IoSlice::new(&header),
+        IoSlice::new(&frame.payload),
+        IoSlice::new(&trailer),
+    ];
+    let mut parts = &mut parts[..];
+    while !parts.is_empty() {
+        match stream.write_vectored(parts) {
+            Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
+            Ok(n) => IoSlice::advance_slices(&mut parts, n),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }
 
 /// Writes a viewer's queue to its socket until either goes away.
 fn write_viewer(mut stream: TcpStream, queue: Arc<Queue>) {
     let _ = stream.set_write_timeout(Some(WRITE_TIMEOUT));
     let _ = stream.set_nodelay(true);
-    let close = |queue: &Queue| {
-        queue.closed.store(true, Ordering::Release);
-        let mut pending = queue.frames.lock().unwrap_or_else(|p| p.into_inner());
-        pending.frames.clear();
-        pending.bytes = 0;
-    };
     loop {
+        if queue.ending() != Ending::Open {
+            return;
+        }
         let next = {
             let mut pending = queue.frames.lock().unwrap_or_else(|p| p.into_inner());
             if pending.frames.is_empty() {
@@ -120,20 +243,38 @@ fn write_viewer(mut stream: TcpStream, queue: Arc<Queue>) {
                     .0;
             }
             let next = pending.frames.pop_front();
-            if let Some((_, frame)) = &next {
-                pending.bytes -= frame.payload.len();
+            if let Some(queued) = &next {
+                if !queued.start {
+                    pending.bytes -= queued.frame.payload.len();
+                }
             }
             next
         };
-        let left = match next {
-            Some((seq, frame)) => stream.write_all(&frame.seal(seq)).is_err(),
+        let ending = match next {
+            Some(queued) => match write_frame(&mut stream, &queued.frame, queued.seq) {
+                Ok(()) => {
+                    if queued.start && queued.frame.kind != FrameKind::Init.to_byte() {
+                        queue.started.store(true, Ordering::Release);
+                    }
+                    None
+                }
+                Err(e) if is_timeout(&e) => Some(Ending::Stalled),
+                Err(_) => Some(Ending::Left),
+            },
             // Nothing to write: a viewer that left is noticed all the same.
-            None => gone(&mut stream),
+            None => gone(&mut stream).then_some(Ending::Left),
         };
-        if left {
-            return close(&queue);
+        if let Some(why) = ending {
+            return queue.end(why);
         }
     }
+}
+
+fn is_timeout(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+    )
 }
 
 /// Whether the viewer closed its side. A viewer sends nothing; what it
@@ -161,18 +302,35 @@ fn gone(stream: &mut TcpStream) -> bool {
     gone || stream.set_nonblocking(false).is_err()
 }
 
-/// Forgets the viewers whose writer gave up, saying so.
-fn let_go(viewers: &mut Vec<Viewer>) {
+/// Lets go the viewers that left, stalled, or did not take their start
+/// in time, saying so and counting them.
+fn let_go(viewers: &mut Vec<Viewer>, metrics: &Metrics) {
     viewers.retain(|v| {
-        let open = !v.queue.closed.load(Ordering::Acquire);
-        if !open {
-            eprintln!(
-                "relay: a viewer left ({} Blocks were dropped for it)",
-                v.dropped_frames
-            );
+        if v.queue.ending() == Ending::Open
+            && !v.queue.started.load(Ordering::Acquire)
+            && v.joined.elapsed() > START_DEADLINE
+        {
+            v.queue.end(Ending::StartNotTaken);
+            // Its writer may be blocked in a write: this ends it.
+            let _ = v.socket.shutdown(Shutdown::Both);
         }
-        open
+        let ending = v.queue.ending();
+        if ending == Ending::Open {
+            return true;
+        }
+        metrics.viewer_let_go(ending.reason());
+        let why = match ending {
+            Ending::StartNotTaken => "did not take its start within 10 s, and was let go",
+            Ending::Stalled => "took nothing for 10 s, and was let go",
+            _ => "left",
+        };
+        eprintln!(
+            "relay: a viewer {why} ({} Blocks were dropped for it)",
+            v.dropped_frames
+        );
+        false
     });
+    metrics.set_viewers(viewers.len());
 }
 
 /// Accepts viewers on `listener` and hands them to the merging thread.
@@ -185,45 +343,52 @@ pub fn listen(listener: TcpListener, inbox: SyncSender<Input>) {
 }
 
 /// The merging thread: takes updates and viewers until every sender is
-/// gone.
-pub fn merge(mut merger: Merger, inputs: Receiver<Input>) {
+/// gone; counts its viewers in `metrics`.
+pub fn merge(mut merger: Merger, inputs: Receiver<Input>, metrics: Arc<Metrics>) {
     let mut viewers: Vec<Viewer> = Vec::new();
+    let mut checked = Instant::now();
     loop {
-        let input = match inputs.recv_timeout(Duration::from_millis(500)) {
+        let input = match inputs.recv_timeout(IDLE_CHECK) {
             Ok(input) => input,
             Err(RecvTimeoutError::Timeout) => {
-                let_go(&mut viewers);
+                let_go(&mut viewers, &metrics);
+                checked = Instant::now();
                 continue;
             }
             Err(RecvTimeoutError::Disconnected) => return,
         };
+        if checked.elapsed() > IDLE_CHECK {
+            let_go(&mut viewers, &metrics);
+            checked = Instant::now();
+        }
         match input {
             Input::Viewer(stream) => {
-                let_go(&mut viewers);
+                let_go(&mut viewers, &metrics);
                 if viewers.len() >= MAX_VIEWERS {
                     eprintln!("relay: a viewer refused: {MAX_VIEWERS} are served already");
+                    metrics.viewer_let_go("over_cap");
                     drop(stream);
                     continue;
                 }
+                let Ok(socket) = stream.try_clone() else {
+                    continue;
+                };
                 let queue = Arc::new(Queue::default());
                 let mut viewer = Viewer {
                     queue: Arc::clone(&queue),
+                    socket,
+                    joined: Instant::now(),
                     next_seq: 0,
                     dropped_frames: 0,
                 };
-                // The Init carries the number of the frame after it; the
-                // Catch-up after it tells what is open now.
-                let init = Arc::new(merger.init(0));
-                viewer.offer(&init);
-                viewer.next_seq = 0;
-                viewer.offer(&Arc::new(merger.catch_up()));
+                viewer.start(merger.init(), Arc::new(merger.catch_up()));
                 std::thread::spawn(move || write_viewer(stream, queue));
                 viewers.push(viewer);
+                metrics.set_viewers(viewers.len());
             }
             Input::Update { source, update } => {
                 merger.update(source, &update, |frame| {
                     let frame = Arc::new(frame);
-                    let_go(&mut viewers);
                     for viewer in &mut viewers {
                         viewer.offer(&frame);
                     }
@@ -275,7 +440,7 @@ mod tests {
     #[test]
     fn viewers_past_the_cap_are_refused_and_the_others_kept() {
         let (inbox, inputs) = inbox();
-        std::thread::spawn(move || merge(Merger::new(&["s".into()], 1, 0), inputs));
+        std::thread::spawn(move || merge(Merger::new(&["s".into()], 1, 0), inputs, Arc::default()));
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
         std::thread::spawn(move || listen(listener, inbox));
@@ -313,7 +478,7 @@ mod tests {
     #[test]
     fn a_viewer_that_stops_reading_loses_whole_blocks_and_slows_no_one() {
         let (inbox, inputs) = inbox();
-        std::thread::spawn(move || merge(Merger::new(&["s".into()], 1, 0), inputs));
+        std::thread::spawn(move || merge(Merger::new(&["s".into()], 1, 0), inputs, Arc::default()));
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
         let viewers = inbox.clone();

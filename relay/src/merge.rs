@@ -8,7 +8,14 @@
 //!   are).
 //! - **Names**: interned by text across sources (`Tick` of two sources is
 //!   one name; their lanes tell them apart), but for gauges, which are a
-//!   process's and not a lane's: `SOURCE/GAUGE`.
+//!   process's and not a lane's: `SOURCE/GAUGE`. The merged table holds
+//!   at most [`MAX_NAMES`] names and [`MAX_MERGED_NAME_BYTES`] of text, so
+//!   that the Init that carries them all fits the frame readers accept.
+//!   Each source has an equal share of both, and of the lanes: a source
+//!   is charged for the names it adds, so one that floods the table, or
+//!   restarts with new names again and again, uses up its own share and
+//!   no other's. Past its share, a source's new names show as name 0,
+//!   [`OVER_CAP`].
 //! - **Clock**: the relay's, in ns since it started (`created_unix_ns`):
 //!   each source's events placed on the Unix clock as its
 //!   [`Update::Events`] says (see [`super::update`] for how).
@@ -18,11 +25,13 @@
 //!   of every lane after its Init ([`Merger::catch_up`]).
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use typhon_live_core::block::{block_scratch_len, max_block_frame_len, write_block};
 use typhon_live_core::catchup::write_catchup_of;
+use typhon_live_core::decode::DEFAULT_MAX_FRAME;
 use typhon_live_core::definitions::write_definitions;
-use typhon_live_core::frame::{write_raw_frame, HEADER_LEN, TRAILER_LEN};
+use typhon_live_core::frame::{frame_around, HEADER_LEN, OVERHEAD, TRAILER_LEN};
 use typhon_live_core::init::write_init;
 use typhon_live_core::{
     BlockBuilder, Event, LaneId, LaneInfo, LaneKind, Metadata, NameId, NameSource, OpenLane,
@@ -30,14 +39,26 @@ use typhon_live_core::{
 };
 
 use crate::update::{self, Update};
-use typhon_live_reader::{MAX_LANES, MAX_NAMES, MAX_NAME_BYTES};
+use typhon_live_reader::{MAX_LANES, MAX_NAMES};
 
 /// Events a merged Block holds at most.
 const BLOCK_RECORDS: usize = 8192;
 /// The relay's clock: ns.
 const TICKS_PER_SECOND: u64 = 1_000_000_000;
-/// Name 0: what names past the cap are shown as.
-const OVER_CAP: &str = "(name over the relay's cap)";
+/// Name 0: what names past the caps are shown as.
+pub const OVER_CAP: &str = "(name over the relay's cap)";
+/// Bytes of name text the merged session holds: with [`MAX_NAMES`] names
+/// and [`MAX_LANES`] lanes, the Init that carries them all still fits
+/// the 8 MiB frame that readers accept (checked below). A reader accepts
+/// 16 MiB of one source's names; the relay passes on less, rather than
+/// a start no reader could take.
+pub const MAX_MERGED_NAME_BYTES: usize = 7 << 20;
+
+/// The largest Init [`Merger::init`] writes: each name's text and a
+/// length of at most 8 bytes, each lane at most 16 bytes, and the
+/// metadata within 64.
+const MAX_INIT: usize = 64 + MAX_MERGED_NAME_BYTES + 8 * MAX_NAMES + 16 * MAX_LANES + OVERHEAD;
+const _: () = assert!(MAX_INIT <= DEFAULT_MAX_FRAME);
 
 /// A frame of the merged stream, to be sealed with each viewer's sequence
 /// number.
@@ -52,14 +73,37 @@ pub struct MergedFrame {
 }
 
 impl MergedFrame {
-    /// The whole frame with sequence number `seq` (an Init's: the number
-    /// of the frame after it).
-    pub fn seal(&self, seq: u32) -> Vec<u8> {
-        let mut out = vec![0u8; self.payload.len() + HEADER_LEN + TRAILER_LEN];
-        let n = write_raw_frame(&mut out, self.kind, self.flags, seq, &self.payload)
-            .expect("sized for the payload");
-        out.truncate(n);
-        out
+    /// The header and trailer that make the payload a frame with sequence
+    /// number `seq` (an Init's: the number of the frame after it), so
+    /// that a frame shared by many viewers is sent without a copy.
+    pub fn seal(&self, seq: u32) -> ([u8; HEADER_LEN], [u8; TRAILER_LEN]) {
+        frame_around(self.kind, self.flags, seq, &self.payload)
+            .expect("a merged payload is far below 4 GiB")
+    }
+}
+
+/// What one source may add to the merged session: its share of the
+/// names, their text and the lanes, and what it has used.
+#[derive(Clone, Copy, Debug, Default)]
+struct Quota {
+    names: usize,
+    bytes: usize,
+    lanes: usize,
+    max_names: usize,
+    max_bytes: usize,
+    max_lanes: usize,
+}
+
+impl Quota {
+    /// An equal share of the merged caps among `sources`.
+    fn share_of(sources: usize) -> Self {
+        let sources = sources.max(1);
+        Quota {
+            max_names: MAX_NAMES / sources,
+            max_bytes: MAX_MERGED_NAME_BYTES / sources,
+            max_lanes: MAX_LANES / sources,
+            ..Quota::default()
+        }
     }
 }
 
@@ -72,14 +116,21 @@ struct Names {
 }
 
 impl Names {
-    /// The id of `text`, interned if new; name 0 past the caps.
-    fn intern(&mut self, text: &str) -> NameId {
+    /// The id of `text`, interned if new and charged to `quota`; name 0
+    /// past the caps or the quota.
+    fn intern(&mut self, text: &str, quota: &mut Quota) -> NameId {
         if let Some(&id) = self.ids.get(text) {
             return id;
         }
-        if self.texts.len() >= MAX_NAMES || self.bytes + text.len() > MAX_NAME_BYTES {
+        let over_quota =
+            quota.names >= quota.max_names || quota.bytes + text.len() > quota.max_bytes;
+        let over_cap =
+            self.texts.len() >= MAX_NAMES || self.bytes + text.len() > MAX_MERGED_NAME_BYTES;
+        if over_quota || over_cap {
             return 0;
         }
+        quota.names += 1;
+        quota.bytes += text.len();
         let id = self.texts.len() as NameId;
         self.bytes += text.len();
         self.texts.push(text.to_owned());
@@ -111,6 +162,9 @@ struct SourceState {
     gauges: HashMap<NameId, NameId>,
     /// Source lane id → relay lane id.
     lanes: HashMap<LaneId, LaneId>,
+    /// Its share of the merged names and lanes. Not reset by a new
+    /// session: what it added stays in the merged table.
+    quota: Quota,
 }
 
 /// A relay lane's open spans: as its source's last Catch-up listed them,
@@ -134,6 +188,9 @@ pub struct Merger {
     /// Names already sent in an Init or Definitions (viewers that
     /// connect later get them all in their Init).
     names_sent: u32,
+    /// The Init of the names and lanes as they are, shared by every
+    /// viewer that connects before they change.
+    init: Option<Arc<MergedFrame>>,
     sources: Vec<SourceState>,
     scratch: Vec<u8>,
     out: Vec<u8>,
@@ -146,7 +203,8 @@ impl Merger {
     /// `source` of [`Merger::update`]).
     pub fn new(labels: &[String], session_id: u64, created_unix_ns: u64) -> Self {
         let mut names = Names::default();
-        names.intern(OVER_CAP);
+        names.intern(OVER_CAP, &mut Quota::share_of(1));
+        let quota = Quota::share_of(labels.len());
         let scratch = vec![0u8; block_scratch_len(BLOCK_RECORDS)];
         Merger {
             session_id,
@@ -156,6 +214,7 @@ impl Merger {
             open: Vec::new(),
             latest: 0,
             names_sent: 0,
+            init: None,
             sources: labels
                 .iter()
                 .map(|label| SourceState {
@@ -165,6 +224,7 @@ impl Merger {
                     names: HashMap::new(),
                     gauges: HashMap::new(),
                     lanes: HashMap::new(),
+                    quota,
                 })
                 .collect(),
             out: vec![0u8; max_block_frame_len(scratch.len(), MAX_LANES)],
@@ -173,9 +233,14 @@ impl Merger {
         }
     }
 
-    /// The Init a viewer connecting now gets: every name and lane so far;
-    /// its frames then start at `next_seq`.
-    pub fn init(&mut self, next_seq: u32) -> MergedFrame {
+    /// The Init a viewer connecting now gets: every name and lane so far.
+    /// Built once, and shared until a name or lane is added or changed.
+    /// Its sequence number, sealed per viewer, is that of the frame after
+    /// it.
+    pub fn init(&mut self) -> Arc<MergedFrame> {
+        if let Some(init) = &self.init {
+            return Arc::clone(init);
+        }
         let meta = Metadata {
             ticks_per_second: TICKS_PER_SECOND,
             session_id: self.session_id,
@@ -190,14 +255,16 @@ impl Merger {
         }
         let n = write_init(
             &mut self.out,
-            next_seq,
+            0,
             &meta,
             &self.names,
             self.lanes.iter().copied(),
         )
         .expect("the buffer is sized for every name and lane");
         self.names_sent = self.names.count();
-        self.frame(n)
+        let init = Arc::new(self.frame(n));
+        self.init = Some(Arc::clone(&init));
+        init
     }
 
     /// Takes in an update of source `source`; the merged frames it makes
@@ -249,7 +316,9 @@ impl Merger {
                 continue;
             }
             state.texts.insert(*id, text.clone());
-            state.names.insert(*id, self.names.intern(text));
+            state
+                .names
+                .insert(*id, self.names.intern(text, &mut state.quota));
         }
         let mut lanes_changed = false;
         for lane in lanes {
@@ -257,9 +326,10 @@ impl Merger {
                 .texts
                 .get(&lane.name)
                 .map_or_else(|| format!("lane {}", lane.id), Clone::clone);
-            let name = self.names.intern(&format!("{}/{text}", state.label));
-            let Some(relay) = relay_lane(&mut self.lanes, &mut state.lanes, lane.id, lane.kind)
-            else {
+            let name = self
+                .names
+                .intern(&format!("{}/{text}", state.label), &mut state.quota);
+            let Some(relay) = relay_lane(&mut self.lanes, state, lane.id, lane.kind) else {
                 continue;
             };
             let entry = &mut self.lanes[usize::from(relay)];
@@ -293,6 +363,7 @@ impl Merger {
         )
         .expect("the buffer is sized for the new names and every lane");
         self.names_sent = self.names.count();
+        self.init = None;
         emit(self.frame(n));
     }
 
@@ -333,12 +404,12 @@ impl Merger {
         let state = &mut self.sources[source];
         // Span names the source has not defined to us show as `#id`.
         for span in lanes.iter().flat_map(|lane| &lane.open) {
-            let names = &mut self.names;
+            let (names, quota) = (&mut self.names, &mut state.quota);
             if state.names.len() + state.gauges.len() < MAX_NAMES {
                 state
                     .names
                     .entry(span.name)
-                    .or_insert_with(|| names.intern(&format!("#{}", span.name)));
+                    .or_insert_with(|| names.intern(&format!("#{}", span.name), quota));
             }
         }
         if self.names.count() > self.names_sent {
@@ -423,15 +494,15 @@ impl Merger {
             if !state.lanes.contains_key(lane) {
                 // A lane the source has not defined to us (damage, or a
                 // stream joined without its Init): named by its id.
-                if let Some(relay) =
-                    relay_lane(&mut self.lanes, &mut state.lanes, *lane, LaneKind::Other)
-                {
-                    let name = self.names.intern(&format!("{}/lane {lane}", state.label));
+                if let Some(relay) = relay_lane(&mut self.lanes, state, *lane, LaneKind::Other) {
+                    let name = self
+                        .names
+                        .intern(&format!("{}/lane {lane}", state.label), &mut state.quota);
                     self.lanes[usize::from(relay)].name = name;
                     lanes_changed = true;
                 }
             }
-            let names = &mut self.names;
+            let (names, quota) = (&mut self.names, &mut state.quota);
             // Past the cap, unknown ids show as name 0 (the cap's).
             let room = state.names.len() + state.gauges.len() < MAX_NAMES;
             match *event {
@@ -440,7 +511,7 @@ impl Merger {
                         state
                             .names
                             .entry(name)
-                            .or_insert_with(|| names.intern(&format!("#{name}")));
+                            .or_insert_with(|| names.intern(&format!("#{name}"), quota));
                     }
                 }
                 Event::Gauge { gauge, .. } if room || state.gauges.contains_key(&gauge) => {
@@ -451,7 +522,7 @@ impl Merger {
                     state
                         .gauges
                         .entry(gauge)
-                        .or_insert_with(|| names.intern(&format!("{}/{text}", state.label)));
+                        .or_insert_with(|| names.intern(&format!("{}/{text}", state.label), quota));
                 }
                 Event::Gauge { .. } | Event::TickStart { .. } | Event::TickEnd { .. } => {}
             }
@@ -553,27 +624,28 @@ impl Merger {
     }
 }
 
-/// The relay lane of a source's `lane`, a new one if need be (none past
-/// the cap).
+/// The relay lane of `source`'s `lane`, a new one if need be (none past
+/// the cap or the source's quota).
 fn relay_lane(
     lanes: &mut Vec<LaneInfo>,
-    map: &mut HashMap<LaneId, LaneId>,
+    source: &mut SourceState,
     lane: LaneId,
     kind: LaneKind,
 ) -> Option<LaneId> {
-    if let Some(&relay) = map.get(&lane) {
+    if let Some(&relay) = source.lanes.get(&lane) {
         return Some(relay);
     }
-    if lanes.len() >= MAX_LANES {
+    if lanes.len() >= MAX_LANES || source.quota.lanes >= source.quota.max_lanes {
         return None;
     }
+    source.quota.lanes += 1;
     let relay = lanes.len() as LaneId;
     lanes.push(LaneInfo {
         id: relay,
         name: 0,
         kind,
     });
-    map.insert(lane, relay);
+    source.lanes.insert(lane, relay);
     Some(relay)
 }
 
@@ -590,10 +662,121 @@ fn frame_of(frame: &[u8]) -> MergedFrame {
 #[cfg(test)]
 mod tests {
     use super::*;
+
     use crate::update::Reader;
     use std::time::Duration;
     use typhon_live_model::Model;
     use typhon_live_tests::{each_frame, nested_stream};
+
+    /// `frame` sealed with `seq`, whole.
+    fn whole(frame: &MergedFrame, seq: u32) -> Vec<u8> {
+        let (header, trailer) = frame.seal(seq);
+        [&header[..], &frame.payload, &trailer].concat()
+    }
+
+    /// A session of `names` (ids from 1) on one lane named by id 1.
+    fn session(id: u64, names: impl IntoIterator<Item = String>) -> Update {
+        Update::Session {
+            id,
+            names: (1..).zip(names).collect(),
+            lanes: vec![LaneInfo {
+                id: 0,
+                name: 1,
+                kind: LaneKind::Main,
+            }],
+        }
+    }
+
+    /// Source `source`'s names as the merged session holds them: each
+    /// of its ids' merged text.
+    fn merged_names(merger: &Merger, source: usize) -> Vec<(NameId, String)> {
+        let mut names: Vec<(NameId, String)> = merger.sources[source]
+            .names
+            .iter()
+            .map(|(&id, &merged)| (id, merger.names.get(merged).unwrap_or("").to_owned()))
+            .collect();
+        names.sort();
+        names
+    }
+
+    #[test]
+    fn a_source_flooding_the_names_uses_up_its_own_share_and_no_other() {
+        let mut merger = Merger::new(&["bad".into(), "good".into()], 7, 0);
+        let ignore = |_| {};
+        // Far past its share of the count (half of 65 536), in one session
+        // and then in new sessions with new names, as a restarting peer.
+        for restart in 0..4u64 {
+            let flood = (0..40_000).map(move |i| format!("flood {restart} {i}"));
+            merger.update(0, &session(restart, flood), ignore);
+        }
+        // And past its share of the text, in names of 1 MiB.
+        let long = (0..8).map(|i| format!("{i}{}", "x".repeat(1 << 20)));
+        merger.update(0, &session(9, long), ignore);
+        let bad = merger.sources[0].quota;
+        assert_eq!(bad.names, MAX_NAMES / 2, "its share of the count, no more");
+        assert!(bad.bytes <= MAX_MERGED_NAME_BYTES / 2);
+        let over = merged_names(&merger, 0)
+            .iter()
+            .filter(|(_, t)| t == OVER_CAP)
+            .count();
+        assert!(over > 0, "what is past its share shows as the cap's name");
+
+        let good: Vec<String> = (0..1000).map(|i| format!("good {i}")).collect();
+        merger.update(1, &session(1, good.clone()), ignore);
+        let want: Vec<(NameId, String)> = (1..).zip(good).collect();
+        assert_eq!(merged_names(&merger, 1), want, "every good name intact");
+        let good_lane = merger.sources[1].lanes[&0];
+        let name = merger.lanes[usize::from(good_lane)].name;
+        assert_eq!(
+            merger.names.get(name),
+            Some("good/good 0"),
+            "its lane named"
+        );
+
+        // All of it fits one Init that readers accept.
+        let init = merger.init();
+        assert!(init.payload.len() + OVERHEAD <= DEFAULT_MAX_FRAME);
+        let mut model = viewed(&whole(&init, 0));
+        let catch_up = merger.catch_up();
+        each_frame(&whole(&catch_up, 0), |frame| {
+            model.on_frame(frame, Duration::ZERO).unwrap()
+        });
+        assert_eq!(model.summary(Duration::ZERO).lanes.len(), 2);
+    }
+
+    #[test]
+    fn a_source_gets_its_share_of_the_lanes() {
+        let mut merger = Merger::new(&["bad".into(), "good".into()], 7, 0);
+        let events: Vec<(LaneId, Event)> = (0..2000u16)
+            .map(|lane| (lane, Event::TickStart { time: 1, tick: 1 }))
+            .collect();
+        let update = Update::Events {
+            events,
+            drops: Vec::new(),
+            unread: 0,
+            unix_offset: 0,
+        };
+        merger.update(0, &update, |_| {});
+        assert_eq!(merger.lanes.len(), MAX_LANES / 2);
+        merger.update(1, &session(1, ["main".to_owned()]), |_| {});
+        assert_eq!(merger.lanes.len(), MAX_LANES / 2 + 1, "the good one's lane");
+    }
+
+    #[test]
+    fn the_init_is_built_once_and_shared_until_a_name_or_lane_changes() {
+        let mut merger = Merger::new(&["a".into()], 7, 0);
+        merger.update(0, &session(1, ["main".to_owned()]), |_| {});
+        let first = merger.init();
+        assert!(Arc::ptr_eq(&first, &merger.init()), "shared");
+        merger.update(
+            0,
+            &session(1, ["main".to_owned(), "new".to_owned()]),
+            |_| {},
+        );
+        let second = merger.init();
+        assert!(!Arc::ptr_eq(&first, &second), "rebuilt with the new name");
+        assert!(second.payload.len() > first.payload.len());
+    }
 
     /// A view model that read `stream` whole, as a viewer of the relay.
     fn viewed(stream: &[u8]) -> Model {
@@ -610,7 +793,7 @@ mod tests {
     /// merger's clock starts at 0).
     fn merged(ticks: [std::ops::Range<u64>; 2], received: [u64; 2]) -> Vec<u8> {
         let mut merger = Merger::new(&["a".into(), "b".into()], 7, 0);
-        let mut stream = merger.init(0).seal(0);
+        let mut stream = whole(&merger.init(), 0);
         let mut seq = 0;
         for source in [0, 1] {
             let mut reader = Reader::default();
@@ -618,7 +801,7 @@ mod tests {
                 reader
                     .read(frame, received[source], |update, _| {
                         merger.update(source, &update, |frame| {
-                            stream.extend(frame.seal(seq));
+                            stream.extend(whole(&frame, seq));
                             seq += 1;
                         })
                     })
@@ -700,19 +883,19 @@ mod tests {
 
         let mut merger = Merger::new(&["a".into()], 7, 0);
         let mut reader = Reader::default();
-        let mut stream = merger.init(0).seal(0);
+        let mut stream = whole(&merger.init(), 0);
         let mut seq = 0;
         let mut late = None;
         for (i, frame_bytes) in source.iter().enumerate() {
             if i == open_at {
                 // A viewer connecting now: its Init, then its Catch-up.
-                late = Some([merger.init(0).seal(0), merger.catch_up().seal(0)].concat());
+                late = Some([whole(&merger.init(), 0), whole(&merger.catch_up(), 0)].concat());
             }
             each_frame(frame_bytes, |frame| {
                 reader
                     .read(frame, 1_000_000_000, |update, _| {
                         merger.update(0, &update, |frame| {
-                            stream.extend(frame.seal(seq));
+                            stream.extend(whole(&frame, seq));
                             seq += 1;
                         })
                     })
@@ -734,7 +917,7 @@ mod tests {
         );
         // Ended: neither the stream's viewers nor a new one see it open.
         assert_eq!(open_spans(&stream), [("a/Main".to_owned(), vec![])]);
-        let now = [merger.init(0).seal(0), merger.catch_up().seal(0)].concat();
+        let now = [whole(&merger.init(), 0), whole(&merger.catch_up(), 0)].concat();
         assert_eq!(open_spans(&now), [("a/Main".to_owned(), vec![])]);
     }
 

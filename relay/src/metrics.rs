@@ -25,6 +25,12 @@ use typhon_live_reader::Names;
 pub const MAX_SPAN_SERIES: usize = 1024;
 /// Gauges per source with a series of their own.
 pub const MAX_GAUGE_SERIES: usize = 1024;
+/// Bytes of span and gauge names per source in series labels, this
+/// session: a source whose names are long cannot make `/metrics` large
+/// within the series caps (1 024 names of 4 MiB each would be 4 GiB of
+/// labels, and a histogram repeats its labels on 15 lines). 1 024 names
+/// of 256 bytes fit.
+pub const MAX_SERIES_LABEL_BYTES: usize = 256 << 10;
 
 /// Upper bounds of the duration histograms' buckets, in seconds: 1 µs to
 /// 4.2 s by 4 (and +Inf after them).
@@ -142,6 +148,12 @@ struct GaugeLabels {
     gauge: String,
 }
 
+/// Why a viewer was let go.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ReasonLabel {
+    reason: &'static str,
+}
+
 /// The relay's metrics, shared by the source threads and the scrapes.
 pub struct Metrics {
     registry: Registry,
@@ -158,6 +170,8 @@ pub struct Metrics {
     restarts: Family<SourceLabel, Counter>,
     refused: Family<SourceLabel, Counter>,
     otlp_drops: Counter,
+    viewers: Gauge,
+    viewers_let_go: Family<ReasonLabel, Counter>,
     index: Mutex<Index>,
 }
 
@@ -185,6 +199,8 @@ impl Metrics {
             restarts: Family::default(),
             refused: Family::default(),
             otlp_drops: Counter::default(),
+            viewers: Gauge::default(),
+            viewers_let_go: Family::default(),
             registry: Registry::default(),
             index: Mutex::default(),
         };
@@ -255,10 +271,32 @@ impl Metrics {
             "OTLP exports dropped: the queue full, or the collector down, slow or refusing",
             metrics.otlp_drops.clone(),
         );
+        registry.register(
+            "viewers",
+            "Viewers of the merged stream served now",
+            metrics.viewers.clone(),
+        );
+        registry.register(
+            "viewers_let_go",
+            "Viewers let go, by reason: left, stalled (took nothing for 10 s), start_not_taken (did not take their Init and Catch-up within 10 s), over_cap (refused: 64 served already)",
+            metrics.viewers_let_go.clone(),
+        );
         Metrics {
             registry,
             ..metrics
         }
+    }
+
+    /// Viewers served now.
+    pub fn set_viewers(&self, count: usize) {
+        self.viewers.set(count as i64);
+    }
+
+    /// A viewer was let go, for `reason`.
+    pub fn viewer_let_go(&self, reason: &'static str) {
+        self.viewers_let_go
+            .get_or_create(&ReasonLabel { reason })
+            .inc();
     }
 
     /// Every source's metrics as they are now.
@@ -329,6 +367,8 @@ pub struct SourceMetrics {
     /// Histogram handles by name id, so that a span costs no label lookup.
     spans: HashMap<NameId, Durations>,
     gauges: HashMap<NameId, Gauge<f64, AtomicU64>>,
+    /// Bytes of names in its series' labels, this session.
+    label_bytes: usize,
     /// Ticks started and not ended, by lane: their start time.
     ticks: HashMap<LaneId, u64>,
 }
@@ -361,8 +401,43 @@ impl SourceMetrics {
             session: None,
             spans: HashMap::new(),
             gauges: HashMap::new(),
+            label_bytes: 0,
             ticks: HashMap::new(),
         }
+    }
+
+    /// A new session of the source: its span and gauge series are the
+    /// old session's no more. They are removed, not kept beside the new
+    /// ones, so that a source restarting with new names each time does
+    /// not add series without end; a name the new session uses again
+    /// starts a series afresh, as a restarted process's counters do.
+    fn forget_series(&mut self) {
+        let source = &self.label.source;
+        let mut index = self.metrics.index();
+        index.spans.retain(|(of, span, _)| {
+            let keep = of != source;
+            if !keep {
+                self.metrics.span_duration.remove(&SpanLabels {
+                    source: of.clone(),
+                    span: span.clone(),
+                });
+            }
+            keep
+        });
+        index.gauges.retain(|(of, gauge, _)| {
+            let keep = of != source;
+            if !keep {
+                self.metrics.gauges.remove(&GaugeLabels {
+                    source: of.clone(),
+                    gauge: gauge.clone(),
+                });
+            }
+            keep
+        });
+        drop(index);
+        self.spans.clear();
+        self.gauges.clear();
+        self.label_bytes = 0;
     }
 
     /// The source's stream flows, or not.
@@ -401,8 +476,7 @@ impl SourceMetrics {
                 if self.session.is_some_and(|s| s != *id) {
                     self.count(&self.metrics.restarts, 1);
                     // Its ids may mean other names now.
-                    self.spans.clear();
-                    self.gauges.clear();
+                    self.forget_series();
                     self.ticks.clear();
                 }
                 self.session = Some(*id);
@@ -447,17 +521,21 @@ impl SourceMetrics {
             Event::Span { duration, name, .. } => {
                 let histogram = match self.spans.get(&name) {
                     Some(histogram) => histogram,
-                    None if self.spans.len() >= MAX_SPAN_SERIES => {
-                        return self.count(&self.metrics.refused, 1);
-                    }
                     None => {
+                        let span = names.show(name);
+                        if self.spans.len() >= MAX_SPAN_SERIES
+                            || self.label_bytes + span.len() > MAX_SERIES_LABEL_BYTES
+                        {
+                            return self.count(&self.metrics.refused, 1);
+                        }
+                        self.label_bytes += span.len();
                         let labels = SpanLabels {
                             source: self.label.source.clone(),
-                            span: names.show(name).into_owned(),
+                            span: span.into_owned(),
                         };
                         let histogram = self.metrics.span_duration.get_or_create_owned(&labels);
                         let mut index = self.metrics.index();
-                        // Known already when the source restarted.
+                        // Two ids of one text (a name redefined) share it.
                         if !index
                             .spans
                             .iter()
@@ -480,13 +558,17 @@ impl SourceMetrics {
                 };
                 let series = match self.gauges.get(&gauge) {
                     Some(series) => series,
-                    None if self.gauges.len() >= MAX_GAUGE_SERIES => {
-                        return self.count(&self.metrics.refused, 1);
-                    }
                     None => {
+                        let text = names.show(gauge);
+                        if self.gauges.len() >= MAX_GAUGE_SERIES
+                            || self.label_bytes + text.len() > MAX_SERIES_LABEL_BYTES
+                        {
+                            return self.count(&self.metrics.refused, 1);
+                        }
+                        self.label_bytes += text.len();
                         let labels = GaugeLabels {
                             source: self.label.source.clone(),
-                            gauge: names.show(gauge).into_owned(),
+                            gauge: text.into_owned(),
                         };
                         let series = self.metrics.gauges.get_or_create_owned(&labels);
                         let mut index = self.metrics.index();
@@ -615,6 +697,80 @@ mod tests {
         assert_eq!(
             value(&text, "typhon_series_refused_total{source=\"m\"}"),
             10.0
+        );
+    }
+
+    fn span(name: NameId) -> Event {
+        Event::Span {
+            start: 0,
+            duration: 1,
+            name,
+            id: 1,
+            parent: 0,
+            arg: None,
+        }
+    }
+
+    fn session(id: u64) -> Update {
+        Update::Session {
+            id,
+            names: Vec::new(),
+            lanes: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_new_session_replaces_the_old_sessions_series_instead_of_adding_to_them() {
+        let metrics = Arc::new(Metrics::new());
+        let mut side = SourceMetrics::new(Arc::clone(&metrics), "m");
+        let mut other = SourceMetrics::new(Arc::clone(&metrics), "other");
+        let mut names = Names::default();
+        names.define(1, "kept");
+        other.update(&session(1), &names);
+        other.event(0, span(1), &names);
+        // 24 sessions, each with 1 024 span names of its own.
+        for restart in 0..24u64 {
+            side.update(&session(restart), &names);
+            let mut names = Names::default();
+            for id in 0..MAX_SPAN_SERIES as u32 {
+                names.define(id, &format!("s{restart} n{id}"));
+                side.event(0, span(id), &names);
+            }
+        }
+        let text = metrics.encode();
+        let series = |prefix: &str| text.lines().filter(|l| l.starts_with(prefix)).count();
+        let count = "typhon_span_duration_seconds_count{source=\"m\"";
+        assert_eq!(series(count), MAX_SPAN_SERIES, "the last session's only");
+        assert_eq!(
+            series("typhon_span_duration_seconds_count{source=\"m\",span=\"s23 "),
+            MAX_SPAN_SERIES
+        );
+        let kept = "typhon_span_duration_seconds_count{source=\"other\",span=\"kept\"}";
+        assert_eq!(value(&text, kept), 1.0, "another source's series untouched");
+        let snapshot = metrics.snapshot();
+        assert_eq!(snapshot[0].spans.len(), MAX_SPAN_SERIES);
+        assert_eq!(snapshot[1].spans.len(), 1);
+    }
+
+    #[test]
+    fn long_names_are_held_to_a_byte_budget_of_labels() {
+        let metrics = Arc::new(Metrics::new());
+        let mut side = SourceMetrics::new(Arc::clone(&metrics), "m");
+        let mut names = Names::default();
+        for id in 0..8u32 {
+            names.define(id, &format!("{id}{}", "x".repeat((64 << 10) - 1)));
+            side.event(0, span(id), &names);
+        }
+        assert_eq!(side.spans.len(), 4, "four names of 64 KiB within 256 KiB");
+        let text = metrics.encode();
+        assert!(
+            text.len() < 16 * MAX_SERIES_LABEL_BYTES,
+            "{} bytes",
+            text.len()
+        );
+        assert_eq!(
+            value(&text, "typhon_series_refused_total{source=\"m\"}"),
+            4.0
         );
     }
 }

@@ -71,7 +71,8 @@ pub fn run(serve: &RelayConfig, duration: Option<Duration>) -> Result<(), RelayE
             let session = created ^ u64::from(std::process::id()).rotate_left(32);
             let merger = Merger::new(&labels, session, created);
             let (inbox, inputs) = fanout::inbox();
-            std::thread::spawn(move || fanout::merge(merger, inputs));
+            let metrics = Arc::clone(&metrics);
+            std::thread::spawn(move || fanout::merge(merger, inputs, metrics));
             let viewers = inbox.clone();
             std::thread::spawn(move || fanout::listen(listener, viewers));
             Some(inbox)

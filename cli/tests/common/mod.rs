@@ -164,3 +164,19 @@ pub fn last_summary(command: std::process::Child) -> serde_json::Value {
         .expect("a summary line");
     serde_json::from_str(&last).unwrap_or_else(|e| panic!("{e}: {last}"))
 }
+
+/// Peak resident memory of process `pid` so far (Linux's VmHWM).
+pub fn peak_rss(pid: u32) -> Option<u64> {
+    if !cfg!(target_os = "linux") {
+        return None;
+    }
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let kib = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))?
+        .trim()
+        .trim_end_matches(" kB")
+        .parse::<u64>()
+        .ok()?;
+    Some(kib << 10)
+}
