@@ -8,11 +8,13 @@
 //! the live view's model against the exporter (`-- --codecs` only the
 //! codec rows); `-- --formats FILE...` the sizes and conversion speeds of
 //! trace files as Perfetto and Chrome JSON; `-- --relay` the relay
-//! under load (4 sources, 4 viewers).
+//! under load (4 sources, 4 viewers); `-- --relay-attack` its `/metrics`
+//! scraped while clients try to hold it.
 
 mod formats;
 mod live;
 mod relay;
+mod relay_attack;
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -571,6 +573,10 @@ struct Options {
     /// Only the relay under load (4 sources, 4 viewers).
     #[arg(long)]
     relay: bool,
+    /// Only the relay's /metrics scraped under attack (500 slowloris, 50
+    /// non-readers, a 1 MiB head).
+    #[arg(long)]
+    relay_attack: bool,
     /// Only the sizes and conversion speeds of these trace files as
     /// Perfetto and Chrome JSON.
     #[arg(long, value_name = "FILE", num_args = 1..)]
@@ -628,6 +634,10 @@ fn main() {
     }
     if options.relay {
         relay::print(quick);
+        return;
+    }
+    if options.relay_attack {
+        relay_attack::print();
         return;
     }
     if !options.formats.is_empty() {
