@@ -86,6 +86,8 @@ enum Ending {
     Stalled,
     /// It did not take its start within [`START_DEADLINE`].
     StartNotTaken,
+    /// Refused on connecting: [`MAX_VIEWERS`] are served already.
+    OverCap,
 }
 
 impl Ending {
@@ -94,6 +96,7 @@ impl Ending {
             1 => Ending::Left,
             2 => Ending::Stalled,
             3 => Ending::StartNotTaken,
+            4 => Ending::OverCap,
             _ => Ending::Open,
         }
     }
@@ -105,6 +108,7 @@ impl Ending {
             Ending::Left => "left",
             Ending::Stalled => "stalled",
             Ending::StartNotTaken => "start_not_taken",
+            Ending::OverCap => "over_cap",
         }
     }
 }
@@ -320,9 +324,15 @@ fn let_go(viewers: &mut Vec<Viewer>, metrics: &Metrics) {
         }
         metrics.viewer_let_go(ending.reason());
         let why = match ending {
-            Ending::StartNotTaken => "did not take its start within 10 s, and was let go",
-            Ending::Stalled => "took nothing for 10 s, and was let go",
-            _ => "left",
+            Ending::StartNotTaken => format!(
+                "did not take its start within {} s, and was let go",
+                START_DEADLINE.as_secs()
+            ),
+            Ending::Stalled => format!(
+                "took nothing for {} s, and was let go",
+                WRITE_TIMEOUT.as_secs()
+            ),
+            _ => "left".to_owned(),
         };
         eprintln!(
             "relay: a viewer {why} ({} Blocks were dropped for it)",
@@ -366,7 +376,7 @@ pub fn merge(mut merger: Merger, inputs: Receiver<Input>, metrics: Arc<Metrics>)
                 let_go(&mut viewers, &metrics);
                 if viewers.len() >= MAX_VIEWERS {
                     eprintln!("relay: a viewer refused: {MAX_VIEWERS} are served already");
-                    metrics.viewer_let_go("over_cap");
+                    metrics.viewer_let_go(Ending::OverCap.reason());
                     drop(stream);
                     continue;
                 }
