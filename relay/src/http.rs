@@ -1,5 +1,5 @@
 //! What the relay serves over HTTP: `/metrics`, for a scraper, as an
-//! [`axum`] router. The server itself, with its bounds on every
+//! [`axum`](typhon_live_http::axum) router. The server itself, with its bounds on every
 //! connection, is `typhon-live-http`'s ([`serve`]).
 
 use std::net::TcpListener;
