@@ -19,15 +19,21 @@
 //!   hold its slot for ever.
 //! - **Enough file descriptors** for the table, asked of the system at
 //!   start.
+//!
+//! A page served on this machine is protected by a [`guard::Guard`]: a
+//! token in every path, the `Host` and `Origin` headers checked, and a
+//! strict Content-Security-Policy.
 
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
+pub mod guard;
 mod limits;
 mod server;
 mod table;
 mod watched;
 
 pub use axum;
+pub use guard::Guard;
 pub use limits::Limits;
 pub use server::serve;
