@@ -1,6 +1,8 @@
 //! The relay's downstream viewers, any number: one thread merges the
 //! sources' updates ([`Merger`]) and hands each frame to every viewer's
-//! queue; a thread per viewer writes its queue to its socket.
+//! queue. A thread per TCP viewer writes its queue to its socket; a
+//! browser tab's queue is written to its WebSocket by a task
+//! ([`crate::tabs`]). Both kinds are held to the same rules.
 //!
 //! A viewer connecting gets its start: the merged Init, built once and
 //! shared by every viewer that connects before a name or lane changes
@@ -29,6 +31,7 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
+use tokio::sync::Notify;
 use typhon_live_core::FrameKind;
 
 use crate::merge::{MergedFrame, Merger};
@@ -51,7 +54,7 @@ pub const START_DEADLINE: Duration = Duration::from_secs(10);
 pub const UPDATES_QUEUED: usize = 256;
 /// How long a viewer's socket may refuse to take a frame before the
 /// viewer is let go.
-const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
 /// How often an idle viewer's socket is looked at for its leaving, and
 /// the viewers for their start deadline.
 const IDLE_CHECK: Duration = Duration::from_millis(500);
@@ -67,7 +70,12 @@ pub enum Input {
     },
     /// A viewer connected.
     Viewer(TcpStream),
+    /// A browser tab connected; its writer takes frames from the queue.
+    Tab(TabQueue),
 }
+
+/// A browser tab's queue, as its writer ([`crate::tabs`]) holds it.
+pub struct TabQueue(pub(crate) Arc<Queue>);
 
 /// The merging thread's inbox: sources and the listener send here.
 pub fn inbox() -> (SyncSender<Input>, Receiver<Input>) {
@@ -77,7 +85,7 @@ pub fn inbox() -> (SyncSender<Input>, Receiver<Input>) {
 /// Why a viewer was let go.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]
-enum Ending {
+pub(crate) enum Ending {
     /// Still served.
     Open = 0,
     /// It closed its side.
@@ -115,9 +123,14 @@ impl Ending {
 
 /// A viewer's frames waiting to be written.
 #[derive(Default)]
-struct Queue {
+pub(crate) struct Queue {
     frames: Mutex<Pending>,
+    /// Wakes a writer thread.
     ready: Condvar,
+    /// Wakes a writer task.
+    woken: Notify,
+    /// Tells a writer task, blocked on its socket, that it is let go.
+    ended: Notify,
     /// Why the viewer is let go ([`Ending`]); the first reason stays.
     ending: AtomicU8,
     /// Its start is written whole.
@@ -125,7 +138,7 @@ struct Queue {
 }
 
 impl Queue {
-    fn end(&self, why: Ending) {
+    pub(crate) fn end(&self, why: Ending) {
         let _ = self.ending.compare_exchange(
             Ending::Open as u8,
             why as u8,
@@ -135,19 +148,88 @@ impl Queue {
         let mut pending = self.frames.lock().unwrap_or_else(|p| p.into_inner());
         pending.frames.clear();
         pending.bytes = 0;
+        drop(pending);
+        self.ready.notify_all();
+        // Permits are kept for a task not waiting yet.
+        self.woken.notify_one();
+        self.ended.notify_one();
     }
 
-    fn ending(&self) -> Ending {
+    pub(crate) fn ending(&self) -> Ending {
         Ending::from_u8(self.ending.load(Ordering::Acquire))
+    }
+
+    fn wake(&self) {
+        self.ready.notify_one();
+        self.woken.notify_one();
+    }
+
+    /// The next frame, if any is queued.
+    fn pop(&self) -> Option<Queued> {
+        let mut pending = self.frames.lock().unwrap_or_else(|p| p.into_inner());
+        let next = pending.frames.pop_front()?;
+        if !next.start {
+            pending.bytes -= next.frame.payload.len();
+        }
+        Some(next)
+    }
+
+    /// The next frame, waiting at most `wait` for one (a writer thread).
+    fn next_within(&self, wait: Duration) -> Option<Queued> {
+        let pending = self.frames.lock().unwrap_or_else(|p| p.into_inner());
+        if pending.frames.is_empty() {
+            drop(
+                self.ready
+                    .wait_timeout(pending, wait)
+                    .unwrap_or_else(|p| p.into_inner())
+                    .0,
+            );
+        } else {
+            drop(pending);
+        }
+        self.pop()
+    }
+
+    /// The next frame, once there is one; `None` once the viewer is let
+    /// go (a writer task).
+    pub(crate) async fn next(&self) -> Option<Queued> {
+        loop {
+            if self.ending() != Ending::Open {
+                return None;
+            }
+            if let Some(next) = self.pop() {
+                return Some(next);
+            }
+            self.woken.notified().await;
+        }
+    }
+
+    /// Returns once the viewer is let go.
+    pub(crate) async fn let_go(&self) {
+        while self.ending() == Ending::Open {
+            self.ended.notified().await;
+        }
+    }
+
+    /// Its start has been written whole.
+    pub(crate) fn set_started(&self) {
+        self.started.store(true, Ordering::Release);
     }
 }
 
 /// A queued frame: its sequence number, and whether it is part of the
 /// viewer's start (not counted against [`MAX_QUEUED`]).
-struct Queued {
-    seq: u32,
-    frame: Arc<MergedFrame>,
-    start: bool,
+pub(crate) struct Queued {
+    pub(crate) seq: u32,
+    pub(crate) frame: Arc<MergedFrame>,
+    pub(crate) start: bool,
+}
+
+impl Queued {
+    /// Whether this frame ends the viewer's start (its Catch-up).
+    pub(crate) fn ends_start(&self) -> bool {
+        self.start && self.frame.kind != FrameKind::Init.to_byte()
+    }
 }
 
 #[derive(Default)]
@@ -160,8 +242,9 @@ struct Pending {
 /// A viewer, as the merging thread sees it.
 struct Viewer {
     queue: Arc<Queue>,
-    /// To end its writer's blocked write when the start deadline passes.
-    socket: TcpStream,
+    /// A TCP viewer's socket, to end its writer's blocked write when the
+    /// start deadline passes (a tab's writer is told by its queue).
+    socket: Option<TcpStream>,
     joined: Instant,
     next_seq: u32,
     dropped_frames: u64,
@@ -190,7 +273,8 @@ impl Viewer {
             frame: Arc::clone(frame),
             start: false,
         });
-        self.queue.ready.notify_one();
+        drop(pending);
+        self.queue.wake();
     }
 
     /// Queues the viewer's start: `init`, which carries the number of the
@@ -205,7 +289,8 @@ impl Viewer {
             });
         }
         self.next_seq = self.next_seq.wrapping_add(1);
-        self.queue.ready.notify_one();
+        drop(pending);
+        self.queue.wake();
     }
 }
 
@@ -237,28 +322,11 @@ fn write_viewer(mut stream: TcpStream, queue: Arc<Queue>) {
         if queue.ending() != Ending::Open {
             return;
         }
-        let next = {
-            let mut pending = queue.frames.lock().unwrap_or_else(|p| p.into_inner());
-            if pending.frames.is_empty() {
-                pending = queue
-                    .ready
-                    .wait_timeout(pending, IDLE_CHECK)
-                    .unwrap_or_else(|p| p.into_inner())
-                    .0;
-            }
-            let next = pending.frames.pop_front();
-            if let Some(queued) = &next {
-                if !queued.start {
-                    pending.bytes -= queued.frame.payload.len();
-                }
-            }
-            next
-        };
-        let ending = match next {
+        let ending = match queue.next_within(IDLE_CHECK) {
             Some(queued) => match write_frame(&mut stream, &queued.frame, queued.seq) {
                 Ok(()) => {
-                    if queued.start && queued.frame.kind != FrameKind::Init.to_byte() {
-                        queue.started.store(true, Ordering::Release);
+                    if queued.ends_start() {
+                        queue.set_started();
                     }
                     None
                 }
@@ -316,7 +384,9 @@ fn let_go(viewers: &mut Vec<Viewer>, metrics: &Metrics) {
         {
             v.queue.end(Ending::StartNotTaken);
             // Its writer may be blocked in a write: this ends it.
-            let _ = v.socket.shutdown(Shutdown::Both);
+            if let Some(socket) = &v.socket {
+                let _ = socket.shutdown(Shutdown::Both);
+            }
         }
         let ending = v.queue.ending();
         if ending == Ending::Open {
@@ -352,6 +422,35 @@ pub fn listen(listener: TcpListener, inbox: SyncSender<Input>) {
     }
 }
 
+/// Serves a new viewer whose frames go to `queue`, starting it with the
+/// merged stream as it is now; or refuses it when [`MAX_VIEWERS`] are
+/// served already, saying so, and ending its queue.
+fn admit(
+    viewers: &mut Vec<Viewer>,
+    merger: &mut Merger,
+    metrics: &Metrics,
+    queue: &Arc<Queue>,
+    socket: Option<TcpStream>,
+) -> bool {
+    if viewers.len() >= MAX_VIEWERS {
+        eprintln!("relay: a viewer refused: {MAX_VIEWERS} are served already");
+        metrics.viewer_let_go(Ending::OverCap.reason());
+        queue.end(Ending::OverCap);
+        return false;
+    }
+    let mut viewer = Viewer {
+        queue: Arc::clone(queue),
+        socket,
+        joined: Instant::now(),
+        next_seq: 0,
+        dropped_frames: 0,
+    };
+    viewer.start(merger.init(), Arc::new(merger.catch_up()));
+    viewers.push(viewer);
+    metrics.set_viewers(viewers.len());
+    true
+}
+
 /// The merging thread: takes updates and viewers until every sender is
 /// gone; counts its viewers in `metrics`.
 pub fn merge(mut merger: Merger, inputs: Receiver<Input>, metrics: Arc<Metrics>) {
@@ -374,27 +473,17 @@ pub fn merge(mut merger: Merger, inputs: Receiver<Input>, metrics: Arc<Metrics>)
         match input {
             Input::Viewer(stream) => {
                 let_go(&mut viewers, &metrics);
-                if viewers.len() >= MAX_VIEWERS {
-                    eprintln!("relay: a viewer refused: {MAX_VIEWERS} are served already");
-                    metrics.viewer_let_go(Ending::OverCap.reason());
-                    drop(stream);
-                    continue;
-                }
+                let queue = Arc::new(Queue::default());
                 let Ok(socket) = stream.try_clone() else {
                     continue;
                 };
-                let queue = Arc::new(Queue::default());
-                let mut viewer = Viewer {
-                    queue: Arc::clone(&queue),
-                    socket,
-                    joined: Instant::now(),
-                    next_seq: 0,
-                    dropped_frames: 0,
-                };
-                viewer.start(merger.init(), Arc::new(merger.catch_up()));
-                std::thread::spawn(move || write_viewer(stream, queue));
-                viewers.push(viewer);
-                metrics.set_viewers(viewers.len());
+                if admit(&mut viewers, &mut merger, &metrics, &queue, Some(socket)) {
+                    std::thread::spawn(move || write_viewer(stream, queue));
+                }
+            }
+            Input::Tab(TabQueue(queue)) => {
+                let_go(&mut viewers, &metrics);
+                admit(&mut viewers, &mut merger, &metrics, &queue, None);
             }
             Input::Update { source, update } => {
                 merger.update(source, &update, |frame| {

@@ -19,6 +19,7 @@ pub mod metrics;
 pub mod otlp;
 pub mod serve;
 pub mod source;
+pub mod tabs;
 pub mod update;
 
 pub use config::RelayConfig;

@@ -27,6 +27,8 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use bytes::Bytes;
+
 use typhon_live_core::block::{block_scratch_len, max_block_frame_len, write_block};
 use typhon_live_core::catchup::write_catchup_of;
 use typhon_live_core::decode::DEFAULT_MAX_FRAME;
@@ -68,8 +70,8 @@ pub struct MergedFrame {
     pub kind: u8,
     /// Flags byte (a Block's codec).
     pub flags: u8,
-    /// The payload.
-    pub payload: Vec<u8>,
+    /// The payload, shared by every viewer's copy of the frame.
+    pub payload: Bytes,
 }
 
 impl MergedFrame {
@@ -655,7 +657,7 @@ fn frame_of(frame: &[u8]) -> MergedFrame {
     MergedFrame {
         kind: frame[2],
         flags: frame[3],
-        payload: frame[HEADER_LEN..frame.len() - TRAILER_LEN].to_vec(),
+        payload: Bytes::copy_from_slice(&frame[HEADER_LEN..frame.len() - TRAILER_LEN]),
     }
 }
 
