@@ -16,60 +16,103 @@ use typhon_live_relay::update::Update;
 use typhon_live_tests::{own, Owned};
 
 /// What a tab's stream held: its frame kinds in order, sequence gaps
-/// after its Init, the spans of its Blocks, and decode errors.
-#[derive(Debug, Default)]
+/// after its Init, the spans of its Blocks, and decode errors; read as
+/// the bytes come.
+#[derive(Debug)]
 struct Seen {
     kinds: Vec<&'static str>,
     gaps: u64,
     spans: usize,
     errors: usize,
+    expected: Option<u32>,
+    /// Bytes not yet a whole frame.
+    pending: Vec<u8>,
+    buf: Vec<u8>,
 }
 
-fn read_stream(bytes: &[u8]) -> Seen {
-    let mut buf = vec![0u8; 16 << 20];
-    let mut decoder = Decoder::new(&mut buf);
-    let mut seen = Seen::default();
-    let mut expected = None;
-    let mut rest = bytes;
-    while !rest.is_empty() {
-        let n = decoder.feed(rest);
-        rest = &rest[n..];
+/// A frame, as far as [`Seen`] counts it.
+struct Counted {
+    kind: &'static str,
+    seq: u32,
+    sequenced: bool,
+    spans: usize,
+}
+
+impl Seen {
+    fn new() -> Self {
+        Seen {
+            kinds: Vec::new(),
+            gaps: 0,
+            spans: 0,
+            errors: 0,
+            expected: None,
+            pending: Vec::new(),
+            buf: vec![0u8; 16 << 20],
+        }
+    }
+
+    /// Takes in the next bytes of the stream.
+    fn take(&mut self, bytes: &[u8]) {
+        self.pending.extend_from_slice(bytes);
+        let mut counted = Vec::new();
+        let mut decoder = Decoder::new(&mut self.buf);
+        let fed = decoder.feed(&self.pending);
+        let mut used = 0;
         loop {
             match decoder.next() {
                 Ok(Some(frame)) => {
-                    let kind = match own(&frame) {
-                        Ok(Owned::Init { .. }) => "Init",
-                        Ok(Owned::Block { events, .. }) => {
-                            seen.spans += events
-                                .iter()
-                                .filter(|(_, e)| matches!(e, Event::Span { .. }))
-                                .count();
-                            "Block"
-                        }
-                        Ok(Owned::Definitions { .. }) => "Definitions",
-                        Ok(Owned::CatchUp { .. }) => "CatchUp",
-                        Ok(_) => "other",
-                        Err(_) => {
-                            seen.errors += 1;
-                            "damaged"
-                        }
-                    };
-                    if frame.is_sequenced() {
-                        if let Some(want) = expected {
-                            seen.gaps += u64::from(frame.seq.wrapping_sub(want));
-                        }
-                        expected = Some(frame.seq.wrapping_add(1));
-                    } else {
-                        expected = Some(frame.seq);
-                    }
-                    seen.kinds.push(kind);
+                    used = frame.offset as usize + frame.wire_len();
+                    counted.push(count(&frame));
                 }
                 Ok(None) => break,
-                Err(_) => seen.errors += 1,
+                Err(_) => self.errors += 1,
             }
         }
+        assert_eq!(fed, self.pending.len(), "less than two frames pending");
+        self.pending.drain(..used);
+        for frame in counted {
+            if frame.kind == "damaged" {
+                self.errors += 1;
+            }
+            self.spans += frame.spans;
+            if frame.sequenced {
+                if let Some(want) = self.expected {
+                    self.gaps += u64::from(frame.seq.wrapping_sub(want));
+                }
+                self.expected = Some(frame.seq.wrapping_add(1));
+            } else {
+                self.expected = Some(frame.seq);
+            }
+            self.kinds.push(frame.kind);
+        }
     }
-    seen
+
+    fn blocks(&self) -> u64 {
+        self.kinds.iter().filter(|k| **k == "Block").count() as u64
+    }
+}
+
+fn count(frame: &typhon_live_core::Frame<'_>) -> Counted {
+    let (kind, spans) = match own(frame) {
+        Ok(Owned::Init { .. }) => ("Init", 0),
+        Ok(Owned::Block { events, .. }) => (
+            "Block",
+            events
+                .iter()
+                .filter(|(_, e)| matches!(e, Event::Span { .. }))
+                .count(),
+        ),
+        Ok(Owned::Definitions { .. }) => ("Definitions", 0),
+        Ok(Owned::CatchUp { .. }) => ("CatchUp", 0),
+        Ok(_) => ("other", 0),
+        Err(_) => ("damaged", 0),
+    };
+    Counted {
+        kind,
+        seq: frame.seq,
+        sequenced: frame.is_sequenced(),
+        spans,
+    }
 }
 
 /// A relay's merging thread with the tabs' route behind a guard: the
@@ -101,16 +144,16 @@ fn tab(addr: SocketAddr, token: &str) -> tungstenite::WebSocket<TcpStream> {
     socket
 }
 
-/// Every byte a tab received until `done` holds for it (at most 20 s).
+/// Reads a tab into `seen` until `done` holds for it (at most 20 s).
 fn read_until(
     socket: &mut tungstenite::WebSocket<TcpStream>,
+    seen: &mut Seen,
     done: impl Fn(&Seen) -> bool,
-) -> Vec<u8> {
+) {
     let deadline = Instant::now() + Duration::from_secs(20);
-    let mut bytes = Vec::new();
-    while Instant::now() < deadline && !done(&read_stream(&bytes)) {
+    while Instant::now() < deadline && !done(seen) {
         match socket.read() {
-            Ok(Message::Binary(data)) => bytes.extend_from_slice(&data),
+            Ok(Message::Binary(data)) => seen.take(&data),
             Ok(_) => {}
             Err(tungstenite::Error::Io(e))
                 if matches!(
@@ -120,14 +163,40 @@ fn read_until(
             Err(e) => panic!("{e}"),
         }
     }
-    bytes
 }
 
 #[test]
 fn each_tab_gets_its_start_then_every_frame_with_its_own_numbers() {
     let (inbox, addr, token) = start();
     let send = |update| inbox.send(Input::Update { source: 0, update }).unwrap();
-    send(Update::Session {
+    send(session());
+    let mut first = tab(addr, &token);
+    let mut first_seen = Seen::new();
+    read_until(&mut first, &mut first_seen, |seen| {
+        seen.kinds.contains(&"CatchUp")
+    });
+    assert_eq!(first_seen.kinds[..2], ["Init", "CatchUp"]);
+    // The second joins after a Block: it gets every Block after it.
+    send(spans(0, 1000, false));
+    let mut second = tab(addr, &token);
+    let mut second_seen = Seen::new();
+    read_until(&mut second, &mut second_seen, |seen| {
+        seen.kinds.contains(&"CatchUp")
+    });
+    for batch in 1..20 {
+        send(spans(batch, 1000, false));
+    }
+    read_until(&mut first, &mut first_seen, |seen| seen.spans >= 20_000);
+    assert_eq!(first_seen.spans, 20_000);
+    assert_eq!((first_seen.gaps, first_seen.errors), (0, 0));
+    read_until(&mut second, &mut second_seen, |seen| seen.spans >= 19_000);
+    assert_eq!(second_seen.kinds[..2], ["Init", "CatchUp"]);
+    assert_eq!(second_seen.spans, 19_000, "every Block after it joined");
+    assert_eq!((second_seen.gaps, second_seen.errors), (0, 0));
+}
+
+fn session() -> Update {
+    Update::Session {
         id: 5,
         names: vec![(0, "main".into()), (1, "work".into())],
         lanes: vec![LaneInfo {
@@ -135,46 +204,80 @@ fn each_tab_gets_its_start_then_every_frame_with_its_own_numbers() {
             name: 0,
             kind: LaneKind::Main,
         }],
-    });
-    let mut first = tab(addr, &token);
-    let started = read_until(&mut first, |seen| seen.kinds.contains(&"CatchUp"));
-    assert_eq!(read_stream(&started).kinds[..2], ["Init", "CatchUp"]);
-    // The second joins later: its start holds what the first was told.
-    let spans = |from: u64| Update::Events {
-        events: (from..from + 1000)
-            .map(|i| {
-                let span = Event::Span {
-                    start: i * 1000,
-                    duration: 500,
-                    name: 1,
-                    id: (i + 1) as u32,
-                    parent: 0,
-                    arg: None,
-                };
-                (0, span)
-            })
-            .collect(),
+    }
+}
+
+/// Batch `batch` of `count` spans of name 1; with `args` that do not
+/// pack (8 bytes a span on the wire), or none.
+fn spans(batch: u64, count: u64, args: bool) -> Update {
+    let events = (0..count)
+        .map(|i| {
+            let n = batch * count + i;
+            let span = Event::Span {
+                start: n * 100,
+                duration: 50 + i % 7,
+                name: 1,
+                id: (i + 1) as u32,
+                parent: 0,
+                arg: args.then(|| n.wrapping_mul(0x9E37_79B9_7F4A_7C15)),
+            };
+            (0, span)
+        })
+        .collect();
+    Update::Events {
+        events,
         drops: Vec::new(),
         unread: 0,
         unix_offset: 0,
-    };
-    send(spans(0));
-    let mut second = tab(addr, &token);
-    let second_start = read_until(&mut second, |seen| seen.kinds.contains(&"CatchUp"));
-    for batch in 1..20 {
-        send(spans(batch * 1000));
     }
-    let all = |seen: &Seen| seen.spans >= 20_000;
-    let mut first_bytes = started;
-    first_bytes.extend(read_until(&mut first, |seen| seen.spans >= 20_000));
-    let first_seen = read_stream(&first_bytes);
-    assert!(all(&first_seen), "{first_seen:?}");
-    assert_eq!((first_seen.gaps, first_seen.errors), (0, 0));
+}
 
-    let mut second_bytes = second_start;
-    second_bytes.extend(read_until(&mut second, |seen| seen.spans >= 19_000));
-    let second_seen = read_stream(&second_bytes);
-    assert_eq!(second_seen.kinds[..2], ["Init", "CatchUp"]);
-    assert_eq!(second_seen.spans, 19_000, "every Block after it joined");
-    assert_eq!((second_seen.gaps, second_seen.errors), (0, 0));
+#[test]
+fn a_tab_that_falls_behind_loses_whole_blocks_counted_exactly_and_no_other_does() {
+    let (inbox, addr, token) = start();
+    let send = |update| inbox.send(Input::Update { source: 0, update }).unwrap();
+    send(session());
+    let (mut slow, mut fast) = (tab(addr, &token), tab(addr, &token));
+    let (mut slow_seen, mut fast_seen) = (Seen::new(), Seen::new());
+    read_until(&mut slow, &mut slow_seen, |seen| {
+        seen.kinds.contains(&"CatchUp")
+    });
+    read_until(&mut fast, &mut fast_seen, |seen| {
+        seen.kinds.contains(&"CatchUp")
+    });
+    // About 25 MB of Blocks, well past a queue and the sockets' buffers:
+    // the fast tab reads them as they come, the slow one not at all.
+    const BATCHES: u64 = 150;
+    let reader = std::thread::spawn(move || {
+        let all = (BATCHES * 20_000) as usize;
+        read_until(&mut fast, &mut fast_seen, |seen| seen.spans >= all);
+        fast_seen
+    });
+    for batch in 0..BATCHES {
+        send(spans(batch, 20_000, true));
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let fast_seen = reader.join().unwrap();
+    assert_eq!(
+        fast_seen.spans,
+        (BATCHES * 20_000) as usize,
+        "the fast tab got all"
+    );
+    assert_eq!((fast_seen.gaps, fast_seen.errors), (0, 0));
+    // The slow one reads now: what was dropped for it shows as gaps once
+    // a frame after the drops arrives.
+    send(Update::Events {
+        events: vec![(0, Event::TickStart { time: 1, tick: 1 })],
+        drops: Vec::new(),
+        unread: 0,
+        unix_offset: 0,
+    });
+    let blocks = fast_seen.blocks();
+    read_until(&mut slow, &mut slow_seen, |seen| {
+        seen.blocks() + seen.gaps > blocks
+    });
+    assert_eq!(slow_seen.errors, 0, "whole frames only");
+    assert!(slow_seen.gaps > 100, "it lost {} frames", slow_seen.gaps);
+    // Every frame it did not get is a gap in its numbers: exact.
+    assert_eq!(slow_seen.blocks() + slow_seen.gaps, blocks + 1);
 }
