@@ -6,6 +6,7 @@ use std::net::TcpListener;
 use std::sync::Arc;
 
 use typhon_live_http::axum::http::{header, StatusCode};
+use typhon_live_http::axum::response::IntoResponse;
 use typhon_live_http::axum::routing::get;
 use typhon_live_http::axum::Router;
 use typhon_live_http::Limits;
@@ -21,7 +22,15 @@ pub fn app(metrics: Arc<Metrics>) -> Router {
     Router::new()
         .route(
             "/metrics",
-            get(move || async move { ([(header::CONTENT_TYPE, CONTENT_TYPE)], metrics.encode()) }),
+            get(move || async move {
+                // Encoding many sources' series takes a while: off the
+                // thread that serves every other connection.
+                let metrics = Arc::clone(&metrics);
+                match tokio::task::spawn_blocking(move || metrics.encode()).await {
+                    Ok(text) => ([(header::CONTENT_TYPE, CONTENT_TYPE)], text).into_response(),
+                    Err(_) => StatusCode::INTERNAL_SERVER_ERROR.into_response(),
+                }
+            }),
         )
         .fallback(|| async { (StatusCode::NOT_FOUND, "the metrics are at /metrics\n") })
 }
