@@ -207,8 +207,9 @@ fn viewer(addr: String, epoch: Instant, stop: Arc<AtomicBool>) -> JoinHandle<See
     })
 }
 
-/// The relay process, and the address its viewers connect to.
-fn relay(sources: &[String], seconds: u64) -> Option<(Child, String)> {
+/// A command of the `typhon-live` binary beside this one; `None`, said
+/// on stderr, when it has not been built.
+pub(crate) fn typhon_live() -> Option<Command> {
     let binary = std::env::current_exe().ok()?.with_file_name("typhon-live");
     if !binary.is_file() {
         eprintln!(
@@ -217,7 +218,12 @@ fn relay(sources: &[String], seconds: u64) -> Option<(Child, String)> {
         );
         return None;
     }
-    let mut command = Command::new(binary);
+    Some(Command::new(binary))
+}
+
+/// The relay process, and the address its viewers connect to.
+fn relay(sources: &[String], seconds: u64) -> Option<(Child, String)> {
+    let mut command = typhon_live()?;
     command.args(["relay", "--listen", "0", "--duration", &seconds.to_string()]);
     for (i, addr) in sources.iter().enumerate() {
         command.args(["--source", &format!("s{i}={addr}")]);

@@ -9,7 +9,7 @@
 
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::time::Duration;
 
 use typhon_live_tests::http_attack::{scrape, Attack};
@@ -32,15 +32,7 @@ impl Drop for Running {
 /// Starts `typhon-live ARGS` and returns it with the rest of the first
 /// stdout line that starts with `prefix`.
 fn start(args: &[&str], prefix: &str) -> Option<(Running, String)> {
-    let binary = std::env::current_exe().ok()?.with_file_name("typhon-live");
-    if !binary.is_file() {
-        eprintln!(
-            "relay attack bench: {} not found: run `cargo build --release -p typhon-live-cli` first",
-            binary.display()
-        );
-        return None;
-    }
-    let mut child = Command::new(binary)
+    let mut child = crate::relay::typhon_live()?
         .args(args)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())

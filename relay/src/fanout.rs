@@ -166,28 +166,20 @@ impl Queue {
 
     /// The next frame, if any is queued.
     fn pop(&self) -> Option<Queued> {
-        let mut pending = self.frames.lock().unwrap_or_else(|p| p.into_inner());
-        let next = pending.frames.pop_front()?;
-        if !next.start {
-            pending.bytes -= next.frame.payload.len();
-        }
-        Some(next)
+        self.frames.lock().unwrap_or_else(|p| p.into_inner()).pop()
     }
 
     /// The next frame, waiting at most `wait` for one (a writer thread).
     fn next_within(&self, wait: Duration) -> Option<Queued> {
-        let pending = self.frames.lock().unwrap_or_else(|p| p.into_inner());
+        let mut pending = self.frames.lock().unwrap_or_else(|p| p.into_inner());
         if pending.frames.is_empty() {
-            drop(
-                self.ready
-                    .wait_timeout(pending, wait)
-                    .unwrap_or_else(|p| p.into_inner())
-                    .0,
-            );
-        } else {
-            drop(pending);
+            pending = self
+                .ready
+                .wait_timeout(pending, wait)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
         }
-        self.pop()
+        pending.pop()
     }
 
     /// The next frame, once there is one; `None` once the viewer is let
@@ -237,6 +229,16 @@ struct Pending {
     frames: VecDeque<Queued>,
     /// Bytes of the frames queued past the start.
     bytes: usize,
+}
+
+impl Pending {
+    fn pop(&mut self) -> Option<Queued> {
+        let next = self.frames.pop_front()?;
+        if !next.start {
+            self.bytes -= next.frame.payload.len();
+        }
+        Some(next)
+    }
 }
 
 /// A viewer, as the merging thread sees it.

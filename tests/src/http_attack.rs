@@ -36,13 +36,18 @@ impl Drop for Attackers {
     }
 }
 
-fn connect(addr: SocketAddr) -> Option<TcpStream> {
-    let stream = TcpStream::connect_timeout(&addr, Duration::from_secs(2)).ok()?;
+/// A client of `addr` that has sent `first`.
+fn open(addr: SocketAddr, first: &[u8]) -> Option<TcpStream> {
+    let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(2)).ok()?;
     stream
         .set_write_timeout(Some(Duration::from_millis(200)))
         .ok()?;
+    stream.write_all(first).ok()?;
     Some(stream)
 }
+
+/// A slowloris client's start: a request head that never ends.
+const SLOW_HEAD: &[u8] = b"GET /metrics HTTP/1.1\r\nX-Slow: ";
 
 impl Attack {
     /// Starts the attack on `addr`; the non-readers ask for `path`.
@@ -52,13 +57,8 @@ impl Attack {
         let mut threads = Vec::new();
         // Slowloris: a byte of a never-ending header per client every
         // 500 ms; a client the server closed is replaced.
-        let mut slow: Vec<Option<TcpStream>> = (0..self.slowloris)
-            .map(|_| {
-                let mut s = connect(addr)?;
-                s.write_all(b"GET /metrics HTTP/1.1\r\nX-Slow: ").ok()?;
-                Some(s)
-            })
-            .collect();
+        let mut slow: Vec<Option<TcpStream>> =
+            (0..self.slowloris).map(|_| open(addr, SLOW_HEAD)).collect();
         {
             let stop = Arc::clone(&stop);
             threads.push(std::thread::spawn(move || {
@@ -66,10 +66,7 @@ impl Attack {
                     for slot in &mut slow {
                         let alive = slot.as_mut().is_some_and(|s| s.write_all(b"x").is_ok());
                         if !alive {
-                            *slot = connect(addr).and_then(|mut s| {
-                                s.write_all(b"GET /metrics HTTP/1.1\r\nX-Slow: ").ok()?;
-                                Some(s)
-                            });
+                            *slot = open(addr, SLOW_HEAD);
                         }
                     }
                     std::thread::sleep(Duration::from_millis(500));
@@ -80,11 +77,7 @@ impl Attack {
         // when the server lets one go.
         let request = format!("GET {path} HTTP/1.1\r\nHost: attacker\r\n\r\n").into_bytes();
         let mut idle: Vec<Option<TcpStream>> = (0..self.non_readers)
-            .map(|_| {
-                let mut s = connect(addr)?;
-                s.write_all(&request).ok()?;
-                Some(s)
-            })
+            .map(|_| open(addr, &request))
             .collect();
         {
             let stop = Arc::clone(&stop);
@@ -97,10 +90,7 @@ impl Attack {
                             s.set_nonblocking(true).is_ok() && matches!(s.peek(&mut probe), Ok(0))
                         });
                         if closed {
-                            *slot = connect(addr).and_then(|mut s| {
-                                s.write_all(&request).ok()?;
-                                Some(s)
-                            });
+                            *slot = open(addr, &request);
                         }
                     }
                     std::thread::sleep(Duration::from_millis(500));
@@ -113,9 +103,7 @@ impl Attack {
                 let mut head = b"GET /metrics HTTP/1.1\r\nX-Huge: ".to_vec();
                 head.resize(1 << 20, b'x');
                 while !stop.load(Ordering::Acquire) {
-                    if let Some(mut s) = connect(addr) {
-                        let _ = s.write_all(&head);
-                    }
+                    drop(open(addr, &head));
                     std::thread::sleep(Duration::from_millis(50));
                 }
             }));
