@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 
-use crate::cmd::{attach, convert, demo, inspect, record, relay, view};
+use crate::cmd::{attach, convert, demo, inspect, record, relay, view, web};
 use crate::error::CliError;
 
 #[derive(Parser)]
@@ -45,6 +45,9 @@ enum Command {
         #[arg(long, default_value_t = 60.0, value_parser = positive)]
         history: f64,
     },
+    /// Watch a running process in a browser: serves the viewer and
+    /// prints the URL to open.
+    Web(web::WebOptions),
     /// Write a live stream to a trace file.
     Record {
         /// Where the process exports.
@@ -118,6 +121,7 @@ fn run(cli: Cli) -> Result<(), CliError> {
             let format = format.unwrap_or_else(|| record::Format::for_path(&output));
             record::run(&addr, &output, format, duration)
         }
+        Command::Web(options) => web::run(options),
         Command::View { file, json } => view::run(&file, json),
         Command::Relay(options) => relay::run(options),
         Command::Inspect { file } => inspect::run(&file),

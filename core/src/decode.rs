@@ -161,6 +161,15 @@ impl<'b> Decoder<'b> {
         self.offset
     }
 
+    /// Forgets every byte fed and any damage being skipped, as a decoder
+    /// new over the same buffer: a new connection's stream starts here,
+    /// and the last one's unfinished frame is not damage of it.
+    pub fn restart(&mut self) {
+        let max_frame = self.max_frame;
+        let buf = core::mem::take(&mut self.buf);
+        *self = Decoder::with_max_frame(buf, max_frame);
+    }
+
     /// Bytes fed and not yet consumed.
     pub fn buffered(&self) -> usize {
         self.end - self.start

@@ -24,7 +24,8 @@ use axum::extract::{Request, State};
 use axum::http::header::{self, HeaderValue};
 use axum::http::StatusCode;
 use axum::middleware::{self, Next};
-use axum::response::{IntoResponse, Response};
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::routing::get;
 use axum::Router;
 
 /// The checks every request to a protected router passes; see the
@@ -76,10 +77,18 @@ impl Guard {
     }
 
     /// `app`, served under `/TOKEN/` to the requests that pass the
-    /// guard; every answer, refusals included, carries its headers.
+    /// guard (its `/` is `/TOKEN/`, and `/TOKEN` is sent there, so that
+    /// a page's relative URLs stay under the token); every answer,
+    /// refusals included, carries its headers.
     pub fn protect(&self, app: Router) -> Router {
+        let root = format!("/{}", self.token);
+        let page = format!("{root}/");
         Router::new()
-            .nest(&format!("/{}", self.token), app)
+            .nest(&page, app)
+            .route(
+                &root,
+                get(move || async move { Redirect::permanent(&page) }),
+            )
             .layer(middleware::from_fn_with_state(self.clone(), check))
     }
 

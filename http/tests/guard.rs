@@ -20,6 +20,7 @@ fn start() -> (SocketAddr, String) {
     let addr = listener.local_addr().unwrap();
     let token = guard::new_token().unwrap();
     let app = Router::new()
+        .route("/", get(|| async { "the index" }))
         .route("/page", get(|| async { "the page" }))
         .route(
             "/socket",
@@ -69,6 +70,15 @@ fn each_rule_refuses_what_breaks_it_and_every_answer_carries_the_policy() {
         "{ok}"
     );
     assert!(ok.contains("referrer-policy: no-referrer"), "{ok}");
+    // The index is the token's directory, where relative URLs resolve.
+    let index = head(addr, &format!("/{token}/"), &host);
+    assert!(
+        index.starts_with("HTTP/1.1 200") && index.ends_with("the index"),
+        "{index}"
+    );
+    let bare = head(addr, &format!("/{token}"), &host).to_ascii_lowercase();
+    assert!(bare.starts_with("http/1.1 308"), "{bare}");
+    assert!(bare.contains(&format!("location: /{token}/\r\n")), "{bare}");
     let local = head(addr, &page, &format!("Host: localhost:{}\r\n", addr.port()));
     assert!(local.starts_with("HTTP/1.1 200"), "{local}");
 

@@ -9,11 +9,13 @@
 #![deny(missing_docs)]
 
 pub mod history;
+pub mod marks;
 pub mod stats;
 
 use std::sync::Arc;
 
 use history::{Chunk, GaugeRecord, History, InstantRecord, SpanRecord, TickRecord};
+use marks::{Mark, MarkKind, Marks};
 
 use std::collections::{BTreeMap, VecDeque};
 
@@ -201,6 +203,11 @@ pub struct Model {
     /// Seconds and bytes of history to keep.
     history_seconds: f64,
     history_bytes: usize,
+    /// Where the stream lost something or started over.
+    marks: Marks,
+    /// A mark to place at the next host time seen (a new session's
+    /// clock is not known before its first event).
+    mark_pending: Option<MarkKind>,
 }
 
 impl Default for Model {
@@ -235,7 +242,14 @@ impl Model {
             chunk: Chunk::default(),
             history_seconds: seconds,
             history_bytes: bytes,
+            marks: Marks::default(),
+            mark_pending: None,
         }
+    }
+
+    /// Where the stream lost something or started over, oldest first.
+    pub fn marks(&self) -> &Marks {
+        &self.marks
     }
 
     /// What the model keeps of the stream.
@@ -304,6 +318,7 @@ impl Model {
                 .collect(),
             now: self.host_time(now),
             ticks_per_second: NS_PER_SECOND,
+            marks: self.marks.iter().copied().collect(),
         }
     }
 
@@ -365,6 +380,7 @@ impl Model {
             Update::NewSession { previous } => {
                 if previous.is_some() {
                     self.reset_session(state);
+                    self.mark_pending = Some(MarkKind::Restart);
                     self.notice = Some(format!(
                         "engine restarted: new session {:016x}",
                         state.session().map_or(0, |s| s.id)
@@ -394,6 +410,18 @@ impl Model {
                 if let Some(row) = self.lane(lane) {
                     row.dropped = row.dropped.saturating_add(u64::from(events));
                 }
+                self.marks
+                    .add(self.host_now, MarkKind::Dropped, u64::from(events));
+            }
+            Update::Lost(Loss::Gap { frames }) => {
+                self.marks.add(self.host_now, MarkKind::Gap, frames);
+            }
+            Update::Lost(Loss::Damaged { events }) => {
+                self.marks
+                    .add(self.host_now, MarkKind::Damaged, u64::from(events));
+            }
+            Update::Lost(Loss::AtShutdown { events }) => {
+                self.marks.add(self.host_now, MarkKind::Dropped, events);
             }
             Update::Shutdown { .. } => {
                 self.ended_cleanly = true;
@@ -418,6 +446,9 @@ impl Model {
     }
 
     fn advance_host_now(&mut self, time: u64, now: Duration) {
+        if let Some(kind) = self.mark_pending.take() {
+            self.marks.add(time, kind, 1);
+        }
         if time > self.host_now {
             self.host_now = time;
             self.host_now_at = Some(now);
@@ -428,6 +459,7 @@ impl Model {
     /// time read on it is far behind, the process restarted meanwhile.
     pub fn reconnected(&mut self) {
         self.reader.reconnected();
+        self.marks.add(self.host_now, MarkKind::Reconnect, 1);
     }
 
     /// The process restarted without a new session id (the reader
@@ -452,6 +484,8 @@ impl Model {
         // the new one's.
         self.history.clear();
         self.chunk = Chunk::default();
+        self.marks = Marks::default();
+        self.marks.add(to, MarkKind::Restart, 1);
     }
 
     /// Keeps `event` in the chunk being filled (ticks go in at their end).
@@ -513,6 +547,9 @@ impl Model {
 
     fn close_chunk(&mut self) {
         self.history.push(std::mem::take(&mut self.chunk));
+        if let Some(start) = self.history.starts_at() {
+            self.marks.forget_before(start);
+        }
     }
 
     /// The stream is over (a file read to its end): what was being
@@ -1007,6 +1044,8 @@ pub struct TimelineInputs {
     pub now: u64,
     /// Host ticks per second.
     pub ticks_per_second: u64,
+    /// Where the stream lost something or started over, oldest first.
+    pub marks: Vec<Mark>,
 }
 
 /// What the viewer keeps of the stream, as `--json` reports it.
@@ -1201,6 +1240,36 @@ mod tests {
         // Time goes on from there: no second restart.
         feed(&mut model, &catchup(1, 1_040));
         assert_eq!(model.restarts(), 1);
+    }
+
+    #[test]
+    fn losses_restarts_and_reconnects_are_marked_where_they_happened() {
+        let kinds = |model: &Model| -> Vec<(u64, MarkKind, u64)> {
+            model
+                .marks()
+                .iter()
+                .map(|m| (m.time, m.kind, m.count))
+                .collect()
+        };
+        let mut model = Model::default();
+        feed(&mut model, &init(7));
+        // 1 kHz clock: 2 000 ticks are 2 s. Catch-ups 1 and 2 never came.
+        feed(&mut model, &catchup(0, 2_000));
+        feed(&mut model, &catchup(3, 2_500));
+        model.reconnected();
+        assert_eq!(
+            kinds(&model),
+            [
+                (2_000_000_000, MarkKind::Gap, 2),
+                (2_500_000_000, MarkKind::Reconnect, 1)
+            ]
+        );
+        // A new session: the old marks go, and its restart is placed at
+        // its first time.
+        feed(&mut model, &init(8));
+        assert_eq!(kinds(&model), []);
+        feed(&mut model, &catchup(0, 30));
+        assert_eq!(kinds(&model), [(30_000_000, MarkKind::Restart, 1)]);
     }
 
     #[test]

@@ -8,7 +8,8 @@
 //!   "metrics": "127.0.0.1:9464",
 //!   "otlp": "http://127.0.0.1:4318",
 //!   "slow_tick_ms": 100,
-//!   "otlp_interval_s": 5
+//!   "otlp_interval_s": 5,
+//!   "web": 9300
 //! }
 //! ```
 //!
@@ -51,6 +52,8 @@ pub struct Layer {
     pub slow_tick_ms: Option<f64>,
     /// Seconds between OTLP metric exports.
     pub otlp_interval_s: Option<f64>,
+    /// The browser viewer's port.
+    pub web: Option<u16>,
 }
 
 impl Layer {
@@ -96,6 +99,15 @@ pub struct RelayConfig {
     pub slow_tick: Duration,
     /// How often the metrics go to the collector.
     pub otlp_interval: Duration,
+    /// The browser viewer's port (0 picks one), if it is served; on
+    /// loopback only (no HTTPS yet).
+    pub web: Option<u16>,
+    /// Lanes and gauges named as their source names them, not
+    /// `SOURCE/NAME`: for one source shown as itself (`typhon-live web`,
+    /// `demo --web`).
+    pub unprefixed: bool,
+    /// What the relay calls itself in what it prints.
+    pub who: String,
 }
 
 impl RelayConfig {
@@ -119,13 +131,18 @@ impl RelayConfig {
             Some(v) if v > 0.0 && v.is_finite() => Ok(Duration::from_secs_f64(v * seconds)),
             Some(v) => Err(format!("{what} {v} is not a positive number")),
         };
+        let bind_address = top
+            .bind_address
+            .or(below.bind_address)
+            .unwrap_or(IpAddr::V4(Ipv4Addr::LOCALHOST));
+        let web = top.web.or(below.web);
+        if web.is_some() {
+            web_on_loopback(bind_address)?;
+        }
         Ok(RelayConfig {
             sources,
             listen: top.listen.or(below.listen),
-            bind_address: top
-                .bind_address
-                .or(below.bind_address)
-                .unwrap_or(IpAddr::V4(Ipv4Addr::LOCALHOST)),
+            bind_address,
             metrics: top
                 .metrics
                 .or(below.metrics)
@@ -144,7 +161,24 @@ impl RelayConfig {
                 1.0,
                 DEFAULT_OTLP_INTERVAL,
             )?,
+            web,
+            unprefixed: false,
+            who: "typhon-live relay".into(),
         })
+    }
+}
+
+/// The browser viewer is served on loopback only: beyond it, the page
+/// and its stream would go unencrypted to anyone on the network, with
+/// the token in every URL. An error says so, and what to do instead.
+pub fn web_on_loopback(address: IpAddr) -> Result<(), String> {
+    if address.is_loopback() {
+        Ok(())
+    } else {
+        Err(format!(
+            "--bind-address {address}: the browser viewer is served on loopback only, until it \
+             has HTTPS; from another machine, forward the port (ssh -L PORT:127.0.0.1:PORT)"
+        ))
     }
 }
 
@@ -209,6 +243,17 @@ mod tests {
         for bad in ["a", "=h:1", "a=:1", "a=h:", "a=h:65536", "a=h:x"] {
             assert!(bad.parse::<Source>().is_err(), "{bad}");
         }
+        let web = file(r#"{"sources": {"a": "127.0.0.1:1"}, "web": 0, "bind_address": "0.0.0.0"}"#);
+        let web = RelayConfig::layered(web, Layer::default()).unwrap_err();
+        assert!(
+            web.contains("--bind-address 0.0.0.0: the browser viewer is served on loopback only"),
+            "{web}"
+        );
+        let web = file(r#"{"sources": {"a": "127.0.0.1:1"}, "web": 0, "bind_address": "::1"}"#);
+        assert_eq!(
+            RelayConfig::layered(web, Layer::default()).unwrap().web,
+            Some(0)
+        );
         let otlp = file(r#"{"sources": {"a": "127.0.0.1:1"}, "otlp": "https://x:4318"}"#);
         let otlp = RelayConfig::layered(otlp, Layer::default()).unwrap_err();
         assert!(otlp.contains("only http://"), "{otlp}");

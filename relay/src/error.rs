@@ -22,6 +22,8 @@ pub enum RelayError {
         /// What is wrong, and where.
         reason: String,
     },
+    /// A setting refused (what is wrong, and what to do instead).
+    BadSettings(String),
     /// A port to serve on could not be bound.
     CannotListen {
         /// The address asked.
@@ -42,6 +44,7 @@ impl fmt::Display for RelayError {
                 "{} is not a relay configuration: {reason}",
                 path.display()
             ),
+            RelayError::BadSettings(reason) => f.write_str(reason),
             RelayError::CannotListen { addr, reason } => {
                 write!(f, "cannot listen on {addr}: {reason}")
             }

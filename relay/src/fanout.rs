@@ -641,6 +641,7 @@ mod tests {
 
         let send = |update| inbox.send(Input::Update { source: 0, update }).unwrap();
         send(Update::Session {
+            process: String::new(),
             id: 5,
             names: vec![(0, "lane".into()), (1, "span".into())],
             lanes: vec![LaneInfo {

@@ -17,6 +17,7 @@ pub mod http;
 pub mod merge;
 pub mod metrics;
 pub mod otlp;
+pub mod page;
 pub mod serve;
 pub mod source;
 pub mod tabs;

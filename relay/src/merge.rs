@@ -153,7 +153,9 @@ impl NameSource for Names {
 
 /// What the merger knows of one source.
 struct SourceState {
-    label: String,
+    /// `LABEL/`, put before its lane and gauge names; empty for a source
+    /// shown as itself.
+    prefix: String,
     session: Option<u64>,
     /// Source name id → text, for lane names and events.
     texts: HashMap<NameId, String>,
@@ -198,6 +200,10 @@ pub struct Merger {
     out: Vec<u8>,
     /// Events refused: of lanes past the cap.
     pub refused_events: u64,
+    /// The process name its Init gives: the relay's, or the one source's
+    /// when it is shown as itself.
+    process_name: String,
+    shown_as_source: bool,
 }
 
 impl Merger {
@@ -220,7 +226,7 @@ impl Merger {
             sources: labels
                 .iter()
                 .map(|label| SourceState {
-                    label: label.clone(),
+                    prefix: format!("{label}/"),
                     session: None,
                     texts: HashMap::new(),
                     names: HashMap::new(),
@@ -232,7 +238,20 @@ impl Merger {
             out: vec![0u8; max_block_frame_len(scratch.len(), MAX_LANES)],
             scratch,
             refused_events: 0,
+            process_name: "typhon-live relay".into(),
+            shown_as_source: false,
         }
+    }
+
+    /// A merger of one source, shown as itself: its lanes and gauges keep
+    /// their names, unprefixed, and the Init its process name.
+    pub fn single(session_id: u64, created_unix_ns: u64) -> Self {
+        let mut merger = Merger::new(&[String::new()], session_id, created_unix_ns);
+        merger.shown_as_source = true;
+        for source in &mut merger.sources {
+            source.prefix.clear();
+        }
+        merger
     }
 
     /// The Init a viewer connecting now gets: every name and lane so far.
@@ -248,7 +267,7 @@ impl Merger {
             session_id: self.session_id,
             process_id: std::process::id(),
             created_unix_ns: self.created_unix_ns,
-            process_name: "typhon-live relay",
+            process_name: &self.process_name,
             ..Metadata::default()
         };
         let needed = 64 + self.names.bytes + 8 * self.names.texts.len() + 16 * self.lanes.len();
@@ -273,7 +292,16 @@ impl Merger {
     /// go to `emit`.
     pub fn update(&mut self, source: usize, update: &Update, mut emit: impl FnMut(MergedFrame)) {
         match update {
-            Update::Session { id, names, lanes } => {
+            Update::Session {
+                id,
+                process,
+                names,
+                lanes,
+            } => {
+                if self.shown_as_source && self.process_name != *process {
+                    self.process_name.clone_from(process);
+                    self.init = None;
+                }
                 let state = &mut self.sources[source];
                 if state.session != Some(*id) {
                     // Its ids mean other things now.
@@ -330,7 +358,7 @@ impl Merger {
                 .map_or_else(|| format!("lane {}", lane.id), Clone::clone);
             let name = self
                 .names
-                .intern(&format!("{}/{text}", state.label), &mut state.quota);
+                .intern(&format!("{}{text}", state.prefix), &mut state.quota);
             let Some(relay) = relay_lane(&mut self.lanes, state, lane.id, lane.kind) else {
                 continue;
             };
@@ -499,7 +527,7 @@ impl Merger {
                 if let Some(relay) = relay_lane(&mut self.lanes, state, *lane, LaneKind::Other) {
                     let name = self
                         .names
-                        .intern(&format!("{}/lane {lane}", state.label), &mut state.quota);
+                        .intern(&format!("{}lane {lane}", state.prefix), &mut state.quota);
                     self.lanes[usize::from(relay)].name = name;
                     lanes_changed = true;
                 }
@@ -524,7 +552,7 @@ impl Merger {
                     state
                         .gauges
                         .entry(gauge)
-                        .or_insert_with(|| names.intern(&format!("{}/{text}", state.label), quota));
+                        .or_insert_with(|| names.intern(&format!("{}{text}", state.prefix), quota));
                 }
                 Event::Gauge { .. } | Event::TickStart { .. } | Event::TickEnd { .. } => {}
             }
@@ -679,6 +707,7 @@ mod tests {
     /// A session of `names` (ids from 1) on one lane named by id 1.
     fn session(id: u64, names: impl IntoIterator<Item = String>) -> Update {
         Update::Session {
+            process: String::new(),
             id,
             names: (1..).zip(names).collect(),
             lanes: vec![LaneInfo {
@@ -948,6 +977,36 @@ mod tests {
         let stats = model.span_stats();
         let count = |name: &str| stats.iter().find(|s| s.name == name).map(|s| s.count);
         assert_eq!((count("outer"), count("inner")), (Some(20), Some(40)));
+    }
+
+    #[test]
+    fn one_source_shown_as_itself_keeps_its_names_and_its_process_name() {
+        let mut merger = Merger::single(7, 0);
+        let mut update = session(1, ["Main".to_owned(), "memory".to_owned()]);
+        if let Update::Session { process, .. } = &mut update {
+            *process = "the engine".into();
+        }
+        merger.update(0, &update, |_| {});
+        let init = whole(&merger.init(), 0);
+        let model = viewed(&init);
+        assert_eq!(
+            model.session().map(|s| s.process_name.as_str()),
+            Some("the engine")
+        );
+        let names: Vec<&str> = model.names().iter().map(|(_, text)| text).collect();
+        assert!(
+            names.contains(&"Main") && names.contains(&"memory"),
+            "{names:?}"
+        );
+        // Relayed beside others, a source's lanes are labelled.
+        let mut merger = Merger::new(&["a".into()], 7, 0);
+        merger.update(0, &update, |_| {});
+        let model = viewed(&whole(&merger.init(), 0));
+        assert_eq!(
+            model.session().map(|s| s.process_name.as_str()),
+            Some("typhon-live relay")
+        );
+        assert!(model.names().iter().any(|(_, text)| text == "a/Main"));
     }
 
     #[test]

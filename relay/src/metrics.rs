@@ -713,6 +713,7 @@ mod tests {
 
     fn session(id: u64) -> Update {
         Update::Session {
+            process: String::new(),
             id,
             names: Vec::new(),
             lanes: Vec::new(),

@@ -8,7 +8,9 @@ use std::sync::mpsc::SyncSender;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use crate::config::RelayConfig;
+use typhon_live_http::{guard, Guard, Limits};
+
+use crate::config::{self, RelayConfig};
 use crate::error::RelayError;
 use crate::fanout::{self, Input};
 use crate::http;
@@ -16,23 +18,29 @@ use crate::merge::Merger;
 use crate::metrics::{Metrics, SourceMetrics};
 use crate::otlp::{self, TickTracer};
 use crate::source::{self, Sinks, ToMerger};
+use crate::{page, tabs};
 
-/// One line on stdout, where the relay serves. Whoever started it may
-/// have read the line it wanted and closed the pipe: not an error.
-fn tell(what: &str) {
+/// One line on stdout, where the relay serves, said by `who`. Whoever
+/// started it may have read the line it wanted and closed the pipe: not
+/// an error.
+fn tell(who: &str, what: &str) {
     let mut out = std::io::stdout();
-    let _ = writeln!(out, "typhon-live relay: {what}");
+    let _ = writeln!(out, "{who}: {what}");
     let _ = out.flush();
 }
 
 /// Binds `addr` to serve `what`, which carries `carries`: beyond
 /// loopback only with a warning, for nothing the relay serves is
 /// authenticated.
-fn listen(addr: SocketAddr, what: &str, carries: &str) -> Result<TcpListener, RelayError> {
+fn listen(
+    who: &str,
+    addr: SocketAddr,
+    what: &str,
+    carries: &str,
+) -> Result<TcpListener, RelayError> {
     if !addr.ip().is_loopback() {
         eprintln!(
-            "typhon-live relay: {what} on {addr}, beyond loopback: unauthenticated, and it \
-             carries {carries}"
+            "{who}: {what} on {addr}, beyond loopback: unauthenticated, and it carries {carries}"
         );
     }
     TcpListener::bind(addr).map_err(|e| RelayError::CannotListen {
@@ -43,47 +51,56 @@ fn listen(addr: SocketAddr, what: &str, carries: &str) -> Result<TcpListener, Re
 
 /// Runs the relay until `duration` passes (for ever without one).
 pub fn run(serve: &RelayConfig, duration: Option<Duration>) -> Result<(), RelayError> {
-    let sources = &serve.sources;
+    let (sources, who) = (&serve.sources, serve.who.as_str());
     let deadline = duration.map(|d| Instant::now() + d);
     let metrics = Arc::new(Metrics::new());
     if let Some(addr) = serve.metrics {
-        let listener = listen(addr, "/metrics", "source, span and gauge names")?;
+        let listener = listen(who, addr, "/metrics", "source, span and gauge names")?;
         let bound = listener.local_addr().unwrap_or(addr);
-        tell(&format!("metrics on http://{bound}/metrics"));
+        tell(who, &format!("metrics on http://{bound}/metrics"));
         let metrics = Arc::clone(&metrics);
         std::thread::spawn(move || http::serve(listener, metrics));
     }
-    let inbox = match serve.listen {
-        Some(port) => {
-            let address = SocketAddr::new(serve.bind_address, port);
-            let listener = listen(
-                address,
-                "the merged stream",
-                "system, component and query names",
-            )?;
-            let bound = listener.local_addr().map_or(address, |a| a);
-            tell(&format!("viewers on {bound}"));
+    let inbox = if serve.listen.is_some() || serve.web.is_some() {
+        let created = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64);
+        // A fresh session id per run: viewers tell a relay restart.
+        let session = created ^ u64::from(std::process::id()).rotate_left(32);
+        let merger = if serve.unprefixed && sources.len() == 1 {
+            Merger::single(session, created)
+        } else {
             let labels: Vec<String> = sources.iter().map(|s| s.name.clone()).collect();
-            let created = SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .map_or(0, |d| d.as_nanos() as u64);
-            // A fresh session id per run: viewers tell a relay restart.
-            let session = created ^ u64::from(std::process::id()).rotate_left(32);
-            let merger = Merger::new(&labels, session, created);
-            let (inbox, inputs) = fanout::inbox();
-            let metrics = Arc::clone(&metrics);
-            std::thread::spawn(move || fanout::merge(merger, inputs, metrics));
-            let viewers = inbox.clone();
-            std::thread::spawn(move || fanout::listen(listener, viewers));
-            Some(inbox)
-        }
-        None => None,
+            Merger::new(&labels, session, created)
+        };
+        let (inbox, inputs) = fanout::inbox();
+        let metrics = Arc::clone(&metrics);
+        std::thread::spawn(move || fanout::merge(merger, inputs, metrics));
+        Some(inbox)
+    } else {
+        None
     };
+    if let (Some(port), Some(inbox)) = (serve.listen, &inbox) {
+        let address = SocketAddr::new(serve.bind_address, port);
+        let listener = listen(
+            who,
+            address,
+            "the merged stream",
+            "system, component and query names",
+        )?;
+        let bound = listener.local_addr().map_or(address, |a| a);
+        tell(who, &format!("viewers on {bound}"));
+        let viewers = inbox.clone();
+        std::thread::spawn(move || fanout::listen(listener, viewers));
+    }
+    if let (Some(port), Some(inbox)) = (serve.web, &inbox) {
+        serve_page(serve, port, inbox.clone())?;
+    }
     let exports = serve.otlp.clone().map(|endpoint| {
-        tell(&format!(
-            "OTLP to http://{}{}",
-            endpoint.authority, endpoint.base
-        ));
+        tell(
+            who,
+            &format!("OTLP to http://{}{}", endpoint.authority, endpoint.base),
+        );
         let (exports, queued) = otlp::queue();
         let (metrics, interval) = (Arc::clone(&metrics), serve.otlp_interval);
         std::thread::spawn(move || otlp::post_all(endpoint, metrics, queued, interval));
@@ -110,5 +127,35 @@ pub fn run(serve: &RelayConfig, duration: Option<Duration>) -> Result<(), RelayE
     for thread in threads {
         let _ = thread.join();
     }
+    Ok(())
+}
+
+/// Serves the browser viewer on `port` of the (loopback) bind address:
+/// the page and its stream, behind a new token, which is printed once
+/// in the URL to open.
+fn serve_page(serve: &RelayConfig, port: u16, inbox: SyncSender<Input>) -> Result<(), RelayError> {
+    let who = serve.who.as_str();
+    let address = SocketAddr::new(serve.bind_address, port);
+    config::web_on_loopback(address.ip()).map_err(RelayError::BadSettings)?;
+    let listener = listen(
+        who,
+        address,
+        "the browser viewer",
+        "everything the stream carries",
+    )?;
+    let bound = listener.local_addr().map_or(address, |a| a);
+    let token = guard::new_token().map_err(|e| RelayError::CannotListen {
+        addr: bound.to_string(),
+        reason: format!("no token: the system has no random numbers ({e})"),
+    })?;
+    let guard = Guard::new(&token, bound);
+    let app = guard.protect(page::routes().merge(tabs::routes(inbox)));
+    tell(who, &format!("browser viewer at http://{bound}/{token}/"));
+    let who = who.to_owned();
+    std::thread::spawn(move || {
+        if let Err(e) = typhon_live_http::serve(listener, app, Limits::default()) {
+            eprintln!("{who}: the browser viewer is not served: {e}");
+        }
+    });
     Ok(())
 }

@@ -16,6 +16,8 @@ pub enum Update {
     Session {
         /// The session id.
         id: u64,
+        /// The process's name, as its Init says.
+        process: String,
         /// Every name it defines.
         names: Vec<(NameId, String)>,
         /// Every lane.
@@ -155,6 +157,9 @@ impl Reader {
             take(
                 Update::Session {
                     id,
+                    process: state
+                        .session()
+                        .map_or_else(String::new, |s| s.process_name.clone()),
                     names: said.names,
                     lanes: said.lanes.unwrap_or_default(),
                 },

@@ -197,6 +197,7 @@ fn each_tab_gets_its_start_then_every_frame_with_its_own_numbers() {
 
 fn session() -> Update {
     Update::Session {
+        process: String::new(),
         id: 5,
         names: vec![(0, "main".into()), (1, "work".into())],
         lanes: vec![LaneInfo {

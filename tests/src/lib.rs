@@ -2,6 +2,7 @@
 //! decoded frames, so that what went in and what came out compare with `==`,
 //! and a reader that decodes a whole byte stream fed in chunks.
 
+pub mod browser;
 pub mod http_attack;
 
 use typhon_live_core::init::{ArchetypeView, ComponentView};

@@ -550,3 +550,21 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn a_restarted_decoder_reads_a_new_connection_without_the_last_ones_tail() {
+    let first = block(0, 40);
+    let second = block(7, 3);
+    let mut buf = vec![0u8; 1 << 16];
+    let mut decoder = Decoder::new(&mut buf);
+    // The first connection dropped in the middle of a frame.
+    decoder.feed(&first[..first.len() / 2]);
+    assert!(matches!(decoder.next(), Ok(None)));
+    decoder.restart();
+    assert_eq!((decoder.buffered(), decoder.position()), (0, 0));
+    decoder.feed(&second);
+    let frame = decoder.next().unwrap().unwrap();
+    assert_eq!((frame.seq, frame.offset, frame.skipped), (7, 0, 0));
+    assert!(matches!(decoder.next(), Ok(None)));
+    assert_eq!(decoder.skipped_total(), 0);
+}

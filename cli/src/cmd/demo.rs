@@ -19,7 +19,7 @@ use typhon_live_std::config::{
 use typhon_live_std::metadata::{OwnedComponent, OwnedMetadata};
 use typhon_live_std::{runtime, Profiler};
 
-use crate::cmd::attach;
+use crate::cmd::{attach, web};
 use crate::error::CliError;
 
 /// What the demo runs: the `demo` subcommand's arguments. The profiler's
@@ -65,6 +65,11 @@ pub struct DemoOptions {
     /// Do not attach the live view; just export.
     #[arg(long)]
     pub no_view: bool,
+    /// Serve the browser viewer instead of the terminal view, on this
+    /// port of loopback (`--web` alone picks one); the URL to open is
+    /// printed.
+    #[arg(long, value_name = "PORT", num_args = 0..=1, default_missing_value = "0")]
+    pub web: Option<u16>,
     /// Record the spans and events through `tracing` and the typhon-live
     /// layer (typhon-live-tracing) instead of the direct API.
     #[arg(long)]
@@ -387,7 +392,9 @@ pub fn run(opts: DemoOptions) -> Result<(), CliError> {
             .spawn(move || simulate(threads, rate, via, &stop))
             .map_err(|e| CliError::Profiler(e.to_string()))?
     };
-    let viewed = if opts.no_view {
+    let viewed = if let Some(port) = opts.web {
+        web::serve(&addr.to_string(), port, None, opts.duration)
+    } else if opts.no_view {
         match opts.duration {
             Some(d) => std::thread::sleep(d),
             None => loop {

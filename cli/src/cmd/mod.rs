@@ -7,3 +7,4 @@ pub mod inspect;
 pub mod record;
 pub mod relay;
 pub mod view;
+pub mod web;

@@ -42,6 +42,10 @@ pub struct RelayOptions {
     /// Seconds between two OTLP metric exports [default: 5].
     #[arg(long, value_name = "SECS")]
     pub otlp_interval: Option<f64>,
+    /// Serve the browser viewer of the merged session on this port of
+    /// loopback (0 picks one); the URL to open is printed.
+    #[arg(long, value_name = "PORT")]
+    pub web: Option<u16>,
     /// Stop after this many seconds.
     #[arg(long, value_parser = seconds)]
     pub duration: Option<Duration>,
@@ -69,6 +73,7 @@ pub fn run(options: RelayOptions) -> Result<(), CliError> {
         otlp: options.otlp,
         slow_tick_ms: options.slow_tick,
         otlp_interval_s: options.otlp_interval,
+        web: options.web,
     };
     let config =
         RelayConfig::layered(file.unwrap_or_default(), flags).map_err(CliError::BadSettings)?;

@@ -1,0 +1,102 @@
+//! The browser viewer's files (`web/`, built by `web/build`), embedded
+//! gzipped in the binary so that the page works offline and nothing is
+//! fetched from elsewhere; served as they are stored, `Content-Encoding:
+//! gzip`, to a client that accepts it (every browser does).
+
+use typhon_live_http::axum::http::{header, HeaderMap, StatusCode};
+use typhon_live_http::axum::response::{IntoResponse, Response};
+use typhon_live_http::axum::routing::get;
+use typhon_live_http::axum::Router;
+
+/// One embedded file: its path under the page, its type, its gzip bytes.
+struct Asset {
+    path: &'static str,
+    content_type: &'static str,
+    gzip: &'static [u8],
+}
+
+macro_rules! asset {
+    ($path:literal, $file:literal, $type:literal) => {
+        Asset {
+            path: $path,
+            content_type: $type,
+            gzip: include_bytes!(concat!("../../web/dist/", $file, ".gz")),
+        }
+    };
+}
+
+const ASSETS: [Asset; 5] = [
+    asset!("/", "index.html", "text/html; charset=utf-8"),
+    asset!("/main.js", "main.js", "text/javascript; charset=utf-8"),
+    asset!("/style.css", "style.css", "text/css; charset=utf-8"),
+    asset!(
+        "/typhon_live_web.js",
+        "typhon_live_web.js",
+        "text/javascript; charset=utf-8"
+    ),
+    asset!(
+        "/typhon_live_web_bg.wasm",
+        "typhon_live_web_bg.wasm",
+        "application/wasm"
+    ),
+];
+
+/// Bytes of the page's files, gzipped, as they are sent.
+pub fn bundle_bytes() -> usize {
+    ASSETS.iter().map(|a| a.gzip.len()).sum()
+}
+
+/// The page's routes: `GET /` and its files. Serve them behind a
+/// [`typhon_live_http::Guard`], beside [`crate::tabs::routes`].
+pub fn routes() -> Router {
+    ASSETS.iter().fold(Router::new(), |router, asset| {
+        router.route(
+            asset.path,
+            get(move |headers: HeaderMap| async move { serve(asset, &headers) }),
+        )
+    })
+}
+
+fn serve(asset: &'static Asset, headers: &HeaderMap) -> Response {
+    let gzip = headers
+        .get_all(header::ACCEPT_ENCODING)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|coding| {
+            let mut parts = coding.split(';');
+            let name = parts.next().unwrap_or("").trim();
+            let refused = parts.any(|p| matches!(p.trim(), "q=0" | "q=0.0" | "q=0.00" | "q=0.000"));
+            (name.eq_ignore_ascii_case("gzip") || name == "*") && !refused
+        });
+    if !gzip {
+        return (
+            StatusCode::NOT_ACCEPTABLE,
+            "the viewer's files are served gzipped: ask with Accept-Encoding: gzip\n",
+        )
+            .into_response();
+    }
+    (
+        [
+            (header::CONTENT_TYPE, asset.content_type),
+            (header::CONTENT_ENCODING, "gzip"),
+            (header::VARY, "Accept-Encoding"),
+        ],
+        asset.gzip,
+    )
+        .into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_file_is_gzip_and_within_the_budget() {
+        for asset in &ASSETS {
+            assert_eq!(&asset.gzip[..2], [0x1f, 0x8b], "{} is gzip", asset.path);
+        }
+        // The budget for the bundle: 2 MB gzipped.
+        assert!(bundle_bytes() <= 2_000_000, "{}", bundle_bytes());
+    }
+}

@@ -1,0 +1,102 @@
+//! A tab's bytes into the model: the streaming decoder over one buffer
+//! for the page's life, whole frames handed to [`Model::on_frame`].
+//! Message boundaries mean nothing (docs/FORMAT.md, "Carrying a
+//! stream"): a frame may come in several messages, or several in one.
+
+use std::time::Duration;
+
+use typhon_live_core::{Decoder, DEFAULT_MAX_FRAME};
+use typhon_live_model::Model;
+
+/// The decoder of a page's stream.
+pub struct Feed {
+    /// Over a buffer of the largest frame, allocated once for the page's
+    /// life (a page is a process of its own: its memory goes with it).
+    decoder: Decoder<'static>,
+    /// Bytes and frames taken in.
+    bytes: u64,
+    frames: u64,
+}
+
+impl Default for Feed {
+    fn default() -> Self {
+        Feed::new()
+    }
+}
+
+impl Feed {
+    /// A feed whose decoder takes frames up to the format's default
+    /// largest.
+    pub fn new() -> Feed {
+        let buf: &'static mut [u8] = Vec::leak(vec![0u8; DEFAULT_MAX_FRAME]);
+        Feed {
+            decoder: Decoder::new(buf),
+            bytes: 0,
+            frames: 0,
+        }
+    }
+
+    /// Takes `bytes` that arrived at `now` into `model`; returns the
+    /// frames read whole. Damage is the model's notice; the frames after
+    /// it are read on.
+    pub fn push(&mut self, mut bytes: &[u8], model: &mut Model, now: Duration) -> u64 {
+        let before = self.frames;
+        self.bytes += bytes.len() as u64;
+        while !bytes.is_empty() {
+            let taken = self.decoder.feed(bytes);
+            bytes = &bytes[taken..];
+            loop {
+                match self.decoder.next() {
+                    Ok(Some(frame)) => {
+                        self.frames += 1;
+                        // A malformed payload is said in the model's notice.
+                        let _ = model.on_frame(&frame, now);
+                    }
+                    Ok(None) => break,
+                    Err(error) => model.notice = Some(format!("damaged stream: {error}")),
+                }
+            }
+        }
+        self.frames - before
+    }
+
+    /// A new connection: the last one's unfinished frame is forgotten,
+    /// and the model told that it reconnected.
+    pub fn reconnected(&mut self, model: &mut Model) {
+        self.decoder.restart();
+        model.reconnected();
+    }
+
+    /// Bytes taken in.
+    pub fn bytes(&self) -> u64 {
+        self.bytes
+    }
+
+    /// Frames read whole.
+    pub fn frames(&self) -> u64 {
+        self.frames
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use typhon_live_tests::nested_stream;
+
+    #[test]
+    fn frames_cut_anywhere_are_read_whole() {
+        let stream = nested_stream(0..50);
+        let mut whole = Model::default();
+        let frames = Feed::new().push(&stream, &mut whole, Duration::ZERO);
+        assert!(frames > 2, "{frames}");
+        // The same bytes in messages of 7 bytes.
+        let (mut feed, mut cut) = (Feed::new(), Model::default());
+        let read: u64 = stream
+            .chunks(7)
+            .map(|part| feed.push(part, &mut cut, Duration::ZERO))
+            .sum();
+        assert_eq!(read, frames);
+        assert_eq!(cut.events(), whole.events());
+        assert_eq!(feed.bytes(), stream.len() as u64);
+    }
+}

@@ -1,0 +1,581 @@
+//! One frame of the page: the header (the stream's figures, pause, the
+//! window), the timeline, and the side panel (search, the selected
+//! name's statistics). Input becomes an [`Action`], applied after
+//! drawing, so that drawing only reads the model.
+
+use std::time::Duration;
+
+use egui::{Color32, Context, Rect, RichText, Sense};
+use serde::Serialize;
+use typhon_live_model::history::SpanRecord;
+use typhon_live_model::{Connection, Model, Summary, TimelineInputs};
+
+use crate::feed::Feed;
+use crate::selection::Selection;
+use crate::timeline::{self, duration, BarKind, Geometry, Layout, Style};
+use crate::view::{View, Window};
+
+/// The page's history budget by default (`?history=MiB` sets another):
+/// sixteen tabs stay within 4 GiB.
+pub const DEFAULT_HISTORY_BYTES: usize = 256 << 20;
+/// The figures in the header are taken this often.
+const SUMMARY_EVERY: Duration = Duration::from_millis(250);
+/// Names listed for a search at most.
+const FOUND: usize = 30;
+/// Live, the selected name's statistics are computed again this often.
+const RESELECT_EVERY: Duration = Duration::from_secs(1);
+
+/// What a person asked for in one frame.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Action {
+    /// Pause, or follow the stream again.
+    TogglePause,
+    /// Zoom by a factor (below 1 narrows) around a share of the width.
+    Zoom {
+        /// The factor.
+        factor: f64,
+        /// The share of the width under the cursor.
+        at: f64,
+    },
+    /// Move by a share of the width (positive: later).
+    Pan(f64),
+    /// Select a span name.
+    Select(u32),
+    /// Show one span, paused.
+    Jump(SpanRecord),
+}
+
+/// The browser viewer's state: the stream's model and what is shown.
+pub struct Page {
+    /// What the page knows of the stream.
+    pub model: Model,
+    feed: Feed,
+    /// What is shown.
+    pub view: View,
+    selection: Option<Selection>,
+    selected_at: Duration,
+    summary: Option<(Duration, Summary)>,
+    layout: Layout,
+    geometry: Geometry,
+    pause_button: Option<Rect>,
+    frames_drawn: u64,
+}
+
+impl Page {
+    /// A page keeping `history_bytes` of history.
+    pub fn new(history_bytes: usize) -> Page {
+        let mut model = Model::with_history(
+            typhon_live_model::history::DEFAULT_HISTORY_SECONDS,
+            history_bytes,
+        );
+        model.connection = Connection::Connecting { attempt: 1 };
+        Page {
+            model,
+            feed: Feed::new(),
+            view: View::default(),
+            selection: None,
+            selected_at: Duration::ZERO,
+            summary: None,
+            layout: Layout::default(),
+            geometry: Geometry::default(),
+            pause_button: None,
+            frames_drawn: 0,
+        }
+    }
+
+    /// Takes in bytes of the stream that arrived at `now`.
+    pub fn take(&mut self, bytes: &[u8], now: Duration) {
+        self.feed.push(bytes, &mut self.model, now);
+    }
+
+    /// The stream's connection opened (`again`: after one was lost).
+    pub fn connected(&mut self, peer: String, again: bool) {
+        if again {
+            self.feed.reconnected(&mut self.model);
+        }
+        self.model.connection = Connection::Connected { peer };
+    }
+
+    /// The stream's connection closed.
+    pub fn disconnected(&mut self, reason: String, retry_in: Duration) {
+        if !matches!(self.model.connection, Connection::Ended { .. }) {
+            self.model.connection = Connection::Waiting {
+                reason,
+                retry_in_ms: retry_in.as_millis() as u64,
+            };
+        }
+    }
+
+    /// The stream's figures as of `now`, taken at most every
+    /// [`SUMMARY_EVERY`].
+    fn summary(&mut self, now: Duration) -> &Summary {
+        let due = self
+            .summary
+            .as_ref()
+            .is_none_or(|(at, _)| now.saturating_sub(*at) >= SUMMARY_EVERY);
+        if due {
+            self.summary = Some((now, self.model.summary(now)));
+        }
+        &self
+            .summary
+            .get_or_insert_with(|| (now, self.model.summary(now)))
+            .1
+    }
+
+    /// Draws one frame at `now` and applies what the person asked for.
+    pub fn ui(&mut self, ctx: &Context, now: Duration) {
+        self.summary(now);
+        let live = self.model.timeline_inputs(now);
+        if let Some(name) = self.view.selected {
+            let chunks = &self.view.pinned().unwrap_or(&live).chunks;
+            // Live, the history moves every frame: the statistics follow
+            // it at most every RESELECT_EVERY.
+            let stale = match &self.selection {
+                Some(s) if s.name == name => {
+                    !s.is_for(name, chunks)
+                        && now.saturating_sub(self.selected_at) >= RESELECT_EVERY
+                }
+                _ => true,
+            };
+            if stale {
+                self.selection = Some(Selection::of(name, chunks));
+                self.selected_at = now;
+            }
+        }
+        let mut actions = Vec::new();
+        self.header(ctx, &mut actions);
+        self.side_panel(ctx, &mut actions);
+        let inputs = self.view.pinned().unwrap_or(&live);
+        let window = self.view.window(inputs.now);
+        let (layout, geometry) =
+            central(ctx, &self.model, &self.view, inputs, window, &mut actions);
+        self.layout = layout;
+        self.geometry = geometry;
+        self.frames_drawn += 1;
+        for action in actions {
+            self.apply(action, now);
+        }
+    }
+
+    fn apply(&mut self, action: Action, now: Duration) {
+        let stream_now = match self.view.pinned() {
+            Some(pinned) => pinned.now,
+            None => self.model.timeline_inputs(now).now,
+        };
+        match action {
+            Action::TogglePause if self.view.is_paused() => self.view.resume(),
+            Action::TogglePause => self.view.pause(self.model.timeline_inputs(now)),
+            Action::Zoom { factor, at } => self.view.zoom(factor, at, stream_now),
+            Action::Pan(fraction) => {
+                self.view.pause(self.model.timeline_inputs(now));
+                self.view.pan(fraction);
+            }
+            Action::Select(name) => self.view.selected = Some(name),
+            Action::Jump(span) => {
+                self.view.pause(self.model.timeline_inputs(now));
+                self.view.show(span.start, span.duration);
+            }
+        }
+    }
+
+    fn header(&mut self, ctx: &Context, actions: &mut Vec<Action>) {
+        let paused = self.view.is_paused();
+        let Some((_, s)) = &self.summary else { return };
+        let window = self.view.length();
+        egui::TopBottomPanel::top("header").show(ctx, |ui| {
+            ui.horizontal_wrapped(|ui| {
+                let label = if paused { "▶ resume" } else { "⏸ pause" };
+                let button = ui.button(label);
+                self.pause_button = Some(button.rect);
+                if button.clicked() {
+                    actions.push(Action::TogglePause);
+                }
+                ui.label(RichText::new(&s.process).strong());
+                ui.label(connection_text(&s.connection));
+                ui.label(format!("window {}", duration(window)));
+                ui.label(format!("{:.0} events/s", s.events_per_second));
+                let lost = format!(
+                    "lost: {} frames, {} events · damaged {} · restarts {} · reconnects {}",
+                    s.frames_dropped, s.events_dropped, s.frames_damaged, s.restarts, s.reconnects
+                );
+                let alarm = s.frames_dropped + s.events_dropped + s.frames_damaged > 0;
+                ui.label(RichText::new(lost).color(if alarm {
+                    timeline::ALARM
+                } else {
+                    Color32::GRAY
+                }));
+                ui.label(format!(
+                    "history {:.1} s, {} / {} MiB",
+                    s.history.seconds,
+                    s.history.bytes >> 20,
+                    s.history.budget_bytes >> 20
+                ));
+                if let Some(notice) = &s.notice {
+                    ui.label(RichText::new(notice).color(timeline::OPEN));
+                }
+            });
+        });
+        if ctx.input(|i| i.key_pressed(egui::Key::Space)) && !ctx.wants_keyboard_input() {
+            actions.push(Action::TogglePause);
+        }
+    }
+
+    fn side_panel(&mut self, ctx: &Context, actions: &mut Vec<Action>) {
+        let stats = self
+            .summary
+            .as_ref()
+            .map(|(_, s)| s.span_stats.as_slice())
+            .unwrap_or_default();
+        let view = &mut self.view;
+        let selection = self.selection.as_ref();
+        let model = &self.model;
+        egui::SidePanel::right("names")
+            .default_width(320.0)
+            .show(ctx, |ui| {
+                ui.horizontal(|ui| {
+                    ui.label("search");
+                    ui.text_edit_singleline(&mut view.search);
+                });
+                let needle = view.search.to_lowercase();
+                egui::ScrollArea::vertical()
+                    .max_height(220.0)
+                    .id_salt("found")
+                    .show(ui, |ui| {
+                        for s in stats
+                            .iter()
+                            .filter(|s| s.name.to_lowercase().contains(&needle))
+                            .take(FOUND)
+                        {
+                            let text = format!("{}  ×{}  {:.2} ms", s.name, s.count, s.total_ms);
+                            if ui
+                                .selectable_label(view.selected == Some(s.id), text)
+                                .clicked()
+                            {
+                                actions.push(Action::Select(s.id));
+                            }
+                        }
+                    });
+                ui.separator();
+                let Some(selected) = selection else {
+                    ui.label("click a span, or a name above, for its statistics");
+                    return;
+                };
+                let d = &selected.distribution;
+                ui.heading(model.name(selected.name));
+                egui::Grid::new("stats").show(ui, |ui| {
+                    for (what, value) in [
+                        ("count", d.count.to_string()),
+                        ("p50", duration(d.p50)),
+                        ("p90", duration(d.p90)),
+                        ("p99", duration(d.p99)),
+                        ("max", duration(d.max)),
+                        ("mean", duration(d.mean as u64)),
+                        ("total", duration(d.total)),
+                    ] {
+                        ui.label(what);
+                        ui.label(value);
+                        ui.end_row();
+                    }
+                });
+                histogram(ui, d);
+                ui.label("longest (click to show):");
+                for span in &selected.longest {
+                    let text = format!(
+                        "{} at {:.3} s, lane {}",
+                        duration(span.duration),
+                        span.start as f64 / 1e9,
+                        span.lane
+                    );
+                    if ui.link(text).clicked() {
+                        actions.push(Action::Jump(*span));
+                    }
+                }
+            });
+    }
+
+    /// The page as a test reads it: the model's summary, the view, what
+    /// was drawn and where the controls are (CSS pixels).
+    pub fn hook(&mut self, now: Duration) -> String {
+        let mut summary = self.model.summary(now);
+        self.model.fill_percentiles(&mut summary.span_stats);
+        let window = self.layout.window;
+        let hook = Hook {
+            summary,
+            paused: self.view.is_paused(),
+            window,
+            frames_drawn: self.frames_drawn,
+            bytes: self.feed.bytes(),
+            frames: self.feed.frames(),
+            bars: self.layout.bars,
+            open_bars: self
+                .layout
+                .lanes
+                .iter()
+                .flat_map(|l| &l.bars)
+                .filter(|b| matches!(b.kind, BarKind::Open(_)))
+                .count(),
+            overrun_ticks: self.layout.ticks.iter().filter(|t| t.2.overrun).count(),
+            selected: self.view.selected.map(|n| self.model.name(n)),
+            pause_button: self.pause_button.map(css),
+            timeline: self.geometry.rect.map(css),
+        };
+        serde_json::to_string(&hook).unwrap_or_default()
+    }
+}
+
+/// What [`Page::hook`] reports.
+#[derive(Serialize)]
+struct Hook {
+    summary: Summary,
+    paused: bool,
+    window: Option<Window>,
+    frames_drawn: u64,
+    bytes: u64,
+    frames: u64,
+    bars: usize,
+    open_bars: usize,
+    overrun_ticks: usize,
+    selected: Option<String>,
+    pause_button: Option<[f32; 4]>,
+    timeline: Option<[f32; 4]>,
+}
+
+fn css(r: Rect) -> [f32; 4] {
+    [r.left(), r.top(), r.width(), r.height()]
+}
+
+fn connection_text(c: &Connection) -> String {
+    match c {
+        Connection::Connecting { .. } => "connecting…".into(),
+        Connection::Connected { .. } => "live".into(),
+        Connection::Reconnecting { reason, .. } | Connection::Waiting { reason, .. } => {
+            format!("reconnecting ({reason})")
+        }
+        Connection::Ended { reason } => format!("ended: {reason}"),
+        Connection::File { path } => path.clone(),
+    }
+}
+
+/// The timeline, and the pointer over it.
+fn central(
+    ctx: &Context,
+    model: &Model,
+    view: &View,
+    inputs: &TimelineInputs,
+    window: Window,
+    actions: &mut Vec<Action>,
+) -> (Layout, Geometry) {
+    egui::CentralPanel::default()
+        .show(ctx, |ui| {
+            let rect = ui.available_rect_before_wrap();
+            let response = ui.allocate_rect(rect, Sense::click_and_drag());
+            let layout = timeline::lay_out(inputs, window, rect.width());
+            let needle = view.search.to_lowercase();
+            let highlight = |name: u32| {
+                view.selected == Some(name)
+                    || (!needle.is_empty()
+                        && model.names().show(name).to_lowercase().contains(&needle))
+            };
+            let style = Style {
+                name: &|id| model.name(id),
+                highlight: &highlight,
+                any_highlight: view.selected.is_some() || !needle.is_empty(),
+            };
+            let geometry = timeline::paint(ui.painter(), rect, &layout, &style);
+            if let Some(pos) = response.hover_pos() {
+                let at = f64::from((pos.x - rect.left()) / rect.width().max(1.0));
+                let (wheel, zoom) = ui.input(|i| (i.raw_scroll_delta.y, i.zoom_delta()));
+                if wheel != 0.0 {
+                    actions.push(Action::Zoom {
+                        factor: (-f64::from(wheel) * 0.002).exp(),
+                        at,
+                    });
+                } else if zoom != 1.0 {
+                    actions.push(Action::Zoom {
+                        factor: 1.0 / f64::from(zoom),
+                        at,
+                    });
+                }
+            }
+            let dragged = response.drag_delta().x;
+            if dragged != 0.0 {
+                actions.push(Action::Pan(-f64::from(dragged / rect.width().max(1.0))));
+            }
+            let hit = response
+                .hover_pos()
+                .and_then(|pos| geometry.bar_at(&layout, pos));
+            if let Some((lane, bar)) = hit {
+                if response.clicked() {
+                    match bar.kind {
+                        BarKind::Span(span) => actions.push(Action::Select(span.name)),
+                        BarKind::Open(span) => actions.push(Action::Select(span.name)),
+                        BarKind::Folded(_) => {}
+                    }
+                }
+                response.on_hover_ui_at_pointer(|ui| tooltip(ui, model, inputs, &lane.name, bar));
+            }
+            (layout, geometry)
+        })
+        .inner
+}
+
+/// What hovering a bar says.
+fn tooltip(
+    ui: &mut egui::Ui,
+    model: &Model,
+    inputs: &TimelineInputs,
+    lane: &str,
+    bar: &timeline::Bar,
+) {
+    let tick = |time: u64| {
+        typhon_live_model::history::tick_at(inputs.chunks.iter().map(|c| &**c), time)
+            .map_or_else(|| "-".into(), |t| format!("#{}", t.tick))
+    };
+    match bar.kind {
+        BarKind::Span(span) => {
+            ui.label(RichText::new(model.name(span.name)).strong());
+            ui.label(format!("duration {}", duration(span.duration)));
+            ui.label(format!("self {}", duration(self_time(inputs, &span))));
+            if span.has_arg {
+                ui.label(format!("arg {}", span.arg));
+            }
+            ui.label(format!("lane {lane}, tick {}", tick(span.start)));
+        }
+        BarKind::Open(span) => {
+            ui.label(
+                RichText::new(model.name(span.name))
+                    .strong()
+                    .color(timeline::OPEN),
+            );
+            ui.label(format!(
+                "open for {}",
+                duration(inputs.now.saturating_sub(span.start))
+            ));
+            ui.label(format!("lane {lane}, tick {}", tick(span.start)));
+        }
+        BarKind::Folded(n) => {
+            ui.label(format!("{n} spans, each narrower than a pixel: zoom in"));
+        }
+    }
+}
+
+/// A span's time outside its children: its children are the spans of
+/// its lane whose parent it is, within it.
+fn self_time(inputs: &TimelineInputs, span: &SpanRecord) -> u64 {
+    let end = span.start.saturating_add(span.duration);
+    let children: u64 = inputs
+        .chunks
+        .iter()
+        .filter(|c| c.last >= span.start && c.earliest_start <= end)
+        .flat_map(|c| c.spans.iter())
+        .filter(|s| {
+            s.lane == span.lane && s.parent == span.id && s.start >= span.start && s.start <= end
+        })
+        .map(|s| s.duration)
+        .sum();
+    span.duration.saturating_sub(children)
+}
+
+/// The distribution's histogram: log-spaced buckets from the shortest to
+/// the longest.
+fn histogram(ui: &mut egui::Ui, d: &typhon_live_model::stats::Distribution) {
+    let (rect, _) = ui.allocate_exact_size(egui::vec2(ui.available_width(), 80.0), Sense::hover());
+    let painter = ui.painter_at(rect);
+    painter.rect_filled(rect, 0.0, Color32::from_gray(30));
+    let most = d.histogram.iter().copied().max().unwrap_or(0).max(1) as f32;
+    let width = rect.width() / d.histogram.len().max(1) as f32;
+    for (i, &n) in d.histogram.iter().enumerate() {
+        let h = (n as f32 / most) * (rect.height() - 12.0);
+        let x = rect.left() + i as f32 * width;
+        let bar = Rect::from_min_max(
+            egui::pos2(x + 1.0, rect.bottom() - 12.0 - h),
+            egui::pos2(x + width - 1.0, rect.bottom() - 12.0),
+        );
+        painter.rect_filled(bar, 0.0, Color32::from_rgb(0x70, 0xa0, 0xd0));
+    }
+    let font = egui::FontId::proportional(10.0);
+    painter.text(
+        rect.left_bottom(),
+        egui::Align2::LEFT_BOTTOM,
+        duration(d.min),
+        font.clone(),
+        Color32::GRAY,
+    );
+    painter.text(
+        rect.right_bottom(),
+        egui::Align2::RIGHT_BOTTOM,
+        duration(d.max),
+        font,
+        Color32::GRAY,
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use egui::{Event, MouseWheelUnit, Pos2, RawInput};
+    use typhon_live_tests::nested_stream;
+
+    /// One frame of `page` at `now`, with `events`, on a 1000 × 600
+    /// screen.
+    fn frame(page: &mut Page, ctx: &Context, now: Duration, events: Vec<Event>) {
+        let input = RawInput {
+            screen_rect: Some(Rect::from_min_size(Pos2::ZERO, egui::vec2(1000.0, 600.0))),
+            events,
+            ..RawInput::default()
+        };
+        let _ = ctx.run(input, |ctx| page.ui(ctx, now));
+    }
+
+    fn hook(page: &mut Page) -> Value {
+        serde_json::from_str(&page.hook(Duration::ZERO)).unwrap()
+    }
+
+    use serde_json::Value;
+
+    #[test]
+    fn the_wheel_zooms_a_paused_view_around_the_cursor() {
+        let mut page = Page::new(64 << 20);
+        page.connected("test".into(), false);
+        page.take(&nested_stream(0..300), Duration::ZERO);
+        let ctx = Context::default();
+        frame(&mut page, &ctx, Duration::ZERO, vec![]);
+        frame(&mut page, &ctx, Duration::ZERO, vec![]);
+        let state = hook(&mut page);
+        assert!(state["bars"].as_u64() > Some(0), "{state}");
+        let [x, y, w, h] = [0, 1, 2, 3].map(|i| state["timeline"][i].as_f64().unwrap() as f32);
+        page.apply(Action::TogglePause, Duration::ZERO);
+        frame(&mut page, &ctx, Duration::ZERO, vec![]);
+        let before = hook(&mut page)["window"].clone();
+        // A quarter of the way across, the wheel turned away (zoom in).
+        let at = Pos2::new(x + w / 4.0, y + h / 2.0);
+        frame(
+            &mut page,
+            &ctx,
+            Duration::ZERO,
+            vec![Event::PointerMoved(at)],
+        );
+        let wheel = Event::MouseWheel {
+            unit: MouseWheelUnit::Point,
+            delta: egui::vec2(0.0, 300.0),
+            modifiers: egui::Modifiers::NONE,
+        };
+        frame(&mut page, &ctx, Duration::ZERO, vec![wheel]);
+        frame(&mut page, &ctx, Duration::ZERO, vec![]);
+        let after = hook(&mut page)["window"].clone();
+        let (s0, e0) = (
+            before["start"].as_f64().unwrap(),
+            before["end"].as_f64().unwrap(),
+        );
+        let (s1, e1) = (
+            after["start"].as_f64().unwrap(),
+            after["end"].as_f64().unwrap(),
+        );
+        assert!(e1 - s1 < (e0 - s0) / 1.5, "{before} -> {after}");
+        let (under0, under1) = (s0 + (e0 - s0) / 4.0, s1 + (e1 - s1) / 4.0);
+        assert!(
+            (under0 - under1).abs() < (e0 - s0) / 100.0,
+            "{before} -> {after}"
+        );
+    }
+}

@@ -1,0 +1,98 @@
+//! The selected span name's statistics over the history the view holds:
+//! its exact distribution (count, percentiles, maximum, histogram) and
+//! its longest occurrences, to jump to. Computed when the selection or
+//! the history changes, not every frame.
+
+use std::sync::Arc;
+
+use typhon_live_model::history::{self, Chunk, SpanRecord};
+use typhon_live_model::stats::Distribution;
+
+/// Longest occurrences listed.
+pub const LONGEST: usize = 10;
+
+/// A name's statistics, and what they were computed over.
+#[derive(Clone, Debug)]
+pub struct Selection {
+    /// The name.
+    pub name: u32,
+    /// Its durations over the history.
+    pub distribution: Distribution,
+    /// Its longest spans, longest first.
+    pub longest: Vec<SpanRecord>,
+    /// The history it was computed over: its chunk count and last time.
+    over: (usize, u64),
+}
+
+impl Selection {
+    /// `name`'s statistics over `chunks`.
+    pub fn of(name: u32, chunks: &[Arc<Chunk>]) -> Selection {
+        let distribution = history::distribution(chunks.iter().map(|c| &**c), name);
+        let mut longest: Vec<SpanRecord> = Vec::with_capacity(LONGEST + 1);
+        for span in chunks
+            .iter()
+            .flat_map(|c| c.spans.iter())
+            .filter(|s| s.name == name)
+        {
+            if longest.len() < LONGEST || longest.last().is_some_and(|l| span.duration > l.duration)
+            {
+                let at = longest.partition_point(|l| l.duration >= span.duration);
+                longest.insert(at, *span);
+                longest.truncate(LONGEST);
+            }
+        }
+        Selection {
+            name,
+            distribution,
+            longest,
+            over: over(chunks),
+        }
+    }
+
+    /// Whether it was computed for `name` over `chunks` as they are.
+    pub fn is_for(&self, name: u32, chunks: &[Arc<Chunk>]) -> bool {
+        self.name == name && self.over == over(chunks)
+    }
+}
+
+fn over(chunks: &[Arc<Chunk>]) -> (usize, u64) {
+    (chunks.len(), chunks.last().map_or(0, |c| c.last))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use typhon_live_model::history::SpanRecord;
+
+    #[test]
+    fn the_longest_are_kept_longest_first_and_the_percentiles_exact() {
+        let mut chunks = Vec::new();
+        for c in 0..3u64 {
+            let mut chunk = Chunk::default();
+            for i in 0..100u64 {
+                let d = c * 100 + i + 1;
+                let span = SpanRecord {
+                    start: d * 1_000,
+                    duration: d,
+                    arg: 0,
+                    id: d as u32,
+                    parent: 0,
+                    name: if i % 2 == 0 { 1 } else { 2 },
+                    lane: 0,
+                    has_arg: false,
+                };
+                chunk.push_span(span, d);
+            }
+            chunks.push(Arc::new(chunk));
+        }
+        let s = Selection::of(2, &chunks);
+        // Name 2: the even durations 2..=300.
+        assert_eq!(s.distribution.count, 150);
+        assert_eq!((s.distribution.p50, s.distribution.max), (150, 300));
+        let longest: Vec<u64> = s.longest.iter().map(|l| l.duration).collect();
+        assert_eq!(longest, [300, 298, 296, 294, 292, 290, 288, 286, 284, 282]);
+        assert!(s.is_for(2, &chunks));
+        assert!(!s.is_for(1, &chunks));
+        assert!(!s.is_for(2, &chunks[..2]));
+    }
+}

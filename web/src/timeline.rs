@@ -1,0 +1,539 @@
+//! The timeline of one window: laid out from the model's inputs
+//! ([`lay_out`], pure, in pixels across), then painted ([`paint`]).
+//!
+//! A span's depth is not on the wire (spans arrive whole, children
+//! first). Read backwards, a lane's spans come outermost first: each one
+//! is nested in those of a stack that still contain it, so one pass with
+//! a stack per lane gives every depth, seeded with the spans still open.
+//! Only the visible window is read: chunks ending before it stop the
+//! pass; a chunk narrower than a pixel whose longest span is too is one
+//! mark per lane, its spans not read; spans narrower than a pixel fold
+//! into one bar with their count (Tracy's folding).
+
+use std::collections::HashMap;
+
+use egui::{Align2, Color32, FontId, Painter, Pos2, Rect, Stroke, StrokeKind};
+use typhon_live_core::OpenSpan;
+use typhon_live_model::history::{InstantRecord, SpanRecord, TickRecord};
+use typhon_live_model::marks::{Mark, MarkKind};
+use typhon_live_model::TimelineInputs;
+
+use crate::view::Window;
+
+/// Narrower than this many pixels, spans fold.
+const MIN_BAR: f32 = 1.0;
+/// Height of one depth of a lane, and of the ruler.
+pub const ROW: f32 = 18.0;
+/// Height of a gauge's plot.
+pub const GAUGE_ROW: f32 = 40.0;
+/// Depths drawn at most per lane; deeper spans are drawn at the last.
+const MAX_DEPTH: u16 = 32;
+
+/// What a bar stands for.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum BarKind {
+    /// A span that ended.
+    Span(SpanRecord),
+    /// A span still open as of the last Catch-up: it grows until it ends.
+    Open(OpenSpan),
+    /// Spans too narrow to draw one by one, and how many.
+    Folded(u32),
+}
+
+/// One bar, in pixels from the timeline's left edge.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Bar {
+    /// Its left and right edges.
+    pub x0: f32,
+    /// See `x0`.
+    pub x1: f32,
+    /// Its depth: 0 for a root.
+    pub depth: u16,
+    /// What it is.
+    pub kind: BarKind,
+}
+
+/// A lane's part of the picture.
+#[derive(Clone, Debug, Default)]
+pub struct LaneRows {
+    /// Its slot, and its name.
+    pub id: u16,
+    /// See `id`.
+    pub name: String,
+    /// Depths it uses (at least one row).
+    pub depths: u16,
+    /// Its bars, latest first.
+    pub bars: Vec<Bar>,
+    /// Its instants, at their x.
+    pub instants: Vec<(f32, InstantRecord)>,
+}
+
+/// A gauge's readings in the window.
+#[derive(Clone, Debug, Default)]
+pub struct GaugeRow {
+    /// Its name id.
+    pub name: u32,
+    /// Readings at their x, left to right, one per half pixel at most.
+    pub points: Vec<(f32, f64)>,
+    /// The smallest and largest reading in the window.
+    pub min: f64,
+    /// See `min`.
+    pub max: f64,
+}
+
+/// The picture of one window.
+#[derive(Clone, Debug, Default)]
+pub struct Layout {
+    /// The window laid out, and its width in pixels.
+    pub window: Option<Window>,
+    /// See `window`.
+    pub width: f32,
+    /// Lanes, in the model's order.
+    pub lanes: Vec<LaneRows>,
+    /// Ticks that ended in the window: their edges and the record.
+    pub ticks: Vec<(f32, f32, TickRecord)>,
+    /// Gauges with readings in the window.
+    pub gauges: Vec<GaugeRow>,
+    /// Marks in the window, at their x.
+    pub marks: Vec<(f32, Mark)>,
+    /// Spans read to lay it out, and bars made.
+    pub spans_read: usize,
+    /// See `spans_read`.
+    pub bars: usize,
+}
+
+/// Lays out `window` of `inputs` across `width` pixels.
+pub fn lay_out(inputs: &TimelineInputs, window: Window, width: f32) -> Layout {
+    let scale = width as f64 / window.len().max(1) as f64;
+    let x = |t: u64| ((t as f64 - window.start as f64) * scale) as f32;
+    let mut layout = Layout {
+        window: Some(window),
+        width,
+        ..Layout::default()
+    };
+    let mut row_of: HashMap<u16, usize> = HashMap::new();
+    // Per lane: the stack of (start, end) that may hold the next span
+    // read, and per depth the last folded bar.
+    let mut stacks: Vec<Vec<(u64, u64)>> = Vec::new();
+    let mut folds: Vec<Vec<Option<usize>>> = Vec::new();
+    for (id, name, open) in &inputs.lanes {
+        row_of.insert(*id, layout.lanes.len());
+        let mut lane = LaneRows {
+            id: *id,
+            name: name.clone(),
+            depths: 1,
+            ..LaneRows::default()
+        };
+        let mut stack = Vec::new();
+        for (depth, span) in open.iter().enumerate() {
+            let depth = (depth as u16).min(MAX_DEPTH - 1);
+            stack.push((span.start, u64::MAX));
+            if span.start <= window.end {
+                lane.bars.push(Bar {
+                    x0: x(span.start).max(-1.0),
+                    x1: x(inputs.now.max(span.start)).min(width + 1.0),
+                    depth,
+                    kind: BarKind::Open(*span),
+                });
+                lane.depths = lane.depths.max(depth + 1);
+            }
+        }
+        layout.lanes.push(lane);
+        stacks.push(stack);
+        folds.push(Vec::new());
+    }
+    let mut gauges: HashMap<u32, usize> = HashMap::new();
+    for chunk in inputs.chunks.iter().rev() {
+        if chunk.last < window.start {
+            // Every span after this ended before the window.
+            break;
+        }
+        let overlaps = chunk.first <= window.end;
+        if overlaps {
+            for tick in chunk
+                .ticks
+                .iter()
+                .filter(|t| t.end >= window.start && t.start <= window.end)
+            {
+                layout.ticks.push((x(tick.start), x(tick.end), *tick));
+            }
+            for instant in chunk
+                .instants
+                .iter()
+                .filter(|i| (window.start..=window.end).contains(&i.time))
+            {
+                if let Some(&row) = row_of.get(&instant.lane) {
+                    layout.lanes[row].instants.push((x(instant.time), *instant));
+                }
+            }
+            for gauge in chunk
+                .gauges
+                .iter()
+                .filter(|g| (window.start..=window.end).contains(&g.time))
+            {
+                let at = *gauges.entry(gauge.name).or_insert_with(|| {
+                    layout.gauges.push(GaugeRow {
+                        name: gauge.name,
+                        min: f64::INFINITY,
+                        max: f64::NEG_INFINITY,
+                        ..GaugeRow::default()
+                    });
+                    layout.gauges.len() - 1
+                });
+                let row = &mut layout.gauges[at];
+                row.min = row.min.min(gauge.value);
+                row.max = row.max.max(gauge.value);
+                row.points.push((x(gauge.time), gauge.value));
+            }
+        }
+        if chunk.earliest_start > window.end || chunk.spans.is_empty() {
+            continue;
+        }
+        let narrow = |length: u64| (length as f64 * scale) < f64::from(MIN_BAR);
+        if narrow(chunk.last.saturating_sub(chunk.first)) && narrow(chunk.longest) {
+            if overlaps {
+                for lane in &chunk.lanes {
+                    if let Some(&row) = row_of.get(lane) {
+                        let (x0, x1) = (x(chunk.first), x(chunk.last));
+                        fold(&mut layout.lanes[row], &mut folds[row], 0, x0, x1, 1);
+                    }
+                }
+            }
+            continue;
+        }
+        for span in chunk.spans.iter().rev() {
+            layout.spans_read += 1;
+            let end = span.start.saturating_add(span.duration);
+            if end < window.start || span.start > window.end {
+                continue;
+            }
+            let Some(&row) = row_of.get(&span.lane) else {
+                continue;
+            };
+            let stack = &mut stacks[row];
+            while stack
+                .last()
+                .is_some_and(|&(start, stop)| start > span.start || stop < end)
+            {
+                stack.pop();
+            }
+            let depth = (stack.len() as u16).min(MAX_DEPTH - 1);
+            stack.push((span.start, end));
+            let lane = &mut layout.lanes[row];
+            lane.depths = lane.depths.max(depth + 1);
+            let (x0, x1) = (x(span.start), x(end));
+            if x1 - x0 < MIN_BAR {
+                fold(lane, &mut folds[row], depth, x0, x1, 1);
+            } else {
+                lane.bars.push(Bar {
+                    x0: x0.max(-1.0),
+                    x1: x1.min(width + 1.0),
+                    depth,
+                    kind: BarKind::Span(*span),
+                });
+            }
+        }
+    }
+    for gauge in &mut layout.gauges {
+        // Read newest first: put left to right, then thin to one reading
+        // per half pixel.
+        gauge.points.reverse();
+        let mut last = f32::NEG_INFINITY;
+        gauge.points.retain(|&(x, _)| {
+            let keep = x - last >= 0.5;
+            if keep {
+                last = x;
+            }
+            keep
+        });
+    }
+    layout.gauges.sort_by_key(|g| g.name);
+    layout.marks = inputs
+        .marks
+        .iter()
+        .filter(|m| (window.start..=window.end).contains(&m.time))
+        .map(|m| (x(m.time), *m))
+        .collect();
+    layout.bars = layout.lanes.iter().map(|l| l.bars.len()).sum();
+    layout
+}
+
+/// Adds spans `x0..x1` at `depth` to the lane's folded bar there, if the
+/// last one reaches them, else starts one.
+fn fold(lane: &mut LaneRows, folds: &mut Vec<Option<usize>>, depth: u16, x0: f32, x1: f32, n: u32) {
+    let d = usize::from(depth);
+    if folds.len() <= d {
+        folds.resize(d + 1, None);
+    }
+    if let Some(at) = folds[d] {
+        let bar = &mut lane.bars[at];
+        if x1 >= bar.x0 - MIN_BAR {
+            bar.x0 = bar.x0.min(x0);
+            bar.x1 = bar.x1.max(x1);
+            if let BarKind::Folded(count) = &mut bar.kind {
+                *count = count.saturating_add(n);
+            }
+            return;
+        }
+    }
+    folds[d] = Some(lane.bars.len());
+    lane.depths = lane.depths.max(depth + 1);
+    lane.bars.push(Bar {
+        x0,
+        x1: x1.max(x0 + MIN_BAR),
+        depth,
+        kind: BarKind::Folded(n),
+    });
+}
+
+/// Where things are on screen, for the pointer: each lane's top and
+/// bottom, and the gauges'.
+#[derive(Clone, Debug, Default)]
+pub struct Geometry {
+    /// The timeline's rectangle (the ruler at its top).
+    pub rect: Option<Rect>,
+    /// Per lane (as in the layout): its rows' top and bottom.
+    pub lanes: Vec<(f32, f32)>,
+}
+
+impl Geometry {
+    /// The bar under `pos`, if any: the lane and the bar's index.
+    pub fn bar_at<'a>(&self, layout: &'a Layout, pos: Pos2) -> Option<(&'a LaneRows, &'a Bar)> {
+        let rect = self.rect?;
+        let (row, &(top, _)) = self
+            .lanes
+            .iter()
+            .enumerate()
+            .find(|(_, (top, bottom))| (*top..*bottom).contains(&pos.y))?;
+        let lane = layout.lanes.get(row)?;
+        let depth = ((pos.y - top - LANE_LABEL) / ROW).floor();
+        if depth < 0.0 {
+            return None;
+        }
+        let x = pos.x - rect.left();
+        lane.bars
+            .iter()
+            .filter(|b| f32::from(b.depth) == depth)
+            .find(|b| (b.x0 - 0.5..=b.x1 + 0.5).contains(&x))
+            .map(|bar| (lane, bar))
+    }
+}
+
+/// Height of a lane's name above its rows.
+const LANE_LABEL: f32 = 14.0;
+
+/// How a span name is told apart: a colour of its own, stable across
+/// frames and pages.
+pub fn colour_of(name: u32) -> Color32 {
+    let h = name.wrapping_mul(2_654_435_761) >> 16;
+    let hue = (h % 360) as f32 / 360.0;
+    egui::ecolor::Hsva::new(hue, 0.45, 0.75, 1.0).into()
+}
+
+/// Orange for what is still open.
+pub const OPEN: Color32 = Color32::from_rgb(0xff, 0x8c, 0x00);
+/// Red for overruns and losses.
+pub const ALARM: Color32 = Color32::from_rgb(0xe0, 0x30, 0x30);
+
+/// What painting needs besides the layout.
+pub struct Style<'a> {
+    /// A span's name by id.
+    pub name: &'a dyn Fn(u32) -> String,
+    /// Whether a name stands out (selected, or found by the search); all
+    /// others are dimmed while any does.
+    pub highlight: &'a dyn Fn(u32) -> bool,
+    /// Whether anything is highlighted.
+    pub any_highlight: bool,
+}
+
+/// Paints `layout` into `rect`; returns where each lane went.
+pub fn paint(painter: &Painter, rect: Rect, layout: &Layout, style: &Style<'_>) -> Geometry {
+    let painter = painter.with_clip_rect(rect);
+    let left = rect.left();
+    let font = FontId::proportional(11.0);
+    let text = Color32::from_gray(230);
+    painter.rect_filled(rect, 0.0, Color32::from_gray(24));
+    // The ruler: ticks as alternating bands, overruns in red.
+    let ruler = Rect::from_min_max(rect.min, Pos2::new(rect.right(), rect.top() + ROW));
+    for (x0, x1, tick) in &layout.ticks {
+        let band = Rect::from_min_max(
+            Pos2::new(left + x0.max(-1.0), ruler.top()),
+            Pos2::new(
+                left + x1.min(layout.width + 1.0).max(x0 + 1.0),
+                ruler.bottom(),
+            ),
+        );
+        let fill = if tick.overrun {
+            ALARM
+        } else if tick.tick % 2 == 0 {
+            Color32::from_gray(60)
+        } else {
+            Color32::from_gray(80)
+        };
+        painter.rect_filled(band, 0.0, fill);
+        if band.width() > 70.0 {
+            let label = format!("#{} {}", tick.tick, duration(tick.duration()));
+            painter.text(
+                band.left_center() + egui::vec2(3.0, 0.0),
+                Align2::LEFT_CENTER,
+                label,
+                font.clone(),
+                text,
+            );
+        }
+    }
+    let mut geometry = Geometry {
+        rect: Some(rect),
+        lanes: Vec::with_capacity(layout.lanes.len()),
+    };
+    let mut y = ruler.bottom() + 2.0;
+    for lane in &layout.lanes {
+        let top = y;
+        let bottom = top + LANE_LABEL + f32::from(lane.depths) * ROW;
+        painter.line_segment(
+            [Pos2::new(left, top), Pos2::new(rect.right(), top)],
+            Stroke::new(1.0, Color32::from_gray(50)),
+        );
+        painter.text(
+            Pos2::new(left + 4.0, top + 1.0),
+            Align2::LEFT_TOP,
+            &lane.name,
+            font.clone(),
+            Color32::from_gray(170),
+        );
+        for bar in &lane.bars {
+            let y0 = top + LANE_LABEL + f32::from(bar.depth) * ROW;
+            let r = Rect::from_min_max(
+                Pos2::new(left + bar.x0, y0),
+                Pos2::new(left + bar.x1, y0 + ROW - 2.0),
+            );
+            let (fill, name) = match bar.kind {
+                BarKind::Span(span) => (colour_of(span.name), Some(span.name)),
+                BarKind::Open(span) => (OPEN, Some(span.name)),
+                BarKind::Folded(_) => (Color32::from_gray(120), None),
+            };
+            let dim = style.any_highlight && !name.is_some_and(|n| (style.highlight)(n));
+            let fill = if dim { fill.gamma_multiply(0.3) } else { fill };
+            painter.rect_filled(r, 1.0, fill);
+            if let BarKind::Open(_) = bar.kind {
+                painter.rect_stroke(r, 1.0, Stroke::new(1.5, ALARM), StrokeKind::Inside);
+            }
+            if r.width() > 24.0 {
+                let label = match (bar.kind, name) {
+                    (BarKind::Folded(n), _) => format!("{n} spans"),
+                    (_, Some(name)) => (style.name)(name),
+                    _ => String::new(),
+                };
+                let visible = r.intersect(rect);
+                painter.with_clip_rect(visible).text(
+                    Pos2::new(visible.left() + 3.0, r.center().y),
+                    Align2::LEFT_CENTER,
+                    label,
+                    font.clone(),
+                    Color32::BLACK,
+                );
+            }
+        }
+        for (x, instant) in &lane.instants {
+            let at = Pos2::new(left + x, top + LANE_LABEL);
+            painter.add(egui::Shape::convex_polygon(
+                vec![at + egui::vec2(-4.0, -6.0), at + egui::vec2(4.0, -6.0), at],
+                colour_of(instant.name),
+                Stroke::new(1.0, Color32::WHITE),
+            ));
+        }
+        geometry.lanes.push((top, bottom));
+        y = bottom + 2.0;
+    }
+    for gauge in &layout.gauges {
+        let top = y;
+        let plot = Rect::from_min_max(
+            Pos2::new(left, top + LANE_LABEL),
+            Pos2::new(rect.right(), top + LANE_LABEL + GAUGE_ROW),
+        );
+        painter.line_segment(
+            [Pos2::new(left, top), Pos2::new(rect.right(), top)],
+            Stroke::new(1.0, Color32::from_gray(50)),
+        );
+        let last = gauge.points.last().map_or(0.0, |p| p.1);
+        painter.text(
+            Pos2::new(left + 4.0, top + 1.0),
+            Align2::LEFT_TOP,
+            format!(
+                "{} {}  ({} .. {})",
+                (style.name)(gauge.name),
+                number(last),
+                number(gauge.min),
+                number(gauge.max)
+            ),
+            font.clone(),
+            Color32::from_gray(170),
+        );
+        let range = (gauge.max - gauge.min).max(f64::EPSILON);
+        let points: Vec<Pos2> = gauge
+            .points
+            .iter()
+            .map(|&(x, v)| {
+                Pos2::new(
+                    left + x,
+                    plot.bottom() - ((v - gauge.min) / range) as f32 * plot.height(),
+                )
+            })
+            .collect();
+        painter.add(egui::Shape::line(
+            points,
+            Stroke::new(1.5, colour_of(gauge.name)),
+        ));
+        y = plot.bottom() + 4.0;
+    }
+    // Marks over everything: a line down the timeline, and what it says.
+    for (x, mark) in &layout.marks {
+        let colour = match mark.kind {
+            MarkKind::Restart | MarkKind::Reconnect => Color32::from_rgb(0x60, 0xa0, 0xff),
+            _ => ALARM,
+        };
+        let at = left + x;
+        painter.line_segment(
+            [Pos2::new(at, ruler.top()), Pos2::new(at, y)],
+            Stroke::new(1.5, colour),
+        );
+        painter.text(
+            Pos2::new(at + 2.0, ruler.bottom() + 1.0),
+            Align2::LEFT_TOP,
+            mark_text(mark),
+            font.clone(),
+            colour,
+        );
+    }
+    geometry
+}
+
+/// What a mark says on the timeline.
+pub fn mark_text(mark: &Mark) -> String {
+    match mark.kind {
+        MarkKind::Gap => format!("{} frames lost", mark.count),
+        MarkKind::Dropped => format!("{} events dropped", mark.count),
+        MarkKind::Damaged => format!("damage ({} events)", mark.count),
+        MarkKind::Restart => "restart".into(),
+        MarkKind::Reconnect => "reconnect".into(),
+    }
+}
+
+/// `ns` for a person: ns, µs, ms or s.
+pub fn duration(ns: u64) -> String {
+    match ns {
+        0..1_000 => format!("{ns} ns"),
+        1_000..1_000_000 => format!("{:.1} µs", ns as f64 / 1e3),
+        1_000_000..1_000_000_000 => format!("{:.2} ms", ns as f64 / 1e6),
+        _ => format!("{:.3} s", ns as f64 / 1e9),
+    }
+}
+
+fn number(v: f64) -> String {
+    match v.abs() {
+        a if a >= 1e9 => format!("{:.2} G", v / 1e9),
+        a if a >= 1e6 => format!("{:.2} M", v / 1e6),
+        a if a >= 1e3 => format!("{:.1} k", v / 1e3),
+        _ => format!("{v:.1}"),
+    }
+}
