@@ -70,6 +70,10 @@ enum Command {
         /// One JSON summary of the file instead of the screen.
         #[arg(long)]
         json: bool,
+        /// Serve it to the browser viewer instead, on this port of
+        /// loopback (`--web` alone picks one); the URL to open is printed.
+        #[arg(long, value_name = "PORT", num_args = 0..=1, default_missing_value = "0")]
+        web: Option<u16>,
     },
     /// Attach to many processes at once and serve their metrics to
     /// Prometheus.
@@ -122,7 +126,12 @@ fn run(cli: Cli) -> Result<(), CliError> {
             record::run(&addr, &output, format, duration)
         }
         Command::Web(options) => web::run(options),
-        Command::View { file, json } => view::run(&file, json),
+        Command::View {
+            file,
+            web: Some(port),
+            ..
+        } => view::serve(&file, port),
+        Command::View { file, json, .. } => view::run(&file, json),
         Command::Relay(options) => relay::run(options),
         Command::Inspect { file } => inspect::run(&file),
         Command::Convert { file, to, output } => convert::run(&file, to, &output),

@@ -15,6 +15,14 @@ use serde_json::Value;
 use typhon_live_tests::browser::{colours, Browser};
 
 const HOOK: &str = "return window.typhon ? window.typhon.summary() : null;";
+
+/// One browser at a time: two headless Chromiums and a demo on two cores
+/// would make every wait here a race.
+static ONE_BROWSER: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn one_browser() -> std::sync::MutexGuard<'static, ()> {
+    ONE_BROWSER.lock().unwrap_or_else(|p| p.into_inner())
+}
 const WAIT: Duration = Duration::from_secs(40);
 
 /// Starts `typhon-live ARGS` and returns it with the viewer's URL it
@@ -61,6 +69,7 @@ fn the_demo_is_watched_live_in_chromium() {
         // Under wine, /usr/bin/chromium is found and cannot run.
         return skipped("the browser test runs Chromium on Linux only");
     }
+    let _turn = one_browser();
     let browser = match Browser::start(1400, 800) {
         Ok(browser) => browser,
         Err(why) => return skipped(&why),
@@ -88,6 +97,18 @@ fn the_demo_is_watched_live_in_chromium() {
         assert!(spans.contains(&name.to_owned()), "{name} not in {spans:?}");
     }
 
+    // Live, the wheel zooms out at the right edge, which stays now: 2 s
+    // across, wide enough for the stall beside the ticks around it.
+    let window = |s: &Value| {
+        let w = &s["page"]["window"];
+        w["end"].as_u64().unwrap_or(0) - w["start"].as_u64().unwrap_or(0)
+    };
+    let (x, y) = middle(&state["page"]["timeline"]);
+    browser.wheel(x, y, 1500.0).unwrap();
+    browser
+        .wait_for(HOOK, Duration::from_secs(10), |s| window(s) > 1_500_000_000)
+        .unwrap_or_else(|e| panic!("the wheel did not zoom out live: {e}"));
+
     // The stall (every 10 s, 1.2 s long): an open span growing on the
     // timeline, then its tick overrunning.
     let open = |s: &Value| -> f64 {
@@ -99,26 +120,21 @@ fn the_demo_is_watched_live_in_chromium() {
             .filter_map(|o| o["open_ms"].as_f64())
             .fold(0.0, f64::max)
     };
+    // Seen early enough (the stall lasts 1.2 s) to see it grow after.
     let stalled = browser
         .wait_for(HOOK, WAIT, |s| {
-            open(s) > 200.0 && s["page"]["open_bars"].as_u64() > Some(0)
+            (100.0..700.0).contains(&open(s)) && s["page"]["open_bars"].as_u64() > Some(0)
         })
         .unwrap_or_else(|e| panic!("no stall seen open: {e}"));
     let grown = browser
         .wait_for(HOOK, Duration::from_secs(5), |s| {
-            open(s) > open(&stalled) + 100.0
+            open(s) > open(&stalled) + 30.0
         })
         .unwrap_or_else(|e| panic!("the open span did not grow: {e}"));
     assert!(open(&grown) > open(&stalled));
     let stall_png = browser.screenshot().unwrap();
-    browser
-        .wait_for(HOOK, WAIT, |s| {
-            s["page"]["summary"]["overruns"].as_u64() > Some(0)
-        })
-        .unwrap_or_else(|e| panic!("the stalled tick was not counted as an overrun: {e}"));
-
-    // Pause, by clicking its button: the picture stays while frames
-    // keep arriving.
+    // Pause, by clicking its button, while the stall is open: the
+    // picture stays, its open span too, while frames keep arriving.
     let state = browser.run(HOOK).unwrap();
     let (x, y) = middle(&state["page"]["pause_button"]);
     browser.click(x, y).unwrap();
@@ -134,18 +150,24 @@ fn the_demo_is_watched_live_in_chromium() {
         later["page"]["window"], paused["page"]["window"],
         "the picture moved"
     );
+    assert_eq!(
+        later["page"]["bars"], paused["page"]["bars"],
+        "the picture changed"
+    );
     assert!(
         later["page"]["frames"].as_u64() > paused["page"]["frames"].as_u64(),
         "no frames arrived while paused"
     );
+    // The model goes on: the stalled tick ends, and overran.
+    browser
+        .wait_for(HOOK, WAIT, |s| {
+            s["page"]["summary"]["overruns"].as_u64() > Some(0)
+        })
+        .unwrap_or_else(|e| panic!("the stalled tick was not counted as an overrun: {e}"));
 
     // The wheel over the timeline zooms out around the cursor, far
     // enough to show the overrunning tick on the ruler; then in.
     let (x, y) = middle(&later["page"]["timeline"]);
-    let window = |s: &Value| {
-        let w = &s["page"]["window"];
-        w["end"].as_u64().unwrap_or(0) - w["start"].as_u64().unwrap_or(0)
-    };
     let before = window(&later);
     browser.wheel(x, y, 3000.0).unwrap();
     let out = browser
@@ -161,15 +183,109 @@ fn the_demo_is_watched_live_in_chromium() {
         .wait_for(HOOK, Duration::from_secs(10), |s| window(s) < window(&out))
         .unwrap_or_else(|e| panic!("the wheel did not zoom in: {e}"));
 
+    // Clicking a name lists its statistics over the history: the stall
+    // is its longest.
+    let state = browser.run(HOOK).unwrap();
+    let listed = state["page"]["listed"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let row = listed
+        .iter()
+        .find(|row| row[0] == "Sim.AI")
+        .unwrap_or_else(|| panic!("Sim.AI is not listed: {listed:?}"));
+    let (x, y) = middle(&row[1]);
+    browser.click(x, y).unwrap();
+    let selected = browser
+        .wait_for(HOOK, Duration::from_secs(10), |s| {
+            s["page"]["selected"]["name"] == "Sim.AI"
+        })
+        .unwrap_or_else(|e| panic!("clicking Sim.AI did not select it: {e}"));
+    let stats = &selected["page"]["selected"];
+    assert!(stats["count"].as_u64() > Some(100), "{stats}");
+    assert!(
+        stats["max"].as_u64() > Some(1_100_000_000),
+        "the stall is not its longest: {stats}"
+    );
+    assert!(stats["p50"].as_u64() < Some(10_000_000), "{stats}");
+    assert_eq!(stats["longest"], 10, "{stats}");
+    // Its longest occurrence, clicked, is shown: the stall, with room
+    // either side.
+    let (x, y) = middle(&stats["longest_at"][0]);
+    browser.click(x, y).unwrap();
+    let shown = browser
+        .wait_for(HOOK, Duration::from_secs(10), |s| {
+            (3_000_000_000..4_000_000_000).contains(&window(s))
+        })
+        .unwrap_or_else(|e| panic!("the longest was not shown: {e}"));
+    assert!(
+        shown["page"]["overrun_ticks"].as_u64() > Some(0),
+        "{}",
+        shown["page"]
+    );
+    let selected_png = browser.screenshot().unwrap();
+
     // The picture is a picture: many colours, and kept for a person to
     // look at.
-    for (png, name) in [
-        (stall_png, "stall"),
-        (browser.screenshot().unwrap(), "zoomed"),
-    ] {
+    for (png, name) in [(stall_png, "stall"), (selected_png, "selected")] {
         let path = std::env::temp_dir().join(format!("typhon-live-web-{name}.png"));
         std::fs::write(&path, &png).unwrap();
         let seen = colours(&png, 64).unwrap();
         assert!(seen >= 16, "{seen} colours in {}", path.display());
     }
+}
+
+#[test]
+fn a_recorded_trace_is_read_whole_by_the_page_and_shown_paused_at_its_end() {
+    if !cfg!(target_os = "linux") {
+        return skipped("the browser test runs Chromium on Linux only");
+    }
+    let _turn = one_browser();
+    let browser = match Browser::start(1200, 700) {
+        Ok(browser) => browser,
+        Err(why) => return skipped(&why),
+    };
+    let trace = common::temp("web-view.tlt");
+    let recorded = Command::new(BIN)
+        .args([
+            "demo",
+            "--no-view",
+            "--live",
+            "0",
+            "--duration",
+            "2",
+            "--trace",
+        ])
+        .arg(&trace)
+        .stdout(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(recorded.success());
+    // What `view --json` reads of the file: the page must read the same.
+    let json = Command::new(BIN)
+        .arg("view")
+        .arg(&trace)
+        .arg("--json")
+        .output()
+        .unwrap();
+    let expected: Value = serde_json::from_slice(&json.stdout).unwrap();
+    let (_view, url) = serve(&["view", trace.to_str().unwrap(), "--web"]);
+    browser.open(&url).unwrap();
+    // Read to its end, and drawn there: the window ends at the file's last
+    // time (the demo ran 2 s).
+    let state = browser
+        .wait_for(HOOK, WAIT, |s| {
+            s["page"]["summary"]["connection"]["state"] == "file"
+                && s["page"]["window"]["end"].as_u64() > Some(1_000_000_000)
+        })
+        .unwrap_or_else(|e| panic!("the page did not read the file to its end: {e}"));
+    let page = &state["page"];
+    assert_eq!(page["paused"], true, "{page}");
+    assert_eq!(page["summary"]["events"], expected["events"]);
+    assert_eq!(page["summary"]["frames"], expected["frames"]);
+    assert_eq!(
+        page["summary"]["history"]["records"],
+        expected["history"]["records"]
+    );
+    let _ = std::fs::remove_file(&trace);
 }

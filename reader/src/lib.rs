@@ -15,6 +15,8 @@
 //!   stream (Init, Catch-up) that a new reader begins from.
 //! - [`frames`] reads every whole frame of a byte slice (a trace file)
 //!   and the [`Damage`] between them.
+//! - [`carry`] names what a carrier says besides the bytes (a file's
+//!   end, over a WebSocket).
 //! - [`BlockBuffer`] decompresses Blocks, for the few who read events
 //!   without a reader (benchmarks, the exporter's tests).
 //!
@@ -63,6 +65,7 @@
 extern crate alloc;
 
 mod block_buffer;
+pub mod carry;
 mod clock;
 mod frames;
 mod names;

@@ -254,10 +254,14 @@ struct Viewer {
 
 impl Viewer {
     /// Queues `frame` with the viewer's next number; a Block or Catch-up
-    /// is dropped (its number skipped) when the queue is full.
+    /// is dropped (its number skipped) when the queue is full. An Init (a
+    /// source shown as itself restarted) carries the number of the frame
+    /// after it, and takes none.
     fn offer(&mut self, frame: &Arc<MergedFrame>) {
         let seq = self.next_seq;
-        self.next_seq = seq.wrapping_add(1);
+        if frame.kind != FrameKind::Init.to_byte() {
+            self.next_seq = seq.wrapping_add(1);
+        }
         if self.queue.ending() != Ending::Open {
             return;
         }

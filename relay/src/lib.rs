@@ -18,6 +18,7 @@ pub mod merge;
 pub mod metrics;
 pub mod otlp;
 pub mod page;
+pub mod replay;
 pub mod serve;
 pub mod source;
 pub mod tabs;

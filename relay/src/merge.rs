@@ -23,6 +23,10 @@
 //!   Catch-up listed, less those that ended since. A source's Catch-up is
 //!   passed on as a Catch-up of its lanes; a viewer connecting gets one
 //!   of every lane after its Init ([`Merger::catch_up`]).
+//! - **One source shown as itself** ([`Merger::single`]: `typhon-live
+//!   web`, `demo --web`): its lanes and gauges keep their names, the Init
+//!   its process name, and its restart (a new session id) is the
+//!   stream's: a new Init to every viewer, whose reader starts over.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -298,6 +302,10 @@ impl Merger {
                 names,
                 lanes,
             } => {
+                let restarted = self.sources[source].session.is_some_and(|s| s != *id);
+                if self.shown_as_source && restarted {
+                    return self.start_over(*id, process, names, lanes, &mut emit);
+                }
                 if self.shown_as_source && self.process_name != *process {
                     self.process_name.clone_from(process);
                     self.init = None;
@@ -330,6 +338,27 @@ impl Merger {
             // Counted in the metrics; a gap upstream has no events to say.
             Update::Gap { .. } => {}
         }
+    }
+
+    /// The one source shown as itself restarted (a new session id): so
+    /// does the stream. Everything merged so far is forgotten, and the new
+    /// session's Init goes to every viewer, whose reader takes it as a
+    /// new session (a restart on the page).
+    fn start_over(
+        &mut self,
+        session: u64,
+        process: &str,
+        names: &[(NameId, String)],
+        lanes: &[LaneInfo],
+        emit: &mut impl FnMut(MergedFrame),
+    ) {
+        *self = Merger::single(session, self.created_unix_ns);
+        self.process_name = process.to_owned();
+        self.sources[0].session = Some(session);
+        // Defined in the Init itself: no Definitions before it.
+        self.define(0, names, lanes, &mut |_| {});
+        self.names_sent = self.names.count();
+        emit(MergedFrame::clone(&self.init()));
     }
 
     fn define(
@@ -1007,6 +1036,42 @@ mod tests {
             Some("typhon-live relay")
         );
         assert!(model.names().iter().any(|(_, text)| text == "a/Main"));
+    }
+
+    #[test]
+    fn one_source_shown_as_itself_restarting_is_a_new_session_for_its_viewers() {
+        let mut merger = Merger::single(7, 0);
+        let mut stream = whole(&merger.init(), 0);
+        let mut seq = 0;
+        for (session, ticks) in [(1, 0..20), (2, 0..10)] {
+            let mut reader = Reader::default();
+            each_frame(&nested_stream(ticks), |frame| {
+                reader
+                    .read(frame, 1_000_000_000, |mut update, _| {
+                        if let Update::Session { id, .. } = &mut update {
+                            *id = session;
+                        }
+                        merger.update(0, &update, |frame| {
+                            let init = frame.kind == typhon_live_core::FrameKind::Init.to_byte();
+                            stream.extend(whole(&frame, seq));
+                            seq += u32::from(!init);
+                        })
+                    })
+                    .unwrap()
+            });
+        }
+        let mut model = viewed(&stream);
+        assert_eq!(model.restarts(), 1);
+        assert_eq!(model.session().map(|s| s.id), Some(2));
+        assert_eq!(model.frames_dropped(), 0);
+        model.flush_history();
+        // The second session's spans only, its lane named as the source
+        // names it.
+        let stats = model.span_stats();
+        let count = |name: &str| stats.iter().find(|s| s.name == name).map(|s| s.count);
+        assert_eq!((count("outer"), count("inner")), (Some(10), Some(20)));
+        let lanes = model.summary(Duration::ZERO).lanes;
+        assert!(lanes.iter().all(|l| !l.name.contains('/')), "{lanes:?}");
     }
 
     #[test]

@@ -3,10 +3,16 @@
 //! fetched from elsewhere; served as they are stored, `Content-Encoding:
 //! gzip`, to a client that accepts it (every browser does).
 
+use std::net::{SocketAddr, TcpListener};
+
 use typhon_live_http::axum::http::{header, HeaderMap, StatusCode};
 use typhon_live_http::axum::response::{IntoResponse, Response};
 use typhon_live_http::axum::routing::get;
 use typhon_live_http::axum::Router;
+use typhon_live_http::{guard, Guard, Limits};
+
+use crate::config;
+use crate::error::RelayError;
 
 /// One embedded file: its path under the page, its type, its gzip bytes.
 struct Asset {
@@ -52,12 +58,36 @@ pub fn routes() -> Router {
     ASSETS.iter().fold(Router::new(), |router, asset| {
         router.route(
             asset.path,
-            get(move |headers: HeaderMap| async move { serve(asset, &headers) }),
+            get(move |headers: HeaderMap| async move { answer(asset, &headers) }),
         )
     })
 }
 
-fn serve(asset: &'static Asset, headers: &HeaderMap) -> Response {
+/// Serves the page and `stream` (the tabs' route: [`crate::tabs`] or
+/// [`crate::replay`]) on `address`, loopback only, behind a new token;
+/// returns the URL to open, the token in it, printed once by the caller.
+/// The server runs on a thread of its own; `who` signs its complaints.
+pub fn serve(who: &str, address: SocketAddr, stream: Router) -> Result<String, RelayError> {
+    config::web_on_loopback(address.ip()).map_err(RelayError::BadSettings)?;
+    let cannot = |reason: String| RelayError::CannotListen {
+        addr: address.to_string(),
+        reason,
+    };
+    let listener = TcpListener::bind(address).map_err(|e| cannot(e.to_string()))?;
+    let bound = listener.local_addr().map_err(|e| cannot(e.to_string()))?;
+    let token = guard::new_token()
+        .map_err(|e| cannot(format!("no token: the system has no random numbers ({e})")))?;
+    let app = Guard::new(&token, bound).protect(routes().merge(stream));
+    let who = who.to_owned();
+    std::thread::spawn(move || {
+        if let Err(e) = typhon_live_http::serve(listener, app, Limits::default()) {
+            eprintln!("{who}: the browser viewer is not served: {e}");
+        }
+    });
+    Ok(format!("http://{bound}/{token}/"))
+}
+
+fn answer(asset: &'static Asset, headers: &HeaderMap) -> Response {
     let gzip = headers
         .get_all(header::ACCEPT_ENCODING)
         .iter()

@@ -8,9 +8,7 @@ use std::sync::mpsc::SyncSender;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use typhon_live_http::{guard, Guard, Limits};
-
-use crate::config::{self, RelayConfig};
+use crate::config::RelayConfig;
 use crate::error::RelayError;
 use crate::fanout::{self, Input};
 use crate::http;
@@ -130,32 +128,11 @@ pub fn run(serve: &RelayConfig, duration: Option<Duration>) -> Result<(), RelayE
     Ok(())
 }
 
-/// Serves the browser viewer on `port` of the (loopback) bind address:
-/// the page and its stream, behind a new token, which is printed once
-/// in the URL to open.
+/// Serves the browser viewer of the merged stream on `port` of the
+/// (loopback) bind address, and says where.
 fn serve_page(serve: &RelayConfig, port: u16, inbox: SyncSender<Input>) -> Result<(), RelayError> {
-    let who = serve.who.as_str();
     let address = SocketAddr::new(serve.bind_address, port);
-    config::web_on_loopback(address.ip()).map_err(RelayError::BadSettings)?;
-    let listener = listen(
-        who,
-        address,
-        "the browser viewer",
-        "everything the stream carries",
-    )?;
-    let bound = listener.local_addr().map_or(address, |a| a);
-    let token = guard::new_token().map_err(|e| RelayError::CannotListen {
-        addr: bound.to_string(),
-        reason: format!("no token: the system has no random numbers ({e})"),
-    })?;
-    let guard = Guard::new(&token, bound);
-    let app = guard.protect(page::routes().merge(tabs::routes(inbox)));
-    tell(who, &format!("browser viewer at http://{bound}/{token}/"));
-    let who = who.to_owned();
-    std::thread::spawn(move || {
-        if let Err(e) = typhon_live_http::serve(listener, app, Limits::default()) {
-            eprintln!("{who}: the browser viewer is not served: {e}");
-        }
-    });
+    let url = page::serve(&serve.who, address, tabs::routes(inbox))?;
+    tell(&serve.who, &format!("browser viewer at {url}"));
     Ok(())
 }

@@ -188,6 +188,20 @@ impl Browser {
         }
     }
 
+    /// Performs `actions`, then releases every input source, so that the
+    /// next gesture starts from the page's state, not the driver's memory
+    /// of the last one (a move to where the driver thinks the pointer
+    /// already is sends no event).
+    fn perform(&self, actions: &Value) -> Result<(), String> {
+        self.session_post("/actions", actions)?;
+        let release = format!("{}/session/{}/actions", self.base, self.session);
+        self.agent
+            .delete(&release)
+            .call()
+            .map_err(|e| e.to_string())?;
+        Ok(())
+    }
+
     /// Clicks at `(x, y)` of the viewport.
     pub fn click(&self, x: f64, y: f64) -> Result<(), String> {
         let actions = json!({"actions": [{
@@ -199,7 +213,7 @@ impl Browser {
                 {"type": "pointerUp", "button": 0}
             ]
         }]});
-        self.session_post("/actions", &actions).map(drop)
+        self.perform(&actions)
     }
 
     /// Moves the mouse to `(x, y)`, then turns its wheel by `delta_y`
@@ -209,13 +223,13 @@ impl Browser {
             "type": "pointer", "id": "mouse", "parameters": {"pointerType": "mouse"},
             "actions": [{"type": "pointerMove", "duration": 0, "x": x.round() as i64, "y": y.round() as i64}]
         }]});
-        self.session_post("/actions", &moved)?;
+        self.perform(&moved)?;
         let actions = json!({"actions": [{
             "type": "wheel", "id": "wheel",
             "actions": [{"type": "scroll", "x": x.round() as i64, "y": y.round() as i64,
                          "deltaX": 0, "deltaY": delta_y.round() as i64, "duration": 0}]
         }]});
-        self.session_post("/actions", &actions).map(drop)
+        self.perform(&actions)
     }
 
     /// A screenshot of the viewport: PNG bytes.

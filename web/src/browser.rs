@@ -14,6 +14,8 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use web_sys::{BinaryType, CloseEvent, MessageEvent, WebSocket};
 
+use typhon_live_reader::carry::END_OF_FILE;
+
 use crate::page::{Page, DEFAULT_HISTORY_BYTES};
 
 /// Live, a frame at least this often.
@@ -113,6 +115,10 @@ fn connect(page: Rc<RefCell<Page>>, ctx: egui::Context, again: bool) {
     let on_close = {
         let (page, ctx) = (Rc::clone(&page), ctx.clone());
         Closure::<dyn FnMut(CloseEvent)>::new(move |event: CloseEvent| {
+            if event.code() == 1000 && event.reason() == END_OF_FILE {
+                page.borrow_mut().file_ended(now());
+                return ctx.request_repaint();
+            }
             let reason = match event.reason() {
                 r if r.is_empty() => format!("closed ({})", event.code()),
                 r => r,

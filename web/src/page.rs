@@ -58,6 +58,11 @@ pub struct Page {
     layout: Layout,
     geometry: Geometry,
     pause_button: Option<Rect>,
+    /// The names listed beside the timeline, and where.
+    listed: Vec<(String, Rect)>,
+    /// The selected name's longest occurrences listed, and where.
+    longest_listed: Vec<Rect>,
+    pointer: Option<egui::Pos2>,
     frames_drawn: u64,
 }
 
@@ -79,6 +84,9 @@ impl Page {
             layout: Layout::default(),
             geometry: Geometry::default(),
             pause_button: None,
+            listed: Vec::new(),
+            longest_listed: Vec::new(),
+            pointer: None,
             frames_drawn: 0,
         }
     }
@@ -94,6 +102,17 @@ impl Page {
             self.feed.reconnected(&mut self.model);
         }
         self.model.connection = Connection::Connected { peer };
+    }
+
+    /// The stream was a recorded file, and it all arrived: the page
+    /// shows it paused at its end, and does not connect again.
+    pub fn file_ended(&mut self, now: Duration) {
+        self.model.flush_history();
+        self.model.connection = Connection::File {
+            path: "a recorded trace".into(),
+        };
+        self.view.resume();
+        self.view.pause(self.model.timeline_inputs(now));
     }
 
     /// The stream's connection closed.
@@ -152,6 +171,7 @@ impl Page {
         self.layout = layout;
         self.geometry = geometry;
         self.frames_drawn += 1;
+        self.pointer = ctx.input(|i| i.pointer.latest_pos());
         for action in actions {
             self.apply(action, now);
         }
@@ -229,6 +249,11 @@ impl Page {
         let view = &mut self.view;
         let selection = self.selection.as_ref();
         let model = &self.model;
+        let lanes = &self.layout.lanes;
+        let listed = &mut self.listed;
+        listed.clear();
+        let longest_listed = &mut self.longest_listed;
+        longest_listed.clear();
         egui::SidePanel::right("names")
             .default_width(320.0)
             .show(ctx, |ui| {
@@ -247,10 +272,9 @@ impl Page {
                             .take(FOUND)
                         {
                             let text = format!("{}  ×{}  {:.2} ms", s.name, s.count, s.total_ms);
-                            if ui
-                                .selectable_label(view.selected == Some(s.id), text)
-                                .clicked()
-                            {
+                            let row = ui.selectable_label(view.selected == Some(s.id), text);
+                            listed.push((s.name.clone(), row.rect));
+                            if row.clicked() {
                                 actions.push(Action::Select(s.id));
                             }
                         }
@@ -280,13 +304,18 @@ impl Page {
                 histogram(ui, d);
                 ui.label("longest (click to show):");
                 for span in &selected.longest {
+                    let lane = lanes
+                        .iter()
+                        .find(|l| l.id == span.lane)
+                        .map_or("?", |l| &l.name);
                     let text = format!(
-                        "{} at {:.3} s, lane {}",
+                        "{} at {:.3} s on {lane}",
                         duration(span.duration),
                         span.start as f64 / 1e9,
-                        span.lane
                     );
-                    if ui.link(text).clicked() {
+                    let link = ui.link(text);
+                    longest_listed.push(link.rect);
+                    if link.clicked() {
                         actions.push(Action::Jump(*span));
                     }
                 }
@@ -315,7 +344,21 @@ impl Page {
                 .filter(|b| matches!(b.kind, BarKind::Open(_)))
                 .count(),
             overrun_ticks: self.layout.ticks.iter().filter(|t| t.2.overrun).count(),
-            selected: self.view.selected.map(|n| self.model.name(n)),
+            selected: self.selection.as_ref().map(|s| Selected {
+                name: self.model.name(s.name),
+                count: s.distribution.count,
+                p50: s.distribution.p50,
+                p99: s.distribution.p99,
+                max: s.distribution.max,
+                longest: s.longest.len(),
+                longest_at: self.longest_listed.iter().map(|r| css(*r)).collect(),
+            }),
+            listed: self
+                .listed
+                .iter()
+                .map(|(name, r)| (name.clone(), css(*r)))
+                .collect(),
+            pointer: self.pointer.map(|p| [p.x, p.y]),
             pause_button: self.pause_button.map(css),
             timeline: self.geometry.rect.map(css),
         };
@@ -335,9 +378,25 @@ struct Hook {
     bars: usize,
     open_bars: usize,
     overrun_ticks: usize,
-    selected: Option<String>,
+    selected: Option<Selected>,
+    listed: Vec<(String, [f32; 4])>,
+    /// Where egui last saw the pointer.
+    pointer: Option<[f32; 2]>,
     pause_button: Option<[f32; 4]>,
     timeline: Option<[f32; 4]>,
+}
+
+/// The selected name's statistics, as [`Page::hook`] reports them (ns).
+#[derive(Serialize)]
+struct Selected {
+    name: String,
+    count: u64,
+    p50: u64,
+    p99: u64,
+    max: u64,
+    longest: usize,
+    /// Where each of the longest is listed, longest first.
+    longest_at: Vec<[f32; 4]>,
 }
 
 fn css(r: Rect) -> [f32; 4] {

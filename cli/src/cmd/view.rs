@@ -4,6 +4,7 @@
 //! after the fact.
 
 use std::io::{IsTerminal, Write};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -44,6 +45,26 @@ pub fn run(path: &Path, json: bool) -> Result<(), CliError> {
     }
     screen.close();
     Ok(())
+}
+
+/// Serves the file at `path` to the browser viewer on `port` of
+/// loopback, until the process is stopped: each tab reads the whole
+/// file, then shows it paused at its end.
+pub fn serve(path: &Path, port: u16) -> Result<(), CliError> {
+    // Refused now, not in each tab that asks.
+    std::fs::File::open(path).map_err(|e| CliError::File {
+        path: path.into(),
+        reason: e.to_string(),
+    })?;
+    let address = SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port);
+    let stream = typhon_live_relay::replay::routes(path.to_path_buf());
+    let url = typhon_live_relay::page::serve("typhon-live view", address, stream)?;
+    let mut out = std::io::stdout();
+    let _ = writeln!(out, "typhon-live view: browser viewer at {url}");
+    let _ = out.flush();
+    loop {
+        std::thread::park();
+    }
 }
 
 /// The model of the whole file (as much as [`VIEW_HISTORY_BYTES`] holds),
