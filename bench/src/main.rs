@@ -15,6 +15,7 @@ mod formats;
 mod live;
 mod relay;
 mod relay_attack;
+mod web;
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -577,6 +578,10 @@ struct Options {
     /// non-readers, a 1 MiB head).
     #[arg(long)]
     relay_attack: bool,
+    /// Only the browser viewer's rows, in headless Chromium: decode plus
+    /// model as wasm, the first frame drawn, the bundle's size.
+    #[arg(long)]
+    web: bool,
     /// Only the sizes and conversion speeds of these trace files as
     /// Perfetto and Chrome JSON.
     #[arg(long, value_name = "FILE", num_args = 1..)]
@@ -638,6 +643,10 @@ fn main() {
     }
     if options.relay_attack {
         relay_attack::print();
+        return;
+    }
+    if options.web {
+        web::print(quick);
         return;
     }
     if !options.formats.is_empty() {

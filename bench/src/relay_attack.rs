@@ -20,7 +20,7 @@ const SCRAPES: usize = 50;
 const WAIT: Duration = Duration::from_secs(10);
 
 /// Kills the child when dropped.
-struct Running(Child);
+pub(crate) struct Running(Child);
 
 impl Drop for Running {
     fn drop(&mut self) {
@@ -31,7 +31,7 @@ impl Drop for Running {
 
 /// Starts `typhon-live ARGS` and returns it with the rest of the first
 /// stdout line that starts with `prefix`.
-fn start(args: &[&str], prefix: &str) -> Option<(Running, String)> {
+pub(crate) fn start(args: &[&str], prefix: &str) -> Option<(Running, String)> {
     let mut child = crate::relay::typhon_live()?
         .args(args)
         .stdout(Stdio::piped())

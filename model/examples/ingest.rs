@@ -20,6 +20,7 @@ fn main() {
     let stream = typhon_live_tests::exporter_stream(5_000, 1 << 20, Compression::Auto);
     let mut buf = vec![0u8; 16 << 20];
     let mut rates = Vec::new();
+    let mut events = 0;
     for _ in 0..rounds {
         let started = Instant::now();
         let mut decoder = Decoder::new(&mut buf);
@@ -33,11 +34,12 @@ fn main() {
             }
         }
         black_box(model.summary(Duration::ZERO));
-        rates.push(model.events() as f64 / started.elapsed().as_secs_f64());
+        events = model.events();
+        rates.push(events as f64 / started.elapsed().as_secs_f64());
     }
     rates.sort_by(f64::total_cmp);
     println!(
-        "reader + model: {:.2} M events/s (median of {rounds}; {:.2} .. {:.2})",
+        "reader + model: {:.2} M events/s (median of {rounds}; {:.2} .. {:.2}), {events} events a round",
         rates[rounds / 2] / 1e6,
         rates[0] / 1e6,
         rates[rounds - 1] / 1e6

@@ -27,11 +27,10 @@ use serde::Serialize;
 use typhon_live_core::{DecodeError, Event, Frame, GaugeValue, LaneKind, OpenSpan};
 use typhon_live_reader::{Loss, Names, Reader, Session, State, Tally, Update};
 
-/// Host time the sliding windows cover (tick durations, top spans).
+/// Host time the sliding windows cover (tick durations, top spans: the
+/// latter from the per-name totals of the history's chunks that end in
+/// it, so that no event pays for it twice).
 const WINDOW_SECONDS: f64 = 2.0;
-/// The span window is kept as this many buckets of per-name totals, so its
-/// memory depends on the number of names, not on the event rate.
-const SPAN_BUCKETS: u64 = 20;
 /// Gauge readings kept per gauge, for the sparkline.
 const GAUGE_HISTORY: usize = 120;
 /// The model's clock: the reader hands every time in ns.
@@ -40,8 +39,6 @@ const NS_PER_SECOND: u64 = 1_000_000_000;
 pub use typhon_live_reader::{MAX_LANES, MAX_NAMES, MAX_NAME_BYTES};
 /// Gauges (distinct gauge names) kept at most.
 pub const MAX_GAUGES: usize = 1024;
-/// Span names per window bucket at most.
-pub const MAX_SPAN_NAMES: usize = 4096;
 /// Ticks waiting for their end, and ticks in the window, at most.
 pub const MAX_OPEN_TICKS: usize = 1024;
 /// Ticks kept in the window at most.
@@ -52,9 +49,6 @@ fn ns(seconds: f64) -> u64 {
     (seconds * NS_PER_SECOND as f64) as u64
 }
 
-/// Per span name: total duration and count.
-type SpanTotals = HashMap<u32, (u64, u64)>;
-
 /// A lane as the view keeps it: its row stays when its slot is freed
 /// (its counts, its past on the timeline); its open spans are the
 /// reader's.
@@ -64,14 +58,18 @@ struct Lane {
     kind: Option<LaneKind>,
     events: u64,
     dropped: u64,
-    /// Per span id not yet ended: the summed durations of its children
-    /// that did (children end first), for its self time.
-    child_time: HashMap<u32, u64>,
+    /// The spans whose children ended before them (children end first),
+    /// innermost last, each with its children's summed durations: for
+    /// its self time. Nested spans end in order, so this is a stack.
+    child_time: Vec<(u32, u64)>,
 }
 
 /// Spans whose children's time a lane tracks at most; past it (parents
-/// that never arrive: dropped with their Block) the map starts over.
+/// that never arrive: dropped with their Block) the stack starts over.
 const MAX_PENDING_PARENTS: usize = 4096;
+/// Entries of spans whose end was lost that a span ending may find above
+/// its own, and take off.
+const LOST_ENDS_SKIPPED: usize = 7;
 
 /// The connection, as the view reports it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -122,8 +120,6 @@ pub struct Refused {
     pub lanes: u64,
     /// Gauges past [`MAX_GAUGES`].
     pub gauges: u64,
-    /// Span names past [`MAX_SPAN_NAMES`] in a window bucket.
-    pub span_names: u64,
     /// Ticks past [`MAX_OPEN_TICKS`] or [`MAX_TICKS`].
     pub ticks: u64,
 }
@@ -145,8 +141,6 @@ pub struct Limits {
     pub lanes: usize,
     /// [`MAX_GAUGES`].
     pub gauges: usize,
-    /// [`MAX_SPAN_NAMES`].
-    pub span_names: usize,
     /// [`MAX_TICKS`].
     pub ticks: usize,
 }
@@ -156,7 +150,6 @@ const LIMITS: Limits = Limits {
     name_bytes: MAX_NAME_BYTES,
     lanes: MAX_LANES,
     gauges: MAX_GAUGES,
-    span_names: MAX_SPAN_NAMES,
     ticks: MAX_TICKS,
 };
 
@@ -192,8 +185,6 @@ pub struct Model {
     tick_starts: HashMap<u64, u64>,
     /// (tick, start, duration, overrun), newest last.
     ticks: VecDeque<(u64, u64, u64, bool)>,
-    /// (bucket index, per-name totals), newest last.
-    spans: VecDeque<(u64, SpanTotals)>,
     gauges: BTreeMap<u32, VecDeque<f64>>,
     rates: VecDeque<(Duration, u64, u64)>,
     /// Every record of the last stretch of the stream.
@@ -235,7 +226,6 @@ impl Model {
             host_now_at: None,
             tick_starts: HashMap::default(),
             ticks: VecDeque::new(),
-            spans: VecDeque::new(),
             gauges: BTreeMap::new(),
             rates: VecDeque::new(),
             history: History::new(ns(seconds), bytes),
@@ -336,10 +326,6 @@ impl Model {
         self.names().show(id).into_owned()
     }
 
-    fn bucket_ticks(&self) -> u64 {
-        (ns(WINDOW_SECONDS) / SPAN_BUCKETS).max(1)
-    }
-
     fn seconds(&self, ns: u64) -> f64 {
         ns as f64 / NS_PER_SECOND as f64
     }
@@ -436,13 +422,18 @@ impl Model {
         }
     }
 
-    /// Lane `id`'s row, made if there is room for one more.
+    /// Lane `id`'s row, made if there is room for one more (one search
+    /// of the table: this is on every event's way).
     fn lane(&mut self, id: u16) -> Option<&mut Lane> {
-        if !self.lanes.contains_key(&id) && self.lanes.len() >= MAX_LANES {
-            self.refused.lanes += 1;
-            return None;
+        let full = self.lanes.len() >= MAX_LANES;
+        match self.lanes.entry(id) {
+            std::collections::btree_map::Entry::Occupied(row) => Some(row.into_mut()),
+            std::collections::btree_map::Entry::Vacant(_) if full => {
+                self.refused.lanes += 1;
+                None
+            }
+            std::collections::btree_map::Entry::Vacant(row) => Some(row.insert(Lane::default())),
         }
-        Some(self.lanes.entry(id).or_default())
     }
 
     fn advance_host_now(&mut self, time: u64, now: Duration) {
@@ -476,7 +467,6 @@ impl Model {
         self.host_now_at = Some(now);
         self.tick_starts.clear();
         self.ticks.clear();
-        self.spans.clear();
         for lane in self.lanes.values_mut() {
             lane.child_time.clear();
         }
@@ -601,36 +591,42 @@ impl Model {
                 ..
             } = *event
             {
-                let children = row.child_time.remove(&id).unwrap_or(0);
+                // Its children's sum is on top, or just under entries of
+                // spans whose ends were lost (a dropped Block): those go.
+                // Only the top few are looked at: most spans are leaves.
+                let pending = row.child_time.len();
+                let found = row
+                    .child_time
+                    .iter()
+                    .rev()
+                    .take(LOST_ENDS_SKIPPED + 1)
+                    .position(|&(p, _)| p == id);
+                let children = match found {
+                    Some(from_top) => {
+                        let at = pending - 1 - from_top;
+                        let sum = row.child_time[at].1;
+                        row.child_time.truncate(at);
+                        sum
+                    }
+                    None => 0,
+                };
                 self_time = duration.saturating_sub(children);
                 if parent != 0 {
-                    if row.child_time.len() >= MAX_PENDING_PARENTS {
-                        row.child_time.clear();
+                    match row.child_time.last_mut() {
+                        Some((p, sum)) if *p == parent => *sum = sum.saturating_add(duration),
+                        _ => {
+                            if row.child_time.len() >= MAX_PENDING_PARENTS {
+                                row.child_time.clear();
+                            }
+                            row.child_time.push((parent, duration));
+                        }
                     }
-                    let sum = row.child_time.entry(parent).or_default();
-                    *sum = sum.saturating_add(duration);
                 }
             }
         }
         self.keep(lane, event, self_time);
         match *event {
-            Event::Span { name, duration, .. } => {
-                let bucket = event.end_time() / self.bucket_ticks();
-                if self.spans.back().is_none_or(|(b, _)| *b < bucket) {
-                    self.spans.push_back((bucket, HashMap::default()));
-                }
-                // Spans ending out of order land in the newest bucket: the
-                // window is approximate by one bucket, never unbounded.
-                if let Some((_, totals)) = self.spans.back_mut() {
-                    if totals.len() < MAX_SPAN_NAMES || totals.contains_key(&name) {
-                        let entry = totals.entry(name).or_default();
-                        entry.0 = entry.0.saturating_add(duration);
-                        entry.1 += 1;
-                    } else {
-                        self.refused.span_names += 1;
-                    }
-                }
-            }
+            Event::Span { .. } => {}
             Event::Gauge { gauge, value, .. } => {
                 let v = match value {
                     GaugeValue::Int(v) => v as f64,
@@ -677,10 +673,6 @@ impl Model {
         }
         self.advance_host_now(event.end_time(), now);
         let horizon = self.host_now.saturating_sub(ns(WINDOW_SECONDS));
-        let oldest_bucket = horizon / self.bucket_ticks();
-        while self.spans.front().is_some_and(|(b, _)| *b < oldest_bucket) {
-            self.spans.pop_front();
-        }
         while self.ticks.front().is_some_and(|t| t.1 < horizon) {
             self.ticks.pop_front();
         }
@@ -817,12 +809,17 @@ impl Model {
             _ => 0.0,
         };
 
-        let mut totals = SpanTotals::default();
-        for (_, bucket) in &self.spans {
-            for (&name, &(duration, count)) in bucket {
+        // The chunks that end in the window, the one being filled too.
+        let horizon = self.host_now.saturating_sub(ns(WINDOW_SECONDS));
+        let recent = self.history.chunks().iter().rev().map(|c| &**c);
+        let in_window =
+            std::iter::once(&self.chunk).chain(recent.take_while(|c| c.last >= horizon));
+        let mut totals: HashMap<u32, (u64, u64)> = HashMap::default();
+        for chunk in in_window {
+            for (&name, t) in &chunk.totals {
                 let entry = totals.entry(name).or_default();
-                entry.0 = entry.0.saturating_add(duration);
-                entry.1 = entry.1.saturating_add(count);
+                entry.0 = entry.0.saturating_add(t.total);
+                entry.1 = entry.1.saturating_add(t.count);
             }
         }
         let mut top: Vec<SpanTotal> = totals
@@ -1154,7 +1151,6 @@ impl Summary {
             (r.names, "names", l.names),
             (r.lanes, "lanes", l.lanes),
             (r.gauges, "gauges", l.gauges),
-            (r.span_names, "span names", l.span_names),
             (r.ticks, "ticks", l.ticks),
         ]
         .iter()

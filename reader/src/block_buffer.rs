@@ -6,13 +6,20 @@ use core::fmt;
 
 use typhon_live_core::{BlockEvents, BlockView, Codec, DecodeError, Event, LaneId};
 
-/// Where a reader decompresses Blocks: one per reader, reused for every
-/// Block, so that reading allocates only when a Block is larger than any
-/// before it.
+/// Where a reader decompresses Blocks, and decodes their events a batch
+/// at a time: one per reader, reused for every Block, so that reading
+/// allocates only when a Block is larger than any before it.
 #[derive(Debug, Default)]
 pub struct BlockBuffer {
     bytes: Vec<u8>,
+    /// Events decoded and not yet handed on: a batch goes through the
+    /// decoder's fast path (a group of spans of one shape decoded without
+    /// reading each record's kind), where one at a time would not.
+    batch: Vec<(LaneId, Event)>,
 }
+
+/// Events decoded at a time.
+const BATCH: usize = 256;
 
 /// A Block whose events could not all be read: why, and how many of the
 /// records it states were not (FORMAT.md, "Reading a stream": they are
@@ -44,11 +51,7 @@ impl BlockBuffer {
         &'b mut self,
         block: &BlockView<'a>,
     ) -> Result<BlockEvents<'b>, DecodeError> {
-        // The view checked packed_len against the format's bound.
-        if block.codec() == Ok(Codec::Lz4) && self.bytes.len() < block.packed_len() {
-            self.bytes.resize(block.packed_len(), 0);
-        }
-        block.events_in(&mut self.bytes)
+        unpack(&mut self.bytes, block)
     }
 
     /// Hands `block`'s events to `take` in record order, until the end or
@@ -60,17 +63,36 @@ impl BlockBuffer {
         mut take: impl FnMut(LaneId, Event),
     ) -> Result<(), BlockDamage> {
         let mut read = 0u32;
-        let result = self.events(block).and_then(|events| {
-            for item in events {
-                let (lane, event) = item?;
+        if self.batch.len() < BATCH {
+            self.batch
+                .resize(BATCH, (0, Event::TickStart { time: 0, tick: 0 }));
+        }
+        let batch = &mut self.batch;
+        let result = unpack(&mut self.bytes, block).and_then(|mut events| loop {
+            let n = events.read(batch)?;
+            if n == 0 {
+                return Ok(());
+            }
+            for &(lane, event) in &batch[..n] {
                 read += 1;
                 take(lane, event);
             }
-            Ok(())
         });
         result.map_err(|error| BlockDamage {
             error,
             unread: block.records.saturating_sub(read),
         })
     }
+}
+
+/// `block`'s events, decompressed into `bytes` if they are compressed.
+fn unpack<'b, 'a: 'b>(
+    bytes: &'b mut Vec<u8>,
+    block: &BlockView<'a>,
+) -> Result<BlockEvents<'b>, DecodeError> {
+    // The view checked packed_len against the format's bound.
+    if block.codec() == Ok(Codec::Lz4) && bytes.len() < block.packed_len() {
+        bytes.resize(block.packed_len(), 0);
+    }
+    block.events_in(bytes)
 }

@@ -366,8 +366,15 @@ impl Reader {
             state.placed(received, last);
         }
         let clock = state.clock;
+        // A clock in ns (most hosts'): the times are already what they
+        // must be.
+        let in_ns_already = clock == Clock::NS;
         let result = self.unpacked.each_event(block, |lane, event| {
-            let event = in_ns(event, clock);
+            let event = if in_ns_already {
+                event
+            } else {
+                in_ns(event, clock)
+            };
             state.tally.events += 1;
             if state.open_spans > 0 {
                 if let Event::Span { id, .. } = event {

@@ -106,8 +106,11 @@ fn connect(page: Rc<RefCell<Page>>, ctx: egui::Context, again: bool) {
         let (page, ctx) = (Rc::clone(&page), ctx.clone());
         Closure::<dyn FnMut(MessageEvent)>::new(move |event: MessageEvent| {
             if let Ok(buffer) = event.data().dyn_into::<js_sys::ArrayBuffer>() {
+                let began = now();
                 let bytes = js_sys::Uint8Array::new(&buffer).to_vec();
-                page.borrow_mut().take(&bytes, now());
+                let mut page = page.borrow_mut();
+                page.take(&bytes, began);
+                page.ingest_took(now().saturating_sub(began));
                 ctx.request_repaint();
             }
         })

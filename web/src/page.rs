@@ -64,6 +64,14 @@ pub struct Page {
     longest_listed: Vec<Rect>,
     pointer: Option<egui::Pos2>,
     frames_drawn: u64,
+    /// When (the page's clock) the first bytes came, a file's last, and
+    /// the first frame with spans was drawn: for the benchmarks.
+    first_bytes_at: Option<Duration>,
+    file_ended_at: Option<Duration>,
+    first_drawn_at: Option<Duration>,
+    /// Time spent taking bytes in (decoder, reader, model), as the page
+    /// measured it.
+    ingest: Duration,
 }
 
 impl Page {
@@ -88,12 +96,23 @@ impl Page {
             longest_listed: Vec::new(),
             pointer: None,
             frames_drawn: 0,
+            first_bytes_at: None,
+            file_ended_at: None,
+            first_drawn_at: None,
+            ingest: Duration::ZERO,
         }
     }
 
     /// Takes in bytes of the stream that arrived at `now`.
     pub fn take(&mut self, bytes: &[u8], now: Duration) {
+        self.first_bytes_at.get_or_insert(now);
         self.feed.push(bytes, &mut self.model, now);
+    }
+
+    /// Taking bytes in took `took` (the page measures it around
+    /// [`Page::take`]: the model reads no clock).
+    pub fn ingest_took(&mut self, took: Duration) {
+        self.ingest += took;
     }
 
     /// The stream's connection opened (`again`: after one was lost).
@@ -107,6 +126,7 @@ impl Page {
     /// The stream was a recorded file, and it all arrived: the page
     /// shows it paused at its end, and does not connect again.
     pub fn file_ended(&mut self, now: Duration) {
+        self.file_ended_at = Some(now);
         self.model.flush_history();
         self.model.connection = Connection::File {
             path: "a recorded trace".into(),
@@ -168,6 +188,9 @@ impl Page {
         let window = self.view.window(inputs.now);
         let (layout, geometry) =
             central(ctx, &self.model, &self.view, inputs, window, &mut actions);
+        if layout.bars > 0 {
+            self.first_drawn_at.get_or_insert(now);
+        }
         self.layout = layout;
         self.geometry = geometry;
         self.frames_drawn += 1;
@@ -359,6 +382,10 @@ impl Page {
                 .map(|(name, r)| (name.clone(), css(*r)))
                 .collect(),
             pointer: self.pointer.map(|p| [p.x, p.y]),
+            first_bytes_ms: self.first_bytes_at.map(ms),
+            file_ended_ms: self.file_ended_at.map(ms),
+            first_drawn_ms: self.first_drawn_at.map(ms),
+            ingest_ms: ms(self.ingest),
             pause_button: self.pause_button.map(css),
             timeline: self.geometry.rect.map(css),
         };
@@ -382,6 +409,13 @@ struct Hook {
     listed: Vec<(String, [f32; 4])>,
     /// Where egui last saw the pointer.
     pointer: Option<[f32; 2]>,
+    /// The page's clock (ms since it was opened) when the first bytes
+    /// came, a file's last, and the first spans were drawn.
+    first_bytes_ms: Option<f64>,
+    file_ended_ms: Option<f64>,
+    first_drawn_ms: Option<f64>,
+    /// Milliseconds spent in the decoder, reader and model.
+    ingest_ms: f64,
     pause_button: Option<[f32; 4]>,
     timeline: Option<[f32; 4]>,
 }
@@ -397,6 +431,10 @@ struct Selected {
     longest: usize,
     /// Where each of the longest is listed, longest first.
     longest_at: Vec<[f32; 4]>,
+}
+
+fn ms(at: Duration) -> f64 {
+    at.as_secs_f64() * 1e3
 }
 
 fn css(r: Rect) -> [f32; 4] {
