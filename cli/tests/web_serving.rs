@@ -86,13 +86,17 @@ fn socket(
         .headers_mut()
         .insert("Origin", origin.parse().unwrap());
     let stream = TcpStream::connect(addr)?;
-    stream.set_read_timeout(Some(Duration::from_millis(200)))?;
-    tungstenite::client(request, stream)
-        .map(|(socket, _)| socket)
-        .map_err(|e| match e {
-            tungstenite::HandshakeError::Failure(e) => e,
-            tungstenite::HandshakeError::Interrupted(_) => tungstenite::Error::ConnectionClosed,
-        })
+    // The handshake within 10 s (sixteen at once, on a loaded machine or
+    // under wine); then short reads, so that a reader sees its deadline.
+    stream.set_read_timeout(Some(Duration::from_secs(10)))?;
+    let (socket, _) = tungstenite::client(request, stream).map_err(|e| match e {
+        tungstenite::HandshakeError::Failure(e) => e,
+        tungstenite::HandshakeError::Interrupted(_) => tungstenite::Error::ConnectionClosed,
+    })?;
+    socket
+        .get_ref()
+        .set_read_timeout(Some(Duration::from_millis(200)))?;
+    Ok(socket)
 }
 
 #[test]

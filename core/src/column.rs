@@ -362,6 +362,7 @@ impl<'a> ColumnReader<'a> {
 
     /// Parses a column's header and takes its bytes from `r`; `max_values`
     /// bounds the count it may claim.
+    #[inline]
     pub(crate) fn parse(
         r: &mut Reader<'a>,
         max_values: u32,

@@ -218,6 +218,13 @@ impl<'a> Reader<'a> {
     #[inline]
     pub(crate) fn varint(&mut self, what: &'static str) -> Result<u64, DecodeError> {
         let bytes = self.bytes;
+        // One byte: most of a Block's counts, widths and bases.
+        if let Some((&byte, rest)) = bytes.split_first() {
+            if byte < 0x80 {
+                self.bytes = rest;
+                return Ok(u64::from(byte));
+            }
+        }
         let mut value = 0u64;
         for (i, &byte) in bytes.iter().take(MAX_VARINT_LEN).enumerate() {
             let bits = u64::from(byte & 0x7f);

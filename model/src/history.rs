@@ -115,6 +115,19 @@ pub struct Chunk {
 }
 
 impl Chunk {
+    /// An empty chunk with room for as many records as `like` holds: the
+    /// next stretch of a stream is usually much like the last, and a
+    /// vector that grows copies what it holds each time.
+    pub fn sized_like(like: &Chunk) -> Chunk {
+        Chunk {
+            spans: Vec::with_capacity(like.spans.len()),
+            instants: Vec::with_capacity(like.instants.len()),
+            gauges: Vec::with_capacity(like.gauges.len()),
+            ticks: Vec::with_capacity(like.ticks.len()),
+            ..Chunk::default()
+        }
+    }
+
     /// Records in it.
     pub fn records(&self) -> usize {
         self.spans.len() + self.instants.len() + self.gauges.len() + self.ticks.len()
@@ -210,10 +223,17 @@ impl History {
     /// Adds a closed chunk, then lets the oldest go while over the budget
     /// or the age (the newest always stays).
     pub fn push(&mut self, mut chunk: Chunk) {
-        chunk.spans.shrink_to_fit();
-        chunk.instants.shrink_to_fit();
-        chunk.gauges.shrink_to_fit();
-        chunk.ticks.shrink_to_fit();
+        // Given back when a quarter or more is unused: a chunk sized from
+        // the last one is usually close, and giving back copies it all.
+        fn fit<T>(v: &mut Vec<T>) {
+            if v.capacity() - v.len() > v.len() / 4 {
+                v.shrink_to_fit();
+            }
+        }
+        fit(&mut chunk.spans);
+        fit(&mut chunk.instants);
+        fit(&mut chunk.gauges);
+        fit(&mut chunk.ticks);
         chunk.totals.shrink_to_fit();
         chunk.lanes.shrink_to_fit();
         self.bytes += chunk.bytes();
@@ -366,11 +386,11 @@ mod tests {
 
     #[test]
     fn the_budget_bounds_the_bytes_whatever_comes() {
+        // A chunk as the history holds it.
         let one = {
-            let mut c = chunk(0, 1000);
-            c.spans.shrink_to_fit();
-            c.totals.shrink_to_fit();
-            c.bytes()
+            let mut alone = History::new(u64::MAX, usize::MAX);
+            alone.push(chunk(0, 1000));
+            alone.bytes()
         };
         let mut history = History::new(u64::MAX, 10 * one);
         for i in 0..1000 {
@@ -383,9 +403,23 @@ mod tests {
         assert_eq!(history.starts_at(), Some(990_001));
         // The totals are those of what is held.
         assert_eq!(history.totals()[&1].count, 10_000);
-        // 40 bytes a span, and a little for the chunk and its totals.
+        // 40 bytes a span, and a little for the chunk, its totals and the
+        // room left in its vectors (under a quarter).
         let per_span = history.bytes() as f64 / history.records() as f64;
-        assert!((40.0..41.0).contains(&per_span), "{per_span} bytes a span");
+        assert!((40.0..42.0).contains(&per_span), "{per_span} bytes a span");
+    }
+
+    #[test]
+    fn a_chunk_sized_like_a_bigger_one_gives_the_room_back() {
+        let big = chunk(0, 10_000);
+        let mut small = Chunk::sized_like(&big);
+        assert!(small.spans.capacity() >= 10_000);
+        for span in &big.spans[..10] {
+            small.push_span(*span, 0);
+        }
+        let mut history = History::new(u64::MAX, usize::MAX);
+        history.push(small);
+        assert_eq!(history.chunks()[0].spans.capacity(), 10);
     }
 
     #[test]

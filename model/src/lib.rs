@@ -536,7 +536,8 @@ impl Model {
     }
 
     fn close_chunk(&mut self) {
-        self.history.push(std::mem::take(&mut self.chunk));
+        let next = Chunk::sized_like(&self.chunk);
+        self.history.push(std::mem::replace(&mut self.chunk, next));
         if let Some(start) = self.history.starts_at() {
             self.marks.forget_before(start);
         }
