@@ -258,7 +258,7 @@ fn decoder(stream: &[u8], samples: usize) -> f64 {
 /// The live view's model alone, one thread: events per second through
 /// `Model::on_frame` (decoding included) from a recorded stream, the
 /// ceiling of what a viewer can keep up with.
-fn model_ingest(stream: &[u8], samples: usize) -> f64 {
+pub(crate) fn model_ingest(stream: &[u8], samples: usize) -> f64 {
     let mut buf = vec![0u8; 16 << 20];
     let mut rates = Vec::new();
     for _ in 0..samples {

@@ -21,6 +21,7 @@ use typhon_live_core::init::write_init;
 use typhon_live_core::{
     BlockBuilder, Decoder, Event, LaneInfo, LaneKind, Metadata, NameTable, Payload,
 };
+use typhon_live_model::marks::LATENCY_MARK;
 use typhon_live_reader::BlockBuffer;
 
 const SOURCES: usize = 4;
@@ -29,12 +30,12 @@ const VIEWERS: usize = 4;
 /// A source: a listener whose every client gets an Init, then a Block a
 /// millisecond once `go` is set, each with one `marker` instant carrying
 /// its send time.
-struct SourceServer {
-    addr: String,
-    thread: JoinHandle<u64>,
+pub(crate) struct SourceServer {
+    pub(crate) addr: String,
+    pub(crate) thread: JoinHandle<u64>,
 }
 
-fn source(
+pub(crate) fn source(
     index: usize,
     per_second: f64,
     run: Duration,
@@ -45,7 +46,8 @@ fn source(
     let addr = listener.local_addr().expect("bound").to_string();
     let clients: Arc<Mutex<Vec<TcpStream>>> = Arc::default();
     let mut names: NameTable<4, 64> = NameTable::new();
-    let [lane, span, marker] = ["main", "work", "marker"].map(|n| names.intern(n).expect("room"));
+    let [lane, span, marker] =
+        ["main", "work", LATENCY_MARK].map(|n| names.intern(n).expect("room"));
     let seq = Arc::new(Mutex::new(0u32));
     {
         let (clients, seq) = (Arc::clone(&clients), Arc::clone(&seq));
@@ -107,7 +109,7 @@ fn source(
                 &Event::Instant {
                     time: now,
                     name: marker,
-                    payload: epoch.elapsed().as_nanos() as u64,
+                    payload: unix_ns(),
                 },
             );
             let mut seq = seq.lock().expect("not poisoned");
@@ -137,7 +139,7 @@ struct Seen {
 
 /// Reads `addr` until `stop`, counting `work` spans, sequence gaps and
 /// the markers' latencies.
-fn viewer(addr: String, epoch: Instant, stop: Arc<AtomicBool>) -> JoinHandle<Seen> {
+fn viewer(addr: String, stop: Arc<AtomicBool>) -> JoinHandle<Seen> {
     std::thread::spawn(move || {
         let mut stream = TcpStream::connect(&addr).expect("the viewer connects");
         stream
@@ -173,15 +175,15 @@ fn viewer(addr: String, epoch: Instant, stop: Arc<AtomicBool>) -> JoinHandle<See
                     match frame.parse() {
                         Ok(Payload::Init(init)) => {
                             expected = Some(init.next_seq);
-                            names(&mut markers, &mut init.names(), "marker");
+                            names(&mut markers, &mut init.names(), LATENCY_MARK);
                             names(&mut works, &mut init.names(), "work");
                         }
                         Ok(Payload::Definitions(defs)) => {
-                            names(&mut markers, &mut defs.names(), "marker");
+                            names(&mut markers, &mut defs.names(), LATENCY_MARK);
                             names(&mut works, &mut defs.names(), "work");
                         }
                         Ok(Payload::Block(block)) => {
-                            let now = epoch.elapsed().as_nanos() as u64;
+                            let now = unix_ns();
                             if let Ok(events) = unpacked.events(&block) {
                                 for (_, event) in events.flatten() {
                                     match event {
@@ -244,8 +246,15 @@ fn relay(sources: &[String], seconds: u64) -> Option<(Child, String)> {
     Some((child, addr))
 }
 
+/// The Unix time, ns: what a latency mark carries (LATENCY_MARK).
+pub(crate) fn unix_ns() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
+}
+
 /// The relay process's resident and peak memory, KiB.
-fn memory(pid: u32) -> (u64, u64) {
+pub(crate) fn memory(pid: u32) -> (u64, u64) {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
     let field = |name: &str| {
         status
@@ -258,7 +267,7 @@ fn memory(pid: u32) -> (u64, u64) {
     (field("VmRSS:"), field("VmHWM:"))
 }
 
-fn percentile(sorted: &[u64], p: f64) -> f64 {
+pub(crate) fn percentile(sorted: &[u64], p: f64) -> f64 {
     if sorted.is_empty() {
         return f64::NAN;
     }
@@ -277,9 +286,9 @@ fn step(per_second: f64, run: Duration) -> Option<String> {
         .collect();
     let addrs: Vec<String> = servers.iter().map(|s| s.addr.clone()).collect();
     let (mut child, viewers_at) = relay(&addrs, run.as_secs() + 30)?;
-    let direct = viewer(addrs[0].clone(), epoch, Arc::clone(&stop));
+    let direct = viewer(addrs[0].clone(), Arc::clone(&stop));
     let viewers: Vec<_> = (0..VIEWERS)
-        .map(|_| viewer(viewers_at.clone(), epoch, Arc::clone(&stop)))
+        .map(|_| viewer(viewers_at.clone(), Arc::clone(&stop)))
         .collect();
     // Everyone connected and given an Init before the first Block.
     std::thread::sleep(Duration::from_secs(2));

@@ -22,6 +22,13 @@ const WAIT: Duration = Duration::from_secs(10);
 /// Kills the child when dropped.
 pub(crate) struct Running(Child);
 
+impl Running {
+    /// The process id.
+    pub(crate) fn pid(&self) -> u32 {
+        self.0.id()
+    }
+}
+
 impl Drop for Running {
     fn drop(&mut self) {
         let _ = self.0.kill();

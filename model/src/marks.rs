@@ -7,6 +7,13 @@ use std::collections::VecDeque;
 
 use serde::Serialize;
 
+/// The name of an instant that carries, as its payload, the Unix time in
+/// ns at which it was recorded: a viewer that draws one knows how long it
+/// took from the event to the screen (the browser viewer records it, and
+/// typhon-live-bench reads it back). Recorded on the same machine as the
+/// viewer, or on clocks kept in step.
+pub const LATENCY_MARK: &str = "typhon.latency";
+
 /// Marks kept at most; the oldest go first. A mark of the same kind at the
 /// same time adds to the one before instead of taking a place.
 pub const MAX_MARKS: usize = 4096;

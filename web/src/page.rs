@@ -7,7 +7,10 @@ use std::time::Duration;
 
 use egui::{Color32, Context, Rect, RichText, Sense};
 use serde::Serialize;
+use std::collections::VecDeque;
 use typhon_live_model::history::SpanRecord;
+
+use typhon_live_model::marks::LATENCY_MARK;
 use typhon_live_model::{Connection, Model, Summary, TimelineInputs};
 
 use crate::feed::Feed;
@@ -22,6 +25,8 @@ pub const DEFAULT_HISTORY_BYTES: usize = 256 << 20;
 const SUMMARY_EVERY: Duration = Duration::from_millis(250);
 /// Names listed for a search at most.
 const FOUND: usize = 30;
+/// Latency marks remembered at most.
+const LATENCY_KEPT: usize = 4096;
 /// Live, the selected name's statistics are computed again this often.
 const RESELECT_EVERY: Duration = Duration::from_secs(1);
 
@@ -72,6 +77,9 @@ pub struct Page {
     /// Time spent taking bytes in (decoder, reader, model), as the page
     /// measured it.
     ingest: Duration,
+    /// Latency marks drawn: their payload (Unix ns when recorded) and when
+    /// the page first drew them; the newest [`LATENCY_KEPT`].
+    latency: VecDeque<(u64, Duration)>,
 }
 
 impl Page {
@@ -100,6 +108,7 @@ impl Page {
             file_ended_at: None,
             first_drawn_at: None,
             ingest: Duration::ZERO,
+            latency: VecDeque::new(),
         }
     }
 
@@ -191,12 +200,42 @@ impl Page {
         if layout.bars > 0 {
             self.first_drawn_at.get_or_insert(now);
         }
+        self.note_latency_marks(&layout, now);
         self.layout = layout;
         self.geometry = geometry;
         self.frames_drawn += 1;
         self.pointer = ctx.input(|i| i.pointer.latest_pos());
         for action in actions {
             self.apply(action, now);
+        }
+    }
+
+    /// Records each latency mark ([`LATENCY_MARK`]) drawn for the first
+    /// time in `layout`, at `now`.
+    fn note_latency_marks(&mut self, layout: &Layout, now: Duration) {
+        let Some(mark) = self
+            .model
+            .names()
+            .iter()
+            .find(|(_, text)| *text == LATENCY_MARK)
+            .map(|(id, _)| id)
+        else {
+            return;
+        };
+        let newest = self.latency.back().map_or(0, |&(sent, _)| sent);
+        let mut drawn: Vec<u64> = layout
+            .lanes
+            .iter()
+            .flat_map(|lane| &lane.instants)
+            .filter(|(_, i)| i.name == mark && i.payload > newest)
+            .map(|(_, i)| i.payload)
+            .collect();
+        drawn.sort_unstable();
+        for sent in drawn {
+            if self.latency.len() >= LATENCY_KEPT {
+                self.latency.pop_front();
+            }
+            self.latency.push_back((sent, now));
         }
     }
 
@@ -386,6 +425,11 @@ impl Page {
             file_ended_ms: self.file_ended_at.map(ms),
             first_drawn_ms: self.first_drawn_at.map(ms),
             ingest_ms: ms(self.ingest),
+            latency_marks: self
+                .latency
+                .iter()
+                .map(|&(sent, at)| (sent, ms(at)))
+                .collect(),
             pause_button: self.pause_button.map(css),
             timeline: self.geometry.rect.map(css),
         };
@@ -416,6 +460,9 @@ struct Hook {
     first_drawn_ms: Option<f64>,
     /// Milliseconds spent in the decoder, reader and model.
     ingest_ms: f64,
+    /// Latency marks drawn: (Unix ns when recorded, the page's clock in
+    /// ms when first drawn).
+    latency_marks: Vec<(u64, f64)>,
     pause_button: Option<[f32; 4]>,
     timeline: Option<[f32; 4]>,
 }
@@ -629,6 +676,59 @@ mod tests {
     }
 
     use serde_json::Value;
+
+    /// A stream of one lane with a latency mark recorded at `sent` (Unix
+    /// ns), on a clock in ns at 1 s.
+    fn latency_stream(sent: u64) -> Vec<u8> {
+        use typhon_live_core::block::{block_scratch_len, max_block_frame_len, write_block};
+        use typhon_live_core::init::write_init;
+        use typhon_live_core::{BlockBuilder, Event, LaneInfo, LaneKind, Metadata, NameTable};
+        let mut names: NameTable<4, 64> = NameTable::new();
+        let lane = names.intern("main").unwrap();
+        let mark = names.intern(LATENCY_MARK).unwrap();
+        let meta = Metadata {
+            ticks_per_second: 1_000_000_000,
+            session_id: 1,
+            ..Metadata::default()
+        };
+        let lanes = [LaneInfo {
+            id: 0,
+            name: lane,
+            kind: LaneKind::Main,
+        }];
+        let mut out = vec![0u8; 4096];
+        let n = write_init(&mut out, 0, &meta, &names, lanes.into_iter()).unwrap();
+        let mut stream = out[..n].to_vec();
+        let mut scratch = vec![0u8; block_scratch_len(16)];
+        let mut out = vec![0u8; max_block_frame_len(scratch.len(), 0)];
+        let mut block = BlockBuilder::new(&mut scratch);
+        let instant = Event::Instant {
+            time: 1_000_000_000,
+            name: mark,
+            payload: sent,
+        };
+        assert!(block.push(0, &instant));
+        let n = write_block(&mut out, 0, &block, &[]).unwrap();
+        stream.extend_from_slice(&out[..n]);
+        stream
+    }
+
+    #[test]
+    fn a_latency_mark_is_recorded_once_when_first_drawn() {
+        let mut page = Page::new(64 << 20);
+        page.connected("test".into(), false);
+        page.take(&latency_stream(1_700_000_000_123_456_789), Duration::ZERO);
+        let ctx = Context::default();
+        for at in [10, 20, 30] {
+            frame(&mut page, &ctx, Duration::from_millis(at), vec![]);
+        }
+        let marks = hook(&mut page)["latency_marks"].clone();
+        assert_eq!(
+            marks,
+            serde_json::json!([[1_700_000_000_123_456_789u64, 10.0]]),
+            "{marks}"
+        );
+    }
 
     #[test]
     fn the_wheel_zooms_a_paused_view_around_the_cursor() {
