@@ -202,6 +202,9 @@ fn reader(url: &str, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<(u64, u64
         while !stop.load(Ordering::Acquire) {
             if let Ok(tungstenite::Message::Binary(bytes)) = socket.read() {
                 feed.push(&bytes, &mut model, began.elapsed());
+                if let Some(said) = feed.say_read() {
+                    let _ = socket.send(tungstenite::Message::text(said));
+                }
             }
         }
         (model.events(), model.frames_dropped())

@@ -164,6 +164,17 @@ fn the_demo_is_watched_live_in_chromium() {
             s["page"]["summary"]["overruns"].as_u64() > Some(0)
         })
         .unwrap_or_else(|e| panic!("the stalled tick was not counted as an overrun: {e}"));
+    // The paused picture holds what came before the pause, while the
+    // stalled tick was still open: resume, and pause again to hold it.
+    for want in [false, true] {
+        browser.click(x, y).unwrap();
+        browser
+            .wait_for(HOOK, Duration::from_secs(10), |s| {
+                s["page"]["paused"] == want
+            })
+            .unwrap_or_else(|e| panic!("the pause button did not make paused {want}: {e}"));
+    }
+    let later = browser.run(HOOK).unwrap();
 
     // The wheel over the timeline zooms out around the cursor, far
     // enough to show the overrunning tick on the ruler; then in.

@@ -15,6 +15,9 @@ use common::{relay_value, spawn_demo_with, wait_for, Killed, BIN};
 use tungstenite::client::IntoClientRequest;
 use tungstenite::Message;
 use typhon_live_model::Model;
+use typhon_live_reader::carry::END_OF_FILE;
+use typhon_live_relay::in_flight::{FILE_WINDOW, LIVE_WINDOW};
+use typhon_live_relay::late::GRACE;
 use typhon_live_web::feed::Feed;
 
 /// `relay --web 0 --metrics 127.0.0.1:0` of the demo at `demo`: the
@@ -164,35 +167,107 @@ fn each_rule_of_the_viewers_server_refuses_what_breaks_it() {
     }
 }
 
-/// What one reader saw in `for_how_long`: events, frames missed, and
-/// whether it had its start (an Init).
-fn read_as_a_page(addr: SocketAddr, token: &str, for_how_long: Duration) -> (u64, u64, bool) {
-    let mut socket = socket(addr, token, &format!("http://{addr}")).unwrap();
-    let (mut feed, mut model) = (Feed::new(), Model::default());
-    let began = Instant::now();
-    while began.elapsed() < for_how_long {
-        match socket.read() {
-            Ok(Message::Binary(bytes)) => {
-                feed.push(&bytes, &mut model, began.elapsed());
-            }
-            Ok(_) => {}
-            Err(tungstenite::Error::Io(e))
-                if matches!(
-                    e.kind(),
-                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                ) => {}
-            Err(e) => panic!("the stream ended: {e}"),
+/// A reader of the viewer's stream that reads as the page does: its feed
+/// and view model.
+struct Tab {
+    socket: tungstenite::WebSocket<TcpStream>,
+    feed: Feed,
+    model: Model,
+}
+
+/// Why a [`Tab`] stopped reading.
+#[derive(Debug)]
+enum Stopped {
+    /// Its time was up.
+    Time,
+    /// Nothing came for as long as it was told to wait.
+    Quiet,
+    /// The stream was closed, with this close.
+    Closed(Option<tungstenite::protocol::CloseFrame>),
+}
+
+impl Tab {
+    fn open(addr: SocketAddr, token: &str) -> Tab {
+        Tab {
+            socket: socket(addr, token, &format!("http://{addr}")).unwrap(),
+            feed: Feed::new(),
+            model: Model::default(),
         }
     }
+
+    /// Reads for at most `for_how_long`, until nothing came for `quiet`,
+    /// or until the stream closed; says what it read, as a page does,
+    /// unless `mute`.
+    fn read(&mut self, for_how_long: Duration, quiet: Duration, mute: bool) -> Stopped {
+        let began = Instant::now();
+        let mut last = began;
+        while began.elapsed() < for_how_long {
+            if last.elapsed() > quiet {
+                return Stopped::Quiet;
+            }
+            match self.socket.read() {
+                Ok(Message::Binary(bytes)) => {
+                    last = Instant::now();
+                    self.feed.push(&bytes, &mut self.model, began.elapsed());
+                    match self.feed.say_read() {
+                        // The last may find the stream closed after a
+                        // file's end.
+                        Some(said) if !mute => drop(self.socket.send(Message::text(said))),
+                        _ => {}
+                    }
+                }
+                Ok(Message::Close(close)) => return Stopped::Closed(close),
+                Ok(_) => {}
+                Err(tungstenite::Error::Io(e))
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                    ) => {}
+                Err(e) => panic!("the stream failed: {e}"),
+            }
+        }
+        Stopped::Time
+    }
+
+    /// Says `text` to the server.
+    fn say(&mut self, text: String) {
+        self.socket.send(Message::text(text)).unwrap();
+    }
+
+    /// Says something no page says, and expects the stream closed for
+    /// it, with code 1008 and a reason.
+    fn misspeak(&mut self, text: String) {
+        self.say(text.clone());
+        match self.read(Duration::from_secs(10), Duration::from_secs(10), true) {
+            Stopped::Closed(Some(close)) => {
+                assert_eq!(u16::from(close.code), 1008, "{text:?}: {close:?}");
+                assert!(!close.reason.is_empty(), "{text:?}: no reason given");
+            }
+            other => panic!("{text:?} did not close the stream: {other:?}"),
+        }
+    }
+}
+
+/// What one reader saw in `for_how_long`: events, frames missed (each
+/// a gap in the sequence numbers), frames damaged, and whether it had its
+/// start (an Init). It leaves then.
+fn read_as_a_page(addr: SocketAddr, token: &str, for_how_long: Duration) -> (u64, u64, u64, bool) {
+    let mut tab = Tab::open(addr, token);
+    let stopped = tab.read(for_how_long, for_how_long, false);
+    assert!(matches!(stopped, Stopped::Time), "{stopped:?}");
+    let damaged = tab.model.summary(for_how_long).frames_damaged;
+    let _ = tab.socket.close(None);
     (
-        model.events(),
-        model.frames_dropped(),
-        model.session().is_some(),
+        tab.model.events(),
+        tab.model.frames_dropped(),
+        damaged,
+        tab.model.session().is_some(),
     )
 }
 
 #[test]
-fn sixteen_readers_each_get_the_whole_stream_and_the_source_loses_nothing_more() {
+fn sixteen_readers_each_get_the_whole_stream_or_count_what_they_lost_and_the_source_loses_nothing()
+{
     let (_demo, demo) =
         spawn_demo_with(&["--duration", "60", "--threads", "4", "--tick-rate", "240"]);
     let (_relay, metrics, addr, token) = relay_with_web(&demo);
@@ -203,21 +278,156 @@ fn sixteen_readers_each_get_the_whole_stream_and_the_source_loses_nothing_more()
         (series("frames_dropped"), series("events_dropped"))
     };
     let before = lost();
+    let dropped_before = relay_value(metrics, "typhon_viewer_frames_dropped_total").unwrap();
     let readers: Vec<_> = (0..16)
         .map(|_| {
             let token = token.clone();
             std::thread::spawn(move || read_as_a_page(addr, &token, Duration::from_secs(4)))
         })
         .collect();
+    let mut missed = 0;
     for (i, reader) in readers.into_iter().enumerate() {
-        let (events, missed, started) = reader.join().unwrap();
+        let (events, lost, damaged, started) = reader.join().unwrap();
         assert!(started, "reader {i} had no Init");
         assert!(events > 1_000, "reader {i} read {events} events");
-        assert_eq!(missed, 0, "reader {i} missed frames");
+        // A loss is whole frames, their numbers skipped: nothing is cut.
+        assert_eq!(damaged, 0, "reader {i} read damaged frames");
+        missed += lost;
     }
     assert_eq!(
         lost(),
         before,
         "the source lost events while sixteen tabs read"
+    );
+    // Every frame a reader missed is one the relay dropped for it, and
+    // counted; it may have dropped more after a reader's last frame.
+    wait_for(metrics, "typhon_viewers", |v| v == 0.0);
+    let dropped = relay_value(metrics, "typhon_viewer_frames_dropped_total").unwrap();
+    assert!(
+        dropped - dropped_before >= missed as f64,
+        "the readers missed {missed} frames, the relay dropped {}",
+        dropped - dropped_before
+    );
+    eprintln!(
+        "sixteen readers: {missed} frames missed, {} dropped",
+        dropped - dropped_before
+    );
+}
+
+/// `view FILE --web`: the process, the viewer's address and token.
+fn view_with_web(file: &std::path::Path) -> (Killed, SocketAddr, String) {
+    let mut view = Command::new(BIN)
+        .arg("view")
+        .arg(file)
+        .arg("--web")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(view.stdout.take().unwrap()).lines();
+    let view = Killed(view);
+    let url = loop {
+        let line = lines.next().expect("view tells where it serves").unwrap();
+        if let Some(url) = line.strip_prefix("typhon-live view: browser viewer at http://") {
+            break url.trim_end_matches('/').to_owned();
+        }
+    };
+    std::thread::spawn(move || lines.for_each(drop));
+    let (addr, token) = url.split_once('/').unwrap();
+    (view, addr.parse().unwrap(), token.to_owned())
+}
+
+#[test]
+fn a_file_comes_whole_to_a_reader_that_says_what_it_read_and_waits_for_one_that_does_not() {
+    let stream =
+        typhon_live_tests::exporter_stream(40_000, 1 << 20, typhon_live_core::Compression::Auto);
+    assert!(
+        stream.len() as u64 > 3 * FILE_WINDOW,
+        "{} bytes",
+        stream.len()
+    );
+    let file = common::temp("web-file.tlt");
+    std::fs::write(&file, &stream).unwrap();
+    let (_view, addr, token) = view_with_web(&file);
+
+    // A page: it says what it read, and gets the whole file, then the
+    // close that says the file ended.
+    let mut page = Tab::open(addr, &token);
+    let forever = Duration::from_secs(60);
+    match page.read(forever, forever, false) {
+        Stopped::Closed(Some(close)) => assert_eq!(close.reason.as_str(), END_OF_FILE),
+        other => panic!("the file did not end: {other:?}"),
+    }
+    assert_eq!(page.feed.bytes(), stream.len() as u64);
+    assert_eq!(page.model.frames_dropped(), 0);
+
+    // A reader that says nothing gets no more than what may be in flight,
+    // and more once it says what it read.
+    let mut mute = Tab::open(addr, &token);
+    let stopped = mute.read(forever, Duration::from_secs(2), true);
+    assert!(matches!(stopped, Stopped::Quiet), "{stopped:?}");
+    let held = mute.feed.bytes();
+    assert!(
+        (FILE_WINDOW..2 * FILE_WINDOW).contains(&held),
+        "{held} bytes went out unread"
+    );
+    mute.say(format!("read {held}"));
+    mute.read(forever, Duration::from_secs(2), true);
+    let more = mute.feed.bytes() - held;
+    assert!(more >= FILE_WINDOW, "{more} bytes more after saying");
+
+    // Saying it read more than it was sent, or anything but a count,
+    // ends the connection with a reason.
+    for said in [format!("read {}", stream.len() * 2), "hello".to_owned()] {
+        let mut liar = Tab::open(addr, &token);
+        liar.read(forever, Duration::from_millis(500), true);
+        liar.misspeak(said);
+    }
+    let _ = std::fs::remove_file(&file);
+}
+
+#[test]
+fn a_tab_that_stops_reading_is_sent_no_more_than_its_window_then_counts_what_it_lost() {
+    let (_demo, demo) =
+        spawn_demo_with(&["--duration", "60", "--threads", "4", "--tick-rate", "240"]);
+    let (_relay, metrics, addr, token) = relay_with_web(&demo);
+    wait_for(metrics, "typhon_source_up{source=\"demo\"}", |v| v == 1.0);
+    let lost = || relay_value(metrics, "typhon_frames_dropped_total{source=\"demo\"}");
+    let before = lost();
+
+    let mut tab = Tab::open(addr, &token);
+    let second = Duration::from_secs(1);
+    let stopped = tab.read(second, second, false);
+    assert!(matches!(stopped, Stopped::Time), "{stopped:?}");
+    assert_eq!(tab.model.frames_dropped(), 0, "a page that keeps up");
+
+    // Unsaid, no more than the window (and the frame that filled it).
+    let read = tab.feed.bytes();
+    let stopped = tab.read(Duration::from_secs(30), second, true);
+    assert!(matches!(stopped, Stopped::Quiet), "{stopped:?}");
+    let held = tab.feed.bytes() - read;
+    assert!(
+        held < LIVE_WINDOW + (64 << 10),
+        "{held} bytes went out unread"
+    );
+
+    // Behind for longer than its grace: said, frames come again; those
+    // that waited too long were dropped whole, and the page counts them
+    // from their numbers.
+    std::thread::sleep(GRACE);
+    tab.say(format!("read {}", tab.feed.bytes()));
+    let (events, frames) = (tab.model.events(), tab.feed.frames());
+    let stopped = tab.read(second, second, false);
+    assert!(matches!(stopped, Stopped::Time), "{stopped:?}");
+    assert!(tab.feed.frames() > frames && tab.model.events() > events);
+    assert!(tab.model.frames_dropped() > 0, "no loss counted");
+    assert_eq!(lost(), before, "the source lost frames for a tab");
+
+    // A count below one said before is a lie: let go, and counted so.
+    tab.misspeak("read 1".into());
+    wait_for(
+        metrics,
+        "typhon_viewers_let_go_total{reason=\"misspoke\"}",
+        |v| v == 1.0,
     );
 }

@@ -26,7 +26,7 @@
 use std::collections::VecDeque;
 use std::io::{IoSlice, Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
@@ -96,6 +96,9 @@ pub(crate) enum Ending {
     StartNotTaken,
     /// Refused on connecting: [`MAX_VIEWERS`] are served already.
     OverCap,
+    /// A tab said something other than what it read
+    /// ([`crate::in_flight`]).
+    Misspoke,
 }
 
 impl Ending {
@@ -105,6 +108,7 @@ impl Ending {
             2 => Ending::Stalled,
             3 => Ending::StartNotTaken,
             4 => Ending::OverCap,
+            5 => Ending::Misspoke,
             _ => Ending::Open,
         }
     }
@@ -117,6 +121,7 @@ impl Ending {
             Ending::Stalled => "stalled",
             Ending::StartNotTaken => "start_not_taken",
             Ending::OverCap => "over_cap",
+            Ending::Misspoke => "misspoke",
         }
     }
 }
@@ -135,6 +140,8 @@ pub(crate) struct Queue {
     ending: AtomicU8,
     /// Its start is written whole.
     started: AtomicBool,
+    /// Frames its writer dropped for waiting too long ([`crate::tabs`]).
+    dropped_late: AtomicU64,
 }
 
 impl Queue {
@@ -162,6 +169,12 @@ impl Queue {
     fn wake(&self) {
         self.ready.notify_one();
         self.woken.notify_one();
+    }
+
+    /// Whether no frame is queued.
+    pub(crate) fn is_empty(&self) -> bool {
+        let pending = self.frames.lock().unwrap_or_else(|p| p.into_inner());
+        pending.frames.is_empty()
     }
 
     /// The next frame, if any is queued.
@@ -207,14 +220,21 @@ impl Queue {
     pub(crate) fn set_started(&self) {
         self.started.store(true, Ordering::Release);
     }
+
+    /// Its writer dropped a frame that waited too long.
+    pub(crate) fn dropped_late(&self) {
+        self.dropped_late.fetch_add(1, Ordering::Relaxed);
+    }
 }
 
-/// A queued frame: its sequence number, and whether it is part of the
-/// viewer's start (not counted against [`MAX_QUEUED`]).
+/// A queued frame: its sequence number, whether it is part of the
+/// viewer's start (not counted against [`MAX_QUEUED`]), and when it was
+/// queued.
 pub(crate) struct Queued {
     pub(crate) seq: u32,
     pub(crate) frame: Arc<MergedFrame>,
     pub(crate) start: bool,
+    queued_at: Instant,
 }
 
 impl Queued {
@@ -222,6 +242,22 @@ impl Queued {
     pub(crate) fn ends_start(&self) -> bool {
         self.start && self.frame.kind != FrameKind::Init.to_byte()
     }
+
+    /// Whether it may be dropped for a slow viewer: a Block, or a
+    /// Catch-up past the start (the next one tells; FORMAT.md).
+    pub(crate) fn droppable(&self) -> bool {
+        !self.start && droppable(self.frame.kind)
+    }
+
+    /// When it was queued.
+    pub(crate) fn queued_at(&self) -> Instant {
+        self.queued_at
+    }
+}
+
+/// Whether a frame of `kind` may be dropped for a slow viewer.
+fn droppable(kind: u8) -> bool {
+    kind == FrameKind::Block.to_byte() || kind == FrameKind::CatchUp.to_byte()
 }
 
 #[derive(Default)]
@@ -249,10 +285,18 @@ struct Viewer {
     socket: Option<TcpStream>,
     joined: Instant,
     next_seq: u32,
+    /// Frames dropped because its queue was full.
     dropped_frames: u64,
+    /// Frames dropped for it, as last counted in the metrics.
+    counted_dropped: u64,
 }
 
 impl Viewer {
+    /// Frames dropped for it: its queue full, or (a tab) too late.
+    fn dropped(&self) -> u64 {
+        self.dropped_frames + self.queue.dropped_late.load(Ordering::Relaxed)
+    }
+
     /// Queues `frame` with the viewer's next number; a Block or Catch-up
     /// is dropped (its number skipped) when the queue is full. An Init (a
     /// source shown as itself restarted) carries the number of the frame
@@ -266,10 +310,7 @@ impl Viewer {
             return;
         }
         let mut pending = self.queue.frames.lock().unwrap_or_else(|p| p.into_inner());
-        // Catch-ups may be dropped too (FORMAT.md): the next one tells.
-        let droppable =
-            frame.kind == FrameKind::Block.to_byte() || frame.kind == FrameKind::CatchUp.to_byte();
-        if droppable && pending.bytes + frame.payload.len() > MAX_QUEUED {
+        if droppable(frame.kind) && pending.bytes + frame.payload.len() > MAX_QUEUED {
             self.dropped_frames += 1;
             return;
         }
@@ -278,6 +319,7 @@ impl Viewer {
             seq,
             frame: Arc::clone(frame),
             start: false,
+            queued_at: Instant::now(),
         });
         drop(pending);
         self.queue.wake();
@@ -292,6 +334,7 @@ impl Viewer {
                 seq: self.next_seq,
                 frame,
                 start: true,
+                queued_at: Instant::now(),
             });
         }
         self.next_seq = self.next_seq.wrapping_add(1);
@@ -380,10 +423,14 @@ fn gone(stream: &mut TcpStream) -> bool {
     gone || stream.set_nonblocking(false).is_err()
 }
 
-/// Lets go the viewers that left, stalled, or did not take their start
-/// in time, saying so and counting them.
+/// Counts the frames dropped for viewers since the last call, and lets
+/// go the viewers that left, stalled, or did not take their start in
+/// time, saying so and counting them.
 fn let_go(viewers: &mut Vec<Viewer>, metrics: &Metrics) {
-    viewers.retain(|v| {
+    viewers.retain_mut(|v| {
+        let dropped = v.dropped();
+        metrics.viewer_frames_dropped(dropped - v.counted_dropped);
+        v.counted_dropped = dropped;
         if v.queue.ending() == Ending::Open
             && !v.queue.started.load(Ordering::Acquire)
             && v.joined.elapsed() > START_DEADLINE
@@ -408,12 +455,10 @@ fn let_go(viewers: &mut Vec<Viewer>, metrics: &Metrics) {
                 "took nothing for {} s, and was let go",
                 WRITE_TIMEOUT.as_secs()
             ),
+            Ending::Misspoke => "said something other than what it read, and was let go".to_owned(),
             _ => "left".to_owned(),
         };
-        eprintln!(
-            "relay: a viewer {why} ({} Blocks were dropped for it)",
-            v.dropped_frames
-        );
+        eprintln!("relay: a viewer {why} ({dropped} frames were dropped for it)");
         false
     });
     metrics.set_viewers(viewers.len());
@@ -450,6 +495,7 @@ fn admit(
         joined: Instant::now(),
         next_seq: 0,
         dropped_frames: 0,
+        counted_dropped: 0,
     };
     viewer.start(merger.init(), Arc::new(merger.catch_up()));
     viewers.push(viewer);

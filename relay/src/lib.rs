@@ -14,6 +14,8 @@ pub mod config;
 mod error;
 pub mod fanout;
 pub mod http;
+pub mod in_flight;
+pub mod late;
 pub mod merge;
 pub mod metrics;
 pub mod otlp;

@@ -172,6 +172,7 @@ pub struct Metrics {
     otlp_drops: Counter,
     viewers: Gauge,
     viewers_let_go: Family<ReasonLabel, Counter>,
+    viewer_frames_dropped: Counter,
     index: Mutex<Index>,
 }
 
@@ -201,6 +202,7 @@ impl Metrics {
             otlp_drops: Counter::default(),
             viewers: Gauge::default(),
             viewers_let_go: Family::default(),
+            viewer_frames_dropped: Counter::default(),
             registry: Registry::default(),
             index: Mutex::default(),
         };
@@ -278,8 +280,13 @@ impl Metrics {
         );
         registry.register(
             "viewers_let_go",
-            "Viewers let go, by reason: left, stalled (took nothing for 10 s), start_not_taken (did not take their Init and Catch-up within 10 s), over_cap (refused: 64 served already)",
+            "Viewers let go, by reason: left, stalled (took nothing for 10 s), start_not_taken (did not take their Init and Catch-up within 10 s), over_cap (refused: 64 served already), misspoke (a browser tab that sent something other than what it read)",
             metrics.viewers_let_go.clone(),
+        );
+        registry.register(
+            "viewer_frames_dropped",
+            "Blocks and Catch-ups dropped whole for viewers that fell behind (a full queue, or a browser tab's frame that waited past 50 ms), each a gap in that viewer's sequence numbers",
+            metrics.viewer_frames_dropped.clone(),
         );
         Metrics {
             registry,
@@ -290,6 +297,11 @@ impl Metrics {
     /// Viewers served now.
     pub fn set_viewers(&self, count: usize) {
         self.viewers.set(count as i64);
+    }
+
+    /// `frames` more were dropped for viewers that fell behind.
+    pub fn viewer_frames_dropped(&self, frames: u64) {
+        self.viewer_frames_dropped.inc_by(frames);
     }
 
     /// A viewer was let go, for `reason`.

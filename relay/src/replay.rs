@@ -1,23 +1,27 @@
 //! A recorded trace for the browser viewer (`view FILE --web`): each tab
 //! that opens the stream gets the file's bytes over its WebSocket, a
-//! chunk at a time as the tab takes them, then a close that says the
-//! file ended ([`END_OF_FILE`], docs/FORMAT.md "Carrying a stream"). The page reads them as it reads a live
-//! stream (a trace file is the same byte stream), then stops there,
-//! paused at the end, instead of connecting again.
+//! chunk at a time as the tab reads them (no more than
+//! [`FILE_WINDOW`] unread, [`crate::in_flight`]),
+//! then a close that says the file ended ([`END_OF_FILE`], docs/FORMAT.md
+//! "Carrying a stream"). The page reads them as it reads a live stream (a
+//! trace file is the same byte stream), then stops there, paused at the
+//! end, instead of connecting again.
 
 use std::io::Read;
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use typhon_live_http::axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade};
+use typhon_live_http::axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
 use typhon_live_http::axum::routing::get;
 use typhon_live_http::axum::Router;
 
-use crate::fanout::WRITE_TIMEOUT;
-
 use typhon_live_reader::carry::END_OF_FILE;
-/// Bytes per message: the server holds one chunk per tab.
+
+use crate::fanout::WRITE_TIMEOUT;
+use crate::in_flight::{close, Heard, InFlight, FILE_WINDOW, MAX_MESSAGE};
+
+/// Bytes per message: the server holds one chunk per tab, read ahead.
 const CHUNK: usize = 1 << 20;
 
 /// The route of the file's stream, `GET /stream` (a WebSocket). Serve it
@@ -28,7 +32,12 @@ pub fn routes(path: PathBuf) -> Router {
         "/stream",
         get(move |upgrade: WebSocketUpgrade| {
             let path = Arc::clone(&path);
-            async move { upgrade.on_upgrade(move |socket| send_file(socket, path)) }
+            async move {
+                upgrade
+                    .max_message_size(MAX_MESSAGE)
+                    .max_frame_size(MAX_MESSAGE)
+                    .on_upgrade(move |socket| send_file(socket, path))
+            }
         }),
     )
 }
@@ -53,23 +62,29 @@ async fn send_file(mut socket: WebSocket, path: Arc<PathBuf>) {
             }
         }
     });
-    while let Some(next) = read.recv().await {
-        let chunk = match next {
-            Ok(chunk) => chunk,
-            Err(why) => return close(socket, 1011, format!("{}: {why}", path.display())).await,
+    let mut in_flight = InFlight::new(FILE_WINDOW);
+    loop {
+        let next = tokio::select! {
+            next = read.recv(), if in_flight.has_room() => next,
+            said = socket.recv() => match in_flight.hear(&mut socket, said).await {
+                Heard::Nothing => continue,
+                Heard::Gone | Heard::Misspoke => return,
+            },
         };
+        let chunk = match next {
+            None => break,
+            Some(Ok(chunk)) => chunk,
+            Some(Err(why)) => {
+                let why = format!("{}: {why}", path.display());
+                return close(&mut socket, 1011, &why).await;
+            }
+        };
+        let bytes = chunk.len();
         let sent = socket.send(Message::Binary(Bytes::from(chunk)));
         if !matches!(tokio::time::timeout(WRITE_TIMEOUT, sent).await, Ok(Ok(()))) {
             return;
         }
+        in_flight.sent(bytes);
     }
-    close(socket, 1000, END_OF_FILE.into()).await;
-}
-
-async fn close(mut socket: WebSocket, code: u16, reason: String) {
-    let frame = CloseFrame {
-        code,
-        reason: reason.chars().take(100).collect::<String>().into(),
-    };
-    let _ = socket.send(Message::Close(Some(frame))).await;
+    close(&mut socket, 1000, END_OF_FILE).await;
 }

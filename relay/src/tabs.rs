@@ -7,10 +7,22 @@
 //! frame is sent as its header, its payload (shared by every viewer, not
 //! copied) and its trailer, three messages. The page feeds them, in
 //! order, to its streaming decoder (docs/FORMAT.md, "Carrying a stream").
-//! What the tab sends is read and dropped, but for its close.
+//!
+//! A tab's lag is bounded in time, not only in bytes. A browser takes in
+//! whatever arrives, so a page that falls behind (its thread waiting for
+//! the rasterizer, say) would otherwise see its lag grow without end
+//! while its queue here stayed empty. So:
+//! - frames go out only while the tab has less than
+//!   [`LIVE_WINDOW`] bytes unread ([`crate::in_flight`]); the rest wait
+//!   in its queue;
+//! - once a tab is behind for good, a Block or Catch-up that waited
+//!   there too long ([`crate::late`]) is dropped whole, its number
+//!   skipped, as the queue's byte bound drops them: the page counts the
+//!   gap and marks it where it happened.
 
 use std::sync::mpsc::SyncSender;
 use std::sync::Arc;
+use std::time::Instant;
 
 use bytes::Bytes;
 use typhon_live_http::axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
@@ -18,6 +30,8 @@ use typhon_live_http::axum::routing::get;
 use typhon_live_http::axum::Router;
 
 use crate::fanout::{Ending, Input, Queue, TabQueue, WRITE_TIMEOUT};
+use crate::in_flight::{Heard, InFlight, LIVE_WINDOW, MAX_MESSAGE};
+use crate::late::Lateness;
 use crate::merge::MergedFrame;
 
 /// The route of the tabs' stream, `GET /stream` (a WebSocket), whose
@@ -28,7 +42,12 @@ pub fn routes(inbox: SyncSender<Input>) -> Router {
         "/stream",
         get(move |upgrade: WebSocketUpgrade| {
             let inbox = inbox.clone();
-            async move { upgrade.on_upgrade(move |socket| serve_tab(socket, inbox)) }
+            async move {
+                upgrade
+                    .max_message_size(MAX_MESSAGE)
+                    .max_frame_size(MAX_MESSAGE)
+                    .on_upgrade(move |socket| serve_tab(socket, inbox))
+            }
         }),
     )
 }
@@ -43,14 +62,15 @@ async fn serve_tab(mut socket: WebSocket, inbox: SyncSender<Input>) {
     if !matches!(joined, Ok(true)) {
         return;
     }
+    let mut in_flight = InFlight::new(LIVE_WINDOW);
+    let mut lateness = Lateness::default();
     loop {
         let next = tokio::select! {
-            next = queue.next() => next,
-            said = socket.recv() => match said {
-                Some(Ok(Message::Close(_)) | Err(_)) | None => return queue.end(Ending::Left),
-                // Pings are answered by the socket itself; anything else
-                // a tab sends is not asked for.
-                Some(Ok(_)) => continue,
+            next = queue.next(), if in_flight.has_room() => next,
+            said = socket.recv() => match in_flight.hear(&mut socket, said).await {
+                Heard::Nothing => continue,
+                Heard::Gone => return queue.end(Ending::Left),
+                Heard::Misspoke => return queue.end(Ending::Misspoke),
             },
         };
         // None: let go by the merging thread (refused, or its start not
@@ -58,13 +78,27 @@ async fn serve_tab(mut socket: WebSocket, inbox: SyncSender<Input>) {
         let Some(queued) = next else {
             return;
         };
+        let empty = queue.is_empty();
+        if lateness.drops(
+            queued.queued_at(),
+            queued.droppable(),
+            empty,
+            Instant::now(),
+        ) {
+            queue.dropped_late();
+            continue;
+        }
         let sent = tokio::select! {
             sent = tokio::time::timeout(WRITE_TIMEOUT, send(&mut socket, &queued.frame, queued.seq)) => sent,
             () = queue.let_go() => return,
         };
         match sent {
-            Ok(Ok(())) if queued.ends_start() => queue.set_started(),
-            Ok(Ok(())) => {}
+            Ok(Ok(bytes)) => {
+                in_flight.sent(bytes);
+                if queued.ends_start() {
+                    queue.set_started();
+                }
+            }
             Ok(Err(_)) => return queue.end(Ending::Left),
             Err(_) => return queue.end(Ending::Stalled),
         }
@@ -72,11 +106,12 @@ async fn serve_tab(mut socket: WebSocket, inbox: SyncSender<Input>) {
 }
 
 /// Sends `frame`, sealed with `seq`: header, shared payload, trailer.
+/// Returns the bytes sent.
 async fn send(
     socket: &mut WebSocket,
     frame: &MergedFrame,
     seq: u32,
-) -> Result<(), typhon_live_http::axum::Error> {
+) -> Result<usize, typhon_live_http::axum::Error> {
     let (header, trailer) = frame.seal(seq);
     socket
         .send(Message::Binary(Bytes::copy_from_slice(&header)))
@@ -84,5 +119,6 @@ async fn send(
     socket.send(Message::Binary(frame.payload.clone())).await?;
     socket
         .send(Message::Binary(Bytes::copy_from_slice(&trailer)))
-        .await
+        .await?;
+    Ok(header.len() + frame.payload.len() + trailer.len())
 }

@@ -9,6 +9,7 @@ use tungstenite::client::IntoClientRequest;
 use tungstenite::Message;
 use typhon_live_core::{Decoder, Event, LaneInfo, LaneKind};
 use typhon_live_http::{guard, serve, Guard, Limits};
+use typhon_live_reader::carry::ReadReceipt;
 use typhon_live_relay::fanout::{self, Input};
 use typhon_live_relay::merge::Merger;
 use typhon_live_relay::tabs;
@@ -17,9 +18,10 @@ use typhon_live_tests::{own, Owned};
 
 /// What a tab's stream held: its frame kinds in order, sequence gaps
 /// after its Init, the spans of its Blocks, and decode errors; read as
-/// the bytes come.
+/// the bytes come, and said read as a page says it.
 #[derive(Debug)]
 struct Seen {
+    receipt: ReadReceipt,
     kinds: Vec<&'static str>,
     gaps: u64,
     spans: usize,
@@ -41,6 +43,7 @@ struct Counted {
 impl Seen {
     fn new() -> Self {
         Seen {
+            receipt: ReadReceipt::default(),
             kinds: Vec::new(),
             gaps: 0,
             spans: 0,
@@ -51,8 +54,10 @@ impl Seen {
         }
     }
 
-    /// Takes in the next bytes of the stream.
-    fn take(&mut self, bytes: &[u8]) {
+    /// Takes in the next bytes of the stream; returns what to tell the
+    /// server, when it is due.
+    fn take(&mut self, bytes: &[u8]) -> Option<String> {
+        self.receipt.took(bytes.len());
         self.pending.extend_from_slice(bytes);
         let mut counted = Vec::new();
         let mut decoder = Decoder::new(&mut self.buf);
@@ -85,6 +90,7 @@ impl Seen {
             }
             self.kinds.push(frame.kind);
         }
+        self.receipt.due()
     }
 
     fn blocks(&self) -> u64 {
@@ -144,7 +150,8 @@ fn tab(addr: SocketAddr, token: &str) -> tungstenite::WebSocket<TcpStream> {
     socket
 }
 
-/// Reads a tab into `seen` until `done` holds for it (at most 20 s).
+/// Reads a tab into `seen`, saying what it read, until `done` holds for
+/// it (at most 20 s).
 fn read_until(
     socket: &mut tungstenite::WebSocket<TcpStream>,
     seen: &mut Seen,
@@ -153,7 +160,11 @@ fn read_until(
     let deadline = Instant::now() + Duration::from_secs(20);
     while Instant::now() < deadline && !done(seen) {
         match socket.read() {
-            Ok(Message::Binary(data)) => seen.take(&data),
+            Ok(Message::Binary(data)) => {
+                if let Some(said) = seen.take(&data) {
+                    socket.send(Message::text(said)).unwrap();
+                }
+            }
             Ok(_) => {}
             Err(tungstenite::Error::Io(e))
                 if matches!(

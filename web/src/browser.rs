@@ -84,7 +84,7 @@ impl eframe::App for App {
 
 /// Opens the stream's socket; when it closes, opens it again after
 /// [`RETRY`].
-fn connect(page: Rc<RefCell<Page>>, ctx: egui::Context, again: bool) {
+fn connect(page: Rc<RefCell<Page>>, ctx: egui::Context) {
     let Some(url) = stream_url() else {
         page.borrow_mut()
             .disconnected("the page's address is not http".into(), RETRY);
@@ -98,19 +98,24 @@ fn connect(page: Rc<RefCell<Page>>, ctx: egui::Context, again: bool) {
     let on_open = {
         let (page, ctx, url) = (Rc::clone(&page), ctx.clone(), url.clone());
         Closure::<dyn FnMut()>::new(move || {
-            page.borrow_mut().connected(url.clone(), again);
+            page.borrow_mut().connected(url.clone());
             ctx.request_repaint();
         })
     };
     let on_message = {
-        let (page, ctx) = (Rc::clone(&page), ctx.clone());
+        let (page, ctx, socket) = (Rc::clone(&page), ctx.clone(), socket.clone());
         Closure::<dyn FnMut(MessageEvent)>::new(move |event: MessageEvent| {
             if let Ok(buffer) = event.data().dyn_into::<js_sys::ArrayBuffer>() {
                 let began = now();
                 let bytes = js_sys::Uint8Array::new(&buffer).to_vec();
                 let mut page = page.borrow_mut();
-                page.take(&bytes, began);
+                let said = page.take(&bytes, began);
                 page.ingest_took(now().saturating_sub(began));
+                // Unsaid, the server sends no more once a megabyte is
+                // unread (FORMAT.md, "Carrying a stream").
+                if let Some(said) = said {
+                    let _ = socket.send_with_str(&said);
+                }
                 ctx.request_repaint();
             }
         })
@@ -141,13 +146,28 @@ fn connect(page: Rc<RefCell<Page>>, ctx: egui::Context, again: bool) {
 fn retry(page: Rc<RefCell<Page>>, ctx: egui::Context, reason: String) {
     page.borrow_mut().disconnected(reason, RETRY);
     ctx.request_repaint();
-    let again = Closure::once_into_js(move || connect(page, ctx, true));
+    let again = Closure::once_into_js(move || connect(page, ctx));
     if let Some(window) = web_sys::window() {
         let _ = window.set_timeout_with_callback_and_timeout_and_arguments_0(
             again.unchecked_ref(),
             RETRY.as_millis() as i32,
         );
     }
+}
+
+/// Creates the canvas's WebGL2 context before eframe asks for one (a
+/// canvas has one context: eframe's request gets this one), without
+/// what egui does not use. Its default multisampling would draw every
+/// pixel four times, which a software rasterizer (SwiftShader, a machine
+/// without a GPU) pays on the CPU the page shares; egui smooths its own
+/// edges. No depth or stencil buffer either: egui draws in order.
+fn claim_context(canvas: &web_sys::HtmlCanvasElement) {
+    let options = js_sys::Object::new();
+    for (key, value) in [("antialias", false), ("depth", false), ("stencil", false)] {
+        let _ = js_sys::Reflect::set(&options, &key.into(), &value.into());
+    }
+    // Without WebGL2, eframe falls back to WebGL1 with its defaults.
+    let _ = canvas.get_context_with_context_options("webgl2", &options);
 }
 
 /// Starts the page on the canvas `#typhon`.
@@ -160,6 +180,7 @@ pub fn start() {
     else {
         return;
     };
+    claim_context(&canvas);
     let page = Rc::new(RefCell::new(Page::new(history_bytes())));
     PAGE.with(|p| *p.borrow_mut() = Some(Rc::clone(&page)));
     wasm_bindgen_futures::spawn_local(async move {
@@ -169,7 +190,7 @@ pub fn start() {
                 canvas,
                 eframe::WebOptions::default(),
                 Box::new(move |cc| {
-                    connect(Rc::clone(&page), cc.egui_ctx.clone(), false);
+                    connect(Rc::clone(&page), cc.egui_ctx.clone());
                     Ok(Box::new(App { page }))
                 }),
             )

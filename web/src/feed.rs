@@ -2,11 +2,15 @@
 //! for the page's life, whole frames handed to [`Model::on_frame`].
 //! Message boundaries mean nothing (docs/FORMAT.md, "Carrying a
 //! stream"): a frame may come in several messages, or several in one.
+//! The feed counts what each connection brought, for the page to say
+//! what it read ([`Feed::say_read`]), without which the server stops
+//! sending once its window is unread.
 
 use std::time::Duration;
 
 use typhon_live_core::{Decoder, DEFAULT_MAX_FRAME};
 use typhon_live_model::Model;
+use typhon_live_reader::carry::ReadReceipt;
 
 /// The decoder of a page's stream.
 pub struct Feed {
@@ -16,6 +20,10 @@ pub struct Feed {
     /// Bytes and frames taken in.
     bytes: u64,
     frames: u64,
+    /// Connections opened.
+    connections: u64,
+    /// What this connection brought, and what was said of it.
+    receipt: ReadReceipt,
 }
 
 impl Default for Feed {
@@ -33,6 +41,8 @@ impl Feed {
             decoder: Decoder::new(buf),
             bytes: 0,
             frames: 0,
+            connections: 0,
+            receipt: ReadReceipt::default(),
         }
     }
 
@@ -42,6 +52,7 @@ impl Feed {
     pub fn push(&mut self, mut bytes: &[u8], model: &mut Model, now: Duration) -> u64 {
         let before = self.frames;
         self.bytes += bytes.len() as u64;
+        self.receipt.took(bytes.len());
         while !bytes.is_empty() {
             let taken = self.decoder.feed(bytes);
             bytes = &bytes[taken..];
@@ -60,11 +71,22 @@ impl Feed {
         self.frames - before
     }
 
-    /// A new connection: the last one's unfinished frame is forgotten,
-    /// and the model told that it reconnected.
-    pub fn reconnected(&mut self, model: &mut Model) {
-        self.decoder.restart();
-        model.reconnected();
+    /// A connection opened: its bytes are counted from zero. After the
+    /// first, the last one's unfinished frame is forgotten, and the model
+    /// told that it reconnected.
+    pub fn connected(&mut self, model: &mut Model) {
+        self.receipt = ReadReceipt::default();
+        self.connections += 1;
+        if self.connections > 1 {
+            self.decoder.restart();
+            model.reconnected();
+        }
+    }
+
+    /// The text message to send the server, saying what this connection
+    /// brought, when it is due.
+    pub fn say_read(&mut self) -> Option<String> {
+        self.receipt.due()
     }
 
     /// Bytes taken in.

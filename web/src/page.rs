@@ -112,10 +112,12 @@ impl Page {
         }
     }
 
-    /// Takes in bytes of the stream that arrived at `now`.
-    pub fn take(&mut self, bytes: &[u8], now: Duration) {
+    /// Takes in bytes of the stream that arrived at `now`; returns what
+    /// to tell the server when it is due ([`Feed::say_read`]).
+    pub fn take(&mut self, bytes: &[u8], now: Duration) -> Option<String> {
         self.first_bytes_at.get_or_insert(now);
         self.feed.push(bytes, &mut self.model, now);
+        self.feed.say_read()
     }
 
     /// Taking bytes in took `took` (the page measures it around
@@ -124,11 +126,9 @@ impl Page {
         self.ingest += took;
     }
 
-    /// The stream's connection opened (`again`: after one was lost).
-    pub fn connected(&mut self, peer: String, again: bool) {
-        if again {
-            self.feed.reconnected(&mut self.model);
-        }
+    /// The stream's connection opened (again, if one was lost).
+    pub fn connected(&mut self, peer: String) {
+        self.feed.connected(&mut self.model);
         self.model.connection = Connection::Connected { peer };
     }
 
@@ -716,7 +716,7 @@ mod tests {
     #[test]
     fn a_latency_mark_is_recorded_once_when_first_drawn() {
         let mut page = Page::new(64 << 20);
-        page.connected("test".into(), false);
+        page.connected("test".into());
         page.take(&latency_stream(1_700_000_000_123_456_789), Duration::ZERO);
         let ctx = Context::default();
         for at in [10, 20, 30] {
@@ -733,7 +733,7 @@ mod tests {
     #[test]
     fn the_wheel_zooms_a_paused_view_around_the_cursor() {
         let mut page = Page::new(64 << 20);
-        page.connected("test".into(), false);
+        page.connected("test".into());
         page.take(&nested_stream(0..300), Duration::ZERO);
         let ctx = Context::default();
         frame(&mut page, &ctx, Duration::ZERO, vec![]);
