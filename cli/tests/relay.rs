@@ -568,3 +568,30 @@ fn metrics_beyond_loopback_are_served_with_a_warning() {
         "{stderr}"
     );
 }
+
+#[test]
+fn a_collector_that_is_down_is_told_once_then_counted() {
+    // Nothing listens there: twenty exports a second fail, for 3 s.
+    let collector = format!("http://127.0.0.1:{}", free_port());
+    let (code, stderr) = relay_ends(&[
+        "--source",
+        "a=127.0.0.1:1",
+        "--otlp",
+        &collector,
+        "--otlp-interval",
+        "0.05",
+        "--duration",
+        "3",
+    ]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let told: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("OTLP exports"))
+        .collect();
+    // The next line comes 10 s after the first (relay::failures).
+    assert_eq!(told.len(), 1, "{stderr}");
+    assert!(
+        told[0].contains("/v1/metrics") && told[0].contains("failed"),
+        "{stderr}"
+    );
+}

@@ -12,6 +12,7 @@
 
 pub mod config;
 mod error;
+pub mod failures;
 pub mod fanout;
 pub mod http;
 pub mod in_flight;

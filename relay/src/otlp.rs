@@ -28,6 +28,7 @@ use prost::Message;
 use typhon_live_core::{Event, LaneId, NameId};
 use typhon_live_reader::State;
 
+use crate::failures::Failures;
 use crate::metrics::{DurationsSnapshot, Metrics, SourceSnapshot, BOUNDS};
 use crate::update::Update;
 
@@ -100,6 +101,10 @@ pub fn post_all(
 ) {
     let started = unix_ns();
     let mut next_metrics = Instant::now() + interval;
+    let mut failures = Failures::new(format!(
+        "relay: OTLP exports to {}{}",
+        endpoint.authority, endpoint.base
+    ));
     loop {
         let wait = next_metrics.saturating_duration_since(Instant::now());
         // The metrics when due, however many traces wait.
@@ -117,12 +122,15 @@ pub fn post_all(
             }
             Err(RecvTimeoutError::Disconnected) => return,
         };
-        if let Err(why) = post(&endpoint, path, &body) {
-            metrics.otlp_dropped();
-            eprintln!(
-                "relay: OTLP export to {}{path} dropped: {why}",
-                endpoint.authority
-            );
+        let told = match post(&endpoint, path, &body) {
+            Ok(()) => failures.worked(),
+            Err(why) => {
+                metrics.otlp_dropped();
+                failures.failed(&format!("{path}: {why}"), Instant::now())
+            }
+        };
+        if let Some(line) = told {
+            eprintln!("{line}");
         }
     }
 }
