@@ -6,11 +6,10 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::{skipped, Killed, BIN};
+use common::{serve_web, skipped, BIN};
 use serde_json::Value;
 use typhon_live_tests::browser::{colours, Browser};
 
@@ -24,30 +23,6 @@ fn one_browser() -> std::sync::MutexGuard<'static, ()> {
     ONE_BROWSER.lock().unwrap_or_else(|p| p.into_inner())
 }
 const WAIT: Duration = Duration::from_secs(40);
-
-/// Starts `typhon-live ARGS` and returns it with the viewer's URL it
-/// printed.
-fn serve(args: &[&str]) -> (Killed, String) {
-    let mut child = Command::new(BIN)
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let child = Killed(child);
-    for line in lines.by_ref() {
-        let line = line.unwrap();
-        if let Some((_, url)) = line.split_once("browser viewer at ") {
-            let url = url.trim().to_owned();
-            // The rest of stdout is drained, so that the process never
-            // blocks on a full pipe.
-            std::thread::spawn(move || lines.for_each(drop));
-            return (child, url);
-        }
-    }
-    panic!("no URL printed");
-}
 
 fn names(list: &Value, key: &str) -> Vec<String> {
     list.as_array()
@@ -74,7 +49,7 @@ fn the_demo_is_watched_live_in_chromium() {
         Ok(browser) => browser,
         Err(why) => return skipped(&why),
     };
-    let (_demo, url) = serve(&["demo", "--web", "--live", "0", "--duration", "120"]);
+    let (_demo, url) = serve_web(&["demo", "--web", "--live", "0", "--duration", "120"]);
     browser.open(&url).unwrap();
 
     // The page loads, connects, and its model holds the demo's lanes and
@@ -280,7 +255,7 @@ fn a_recorded_trace_is_read_whole_by_the_page_and_shown_paused_at_its_end() {
         .output()
         .unwrap();
     let expected: Value = serde_json::from_slice(&json.stdout).unwrap();
-    let (_view, url) = serve(&["view", trace.to_str().unwrap(), "--web"]);
+    let (_view, url) = serve_web(&["view", trace.to_str().unwrap(), "--web"]);
     browser.open(&url).unwrap();
     // Read to its end, and drawn there: the window ends at the file's last
     // time (the demo ran 2 s).

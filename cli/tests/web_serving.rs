@@ -11,7 +11,7 @@ use std::net::{SocketAddr, TcpStream};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{relay_value, spawn_demo_with, wait_for, Killed, BIN};
+use common::{relay_value, serve_web, spawn_demo_with, wait_for, Killed, BIN};
 use tungstenite::client::IntoClientRequest;
 use tungstenite::Message;
 use typhon_live_model::Model;
@@ -218,11 +218,7 @@ impl Tab {
                 }
                 Ok(Message::Close(close)) => return Stopped::Closed(close),
                 Ok(_) => {}
-                Err(tungstenite::Error::Io(e))
-                    if matches!(
-                        e.kind(),
-                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                    ) => {}
+                Err(tungstenite::Error::Io(e)) if typhon_live_tests::timed_out(&e) => {}
                 Err(e) => panic!("the stream failed: {e}"),
             }
         }
@@ -316,23 +312,8 @@ fn sixteen_readers_each_get_the_whole_stream_or_count_what_they_lost_and_the_sou
 
 /// `view FILE --web`: the process, the viewer's address and token.
 fn view_with_web(file: &std::path::Path) -> (Killed, SocketAddr, String) {
-    let mut view = Command::new(BIN)
-        .arg("view")
-        .arg(file)
-        .arg("--web")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(view.stdout.take().unwrap()).lines();
-    let view = Killed(view);
-    let url = loop {
-        let line = lines.next().expect("view tells where it serves").unwrap();
-        if let Some(url) = line.strip_prefix("typhon-live view: browser viewer at http://") {
-            break url.trim_end_matches('/').to_owned();
-        }
-    };
-    std::thread::spawn(move || lines.for_each(drop));
+    let (view, url) = serve_web(&["view", file.to_str().unwrap(), "--web"]);
+    let url = url.strip_prefix("http://").unwrap().trim_end_matches('/');
     let (addr, token) = url.split_once('/').unwrap();
     (view, addr.parse().unwrap(), token.to_owned())
 }

@@ -48,10 +48,7 @@ fn closed(stream: &mut TcpStream, wait: Duration) -> bool {
     let mut probe = [0u8; 1];
     match stream.read(&mut probe) {
         Ok(n) => n == 0,
-        Err(e) => !matches!(
-            e.kind(),
-            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-        ),
+        Err(e) => !typhon_live_tests::timed_out(&e),
     }
 }
 

@@ -171,15 +171,11 @@ impl Queue {
         self.woken.notify_one();
     }
 
-    /// Whether no frame is queued.
-    pub(crate) fn is_empty(&self) -> bool {
-        let pending = self.frames.lock().unwrap_or_else(|p| p.into_inner());
-        pending.frames.is_empty()
-    }
-
-    /// The next frame, if any is queued.
-    fn pop(&self) -> Option<Queued> {
-        self.frames.lock().unwrap_or_else(|p| p.into_inner()).pop()
+    /// The next frame, if any is queued, and whether it was the last.
+    fn pop(&self) -> Option<(Queued, bool)> {
+        let mut pending = self.frames.lock().unwrap_or_else(|p| p.into_inner());
+        let next = pending.pop()?;
+        Some((next, pending.frames.is_empty()))
     }
 
     /// The next frame, waiting at most `wait` for one (a writer thread).
@@ -195,9 +191,9 @@ impl Queue {
         pending.pop()
     }
 
-    /// The next frame, once there is one; `None` once the viewer is let
-    /// go (a writer task).
-    pub(crate) async fn next(&self) -> Option<Queued> {
+    /// The next frame, once there is one, and whether it left the queue
+    /// empty; `None` once the viewer is let go (a writer task).
+    pub(crate) async fn next(&self) -> Option<(Queued, bool)> {
         loop {
             if self.ending() != Ending::Open {
                 return None;

@@ -75,10 +75,9 @@ async fn serve_tab(mut socket: WebSocket, inbox: SyncSender<Input>) {
         };
         // None: let go by the merging thread (refused, or its start not
         // taken in time).
-        let Some(queued) = next else {
+        let Some((queued, empty)) = next else {
             return;
         };
-        let empty = queue.is_empty();
         if lateness.drops(
             queued.queued_at(),
             queued.droppable(),

@@ -166,11 +166,7 @@ fn read_until(
                 }
             }
             Ok(_) => {}
-            Err(tungstenite::Error::Io(e))
-                if matches!(
-                    e.kind(),
-                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                ) => {}
+            Err(tungstenite::Error::Io(e)) if typhon_live_tests::timed_out(&e) => {}
             Err(e) => panic!("{e}"),
         }
     }

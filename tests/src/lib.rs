@@ -157,6 +157,15 @@ pub fn own(frame: &Frame<'_>) -> Result<Owned, DecodeError> {
     })
 }
 
+/// Whether a read on a socket with a read timeout only timed out: Unix
+/// says `WouldBlock`, Windows `TimedOut`.
+pub fn timed_out(error: &std::io::Error) -> bool {
+    matches!(
+        error.kind(),
+        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+    )
+}
+
 /// What a reader saw: frames (owned) and errors, in stream order.
 #[allow(clippy::large_enum_variant)] // test data, compared not stored
 #[derive(Debug, PartialEq)]
@@ -724,11 +733,7 @@ impl Viewer {
         match self.stream.read(&mut chunk) {
             Ok(0) => self.closed = true,
             Ok(n) => self.pending.extend_from_slice(&chunk[..n]),
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                ) => {}
+            Err(e) if timed_out(&e) => {}
             Err(_) => self.closed = true,
         }
         self.decode_pending();

@@ -153,6 +153,30 @@ pub fn spawn_relay_with(mut command: Command, prefix: &str) -> (Killed, String) 
     }
 }
 
+/// Starts `typhon-live ARGS` and returns it with the viewer's URL it
+/// printed.
+pub fn serve_web(args: &[&str]) -> (Killed, String) {
+    let mut child = Command::new(BIN)
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let child = Killed(child);
+    for line in lines.by_ref() {
+        let line = line.unwrap();
+        if let Some((_, url)) = line.split_once("browser viewer at ") {
+            let url = url.trim().to_owned();
+            // The rest of stdout is drained, so that the process never
+            // blocks on a full pipe.
+            std::thread::spawn(move || lines.for_each(drop));
+            return (child, url);
+        }
+    }
+    panic!("no URL printed");
+}
+
 /// The last `--json` summary of `attach` started by `command` (which
 /// must end by itself).
 pub fn last_summary(command: std::process::Child) -> serde_json::Value {
