@@ -108,6 +108,10 @@ fn a_collector_down_or_never_answering_costs_counted_exports_not_the_live_path()
                 "60",
                 "--otlp-interval",
                 "0.2",
+                // A post to the collector that never answers gives up
+                // after 1 s, not the default 10 s.
+                "--otlp-timeout",
+                "1",
                 "--slow-tick",
                 "1",
                 "--otlp",

@@ -6,7 +6,11 @@
 //!   "listen": 9200,
 //!   "bind_address": "127.0.0.1",
 //!   "metrics": "127.0.0.1:9464",
-//!   "otlp": "http://127.0.0.1:4318",
+//!   "otlp": "https://collector.example:4318",
+//!   "otlp_headers": { "authorization": "Bearer ..." },
+//!   "otlp_ca": "/etc/typhon/collector-ca.pem",
+//!   "otlp_compression": "gzip",
+//!   "otlp_timeout_s": 10,
 //!   "slow_tick_ms": 100,
 //!   "otlp_interval_s": 5,
 //!   "web": 9300
@@ -14,17 +18,19 @@
 //! ```
 //!
 //! Every key is optional; an unknown key is an error naming it. A source
-//! given by flag replaces the file's of the same name.
+//! given by flag replaces the file's of the same name. OpenTelemetry's
+//! `OTEL_EXPORTER_OTLP_*` variables come between the file and the flags
+//! ([`otlp::settings`](crate::otlp::settings)).
 
 use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, ToSocketAddrs};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::Deserialize;
 
 use crate::error::RelayError;
-use crate::otlp::Endpoint;
+use crate::otlp::settings::{Collector, OtelEnv, OtlpLayer};
 use crate::source::Source;
 
 /// Ticks longer than this are exported over OTLP, by default.
@@ -46,8 +52,18 @@ pub struct Layer {
     pub bind_address: Option<IpAddr>,
     /// Prometheus's `/metrics` address.
     pub metrics: Option<String>,
-    /// The OTLP/HTTP collector.
+    /// The OTLP/HTTP collector: the URL the signals' paths go under.
     pub otlp: Option<String>,
+    /// Headers sent with every export (a collector's credentials).
+    #[serde(default)]
+    pub otlp_headers: BTreeMap<String, String>,
+    /// A PEM file of the certificates to trust for an `https://`
+    /// collector, instead of the Web PKI's.
+    pub otlp_ca: Option<PathBuf>,
+    /// `gzip` or `none`.
+    pub otlp_compression: Option<String>,
+    /// Seconds an export may take, retries included.
+    pub otlp_timeout_s: Option<f64>,
     /// The slow-tick threshold, ms.
     pub slow_tick_ms: Option<f64>,
     /// Seconds between OTLP metric exports.
@@ -57,6 +73,32 @@ pub struct Layer {
 }
 
 impl Layer {
+    /// The layer's OTLP settings, checked; an error names the setting.
+    fn otlp(&self) -> Result<OtlpLayer, String> {
+        Ok(OtlpLayer {
+            endpoint: self
+                .otlp
+                .as_deref()
+                .map(|url| OtlpLayer::endpoint("otlp", url))
+                .transpose()?,
+            headers: self
+                .otlp_headers
+                .iter()
+                .map(|(name, value)| OtlpLayer::header("otlp_headers", &format!("{name}={value}")))
+                .collect::<Result<_, _>>()?,
+            timeout: self
+                .otlp_timeout_s
+                .map(|s| OtlpLayer::seconds("otlp_timeout_s", s))
+                .transpose()?,
+            compression: self
+                .otlp_compression
+                .as_deref()
+                .map(|c| c.parse().map_err(|e| format!("otlp_compression: {e}")))
+                .transpose()?,
+            ca: self.otlp_ca.clone(),
+        })
+    }
+
     /// The layer of a JSON file; an error names the file and what is
     /// wrong, where.
     pub fn read(path: &Path) -> Result<Layer, RelayError> {
@@ -93,8 +135,8 @@ pub struct RelayConfig {
     pub bind_address: IpAddr,
     /// Prometheus's `/metrics` address, if served.
     pub metrics: Option<SocketAddr>,
-    /// The OTLP/HTTP collector, if any.
-    pub otlp: Option<Endpoint>,
+    /// What is exported over OTLP/HTTP, and where, if anything.
+    pub otlp: Option<Collector>,
     /// Ticks longer than this are exported as traces (overruns always).
     pub slow_tick: Duration,
     /// How often the metrics go to the collector.
@@ -111,9 +153,10 @@ pub struct RelayConfig {
 }
 
 impl RelayConfig {
-    /// `top` over `below` over the defaults; an error says which setting
-    /// is wrong and why.
-    pub fn layered(below: Layer, top: Layer) -> Result<RelayConfig, String> {
+    /// `top` over the OpenTelemetry environment `env` over `below` over
+    /// the defaults; an error says which setting is wrong and why.
+    pub fn layered(below: Layer, env: &OtelEnv, top: Layer) -> Result<RelayConfig, String> {
+        let otlp = Collector::layered(&below.otlp()?, env, &top.otlp()?)?;
         let mut sources = below.sources;
         sources.extend(top.sources);
         if sources.is_empty() {
@@ -148,19 +191,22 @@ impl RelayConfig {
                 .or(below.metrics)
                 .map(|text| socket_address(&text).map_err(|e| format!("metrics: {e}")))
                 .transpose()?,
-            otlp: top.otlp.or(below.otlp).map(|u| u.parse()).transpose()?,
+            otlp,
             slow_tick: positive(
                 "slow_tick_ms",
                 top.slow_tick_ms.or(below.slow_tick_ms),
                 1e-3,
                 DEFAULT_SLOW_TICK,
             )?,
-            otlp_interval: positive(
-                "otlp_interval_s",
-                top.otlp_interval_s.or(below.otlp_interval_s),
-                1.0,
-                DEFAULT_OTLP_INTERVAL,
-            )?,
+            otlp_interval: match (top.otlp_interval_s, env.interval) {
+                (None, Some(interval)) => interval,
+                (top_s, _) => positive(
+                    "otlp_interval_s",
+                    top_s.or(below.otlp_interval_s),
+                    1.0,
+                    DEFAULT_OTLP_INTERVAL,
+                )?,
+            },
             web,
             unprefixed: false,
             who: "typhon-live relay".into(),
@@ -201,7 +247,7 @@ mod tests {
             listen: Some(0),
             ..Layer::default()
         };
-        let config = RelayConfig::layered(below, top).unwrap();
+        let config = RelayConfig::layered(below, &OtelEnv::default(), top).unwrap();
         let sources: Vec<(&str, &str)> = config
             .sources
             .iter()
@@ -213,26 +259,29 @@ mod tests {
         assert_eq!(config.slow_tick, Duration::from_millis(250));
         assert_eq!(config.otlp_interval, DEFAULT_OTLP_INTERVAL);
         assert_eq!(config.bind_address, IpAddr::V4(Ipv4Addr::LOCALHOST));
-        assert_eq!(config.otlp.unwrap().authority, "127.0.0.1:4318");
+        let metrics = config.otlp.unwrap().metrics.unwrap();
+        assert_eq!(metrics.url, "http://127.0.0.1:4318/v1/metrics");
     }
 
     #[test]
     fn what_is_wrong_is_named() {
         let unknown = serde_json::from_str::<Layer>(r#"{"sources": {}, "listne": 1}"#);
         assert!(unknown.unwrap_err().to_string().contains("listne"));
-        let none = RelayConfig::layered(Layer::default(), Layer::default());
+        let none = RelayConfig::layered(Layer::default(), &OtelEnv::default(), Layer::default());
         assert!(none.unwrap_err().contains("no source"));
         let slow = file(r#"{"sources": {"a": "127.0.0.1:1"}, "slow_tick_ms": -1}"#);
-        let slow = RelayConfig::layered(slow, Layer::default()).unwrap_err();
+        let slow = RelayConfig::layered(slow, &OtelEnv::default(), Layer::default()).unwrap_err();
         assert!(slow.contains("slow_tick_ms"), "{slow}");
         let port_only = file(r#"{"sources": {"a": "127.0.0.1:1"}, "metrics": "9464"}"#);
-        let port_only = RelayConfig::layered(port_only, Layer::default()).unwrap_err();
+        let port_only =
+            RelayConfig::layered(port_only, &OtelEnv::default(), Layer::default()).unwrap_err();
         assert!(
             port_only.contains("metrics: \"9464\" is not HOST:PORT"),
             "{port_only}"
         );
         let source_port = file(r#"{"sources": {"a": "9100"}}"#);
-        let source_port = RelayConfig::layered(source_port, Layer::default()).unwrap_err();
+        let source_port =
+            RelayConfig::layered(source_port, &OtelEnv::default(), Layer::default()).unwrap_err();
         assert!(
             source_port.contains("\"a=9100\" is not NAME=HOST:PORT"),
             "{source_port}"
@@ -244,18 +293,26 @@ mod tests {
             assert!(bad.parse::<Source>().is_err(), "{bad}");
         }
         let web = file(r#"{"sources": {"a": "127.0.0.1:1"}, "web": 0, "bind_address": "0.0.0.0"}"#);
-        let web = RelayConfig::layered(web, Layer::default()).unwrap_err();
+        let web = RelayConfig::layered(web, &OtelEnv::default(), Layer::default()).unwrap_err();
         assert!(
             web.contains("--bind-address 0.0.0.0: the browser viewer is served on loopback only"),
             "{web}"
         );
         let web = file(r#"{"sources": {"a": "127.0.0.1:1"}, "web": 0, "bind_address": "::1"}"#);
         assert_eq!(
-            RelayConfig::layered(web, Layer::default()).unwrap().web,
+            RelayConfig::layered(web, &OtelEnv::default(), Layer::default())
+                .unwrap()
+                .web,
             Some(0)
         );
-        let otlp = file(r#"{"sources": {"a": "127.0.0.1:1"}, "otlp": "https://x:4318"}"#);
-        let otlp = RelayConfig::layered(otlp, Layer::default()).unwrap_err();
-        assert!(otlp.contains("only http://"), "{otlp}");
+        let otlp = file(r#"{"sources": {"a": "127.0.0.1:1"}, "otlp": "x:4318"}"#);
+        let otlp = RelayConfig::layered(otlp, &OtelEnv::default(), Layer::default()).unwrap_err();
+        assert!(
+            otlp.contains("otlp \"x:4318\": give http:// or https://"),
+            "{otlp}"
+        );
+        let gzip = file(r#"{"sources": {"a": "127.0.0.1:1"}, "otlp_compression": "zip"}"#);
+        let gzip = RelayConfig::layered(gzip, &OtelEnv::default(), Layer::default()).unwrap_err();
+        assert!(gzip.contains("otlp_compression: \"zip\""), "{gzip}");
     }
 }

@@ -5,12 +5,16 @@
 //!
 //! Exports go through a bounded queue to one thread that posts them; a
 //! collector that is down or slow costs dropped exports (counted in
-//! `typhon_otlp_dropped_total`), never a wait on the live path.
+//! `typhon_otlp_dropped_total`), never a wait on the live path. Where
+//! they go and how is [`settings`]; how they are posted, [`client`] and
+//! [`retry`].
+
+pub mod client;
+pub mod retry;
+pub mod settings;
 
 use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasher, Hash};
-use std::io::{Read, Write};
-use std::net::{TcpStream, ToSocketAddrs};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, TrySendError};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -31,47 +35,12 @@ use typhon_live_reader::State;
 use crate::failures::Failures;
 use crate::metrics::{DurationsSnapshot, Metrics, SourceSnapshot, BOUNDS};
 use crate::update::Update;
+use client::Client;
 
 /// Exports waiting for the posting thread; more are dropped.
 pub const QUEUED_EXPORTS: usize = 64;
 /// Spans a source's tracer keeps to build a slow tick's tree from.
 pub const RECENT_SPANS: usize = 1 << 16;
-/// How long a collector has to take an export.
-const POST_TIMEOUT: Duration = Duration::from_secs(2);
-
-/// Where a collector listens: `http://HOST:PORT[/PATH]`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Endpoint {
-    /// `HOST:PORT`.
-    pub authority: String,
-    /// The path the signal paths go under (`""` or `/prefix`).
-    pub base: String,
-}
-
-impl std::str::FromStr for Endpoint {
-    type Err = String;
-
-    fn from_str(text: &str) -> Result<Endpoint, String> {
-        let Some(rest) = text.strip_prefix("http://") else {
-            return Err(format!(
-                "{text:?}: only http:// endpoints (OTLP/HTTP without TLS)"
-            ));
-        };
-        let (authority, base) = rest.split_once('/').map_or((rest, ""), |(a, p)| (a, p));
-        if !authority.contains(':') {
-            return Err(format!("{text:?}: give the port (OTLP/HTTP's is 4318)"));
-        }
-        let base = base.trim_end_matches('/');
-        Ok(Endpoint {
-            authority: authority.into(),
-            base: if base.is_empty() {
-                String::new()
-            } else {
-                format!("/{base}")
-            },
-        })
-    }
-}
 
 /// An export for the posting thread.
 pub enum Export {
@@ -92,82 +61,52 @@ pub fn unix_ns() -> u64 {
 }
 
 /// Posts the metrics every `interval` and every queued export, until the
-/// queue's senders are gone.
+/// queue's senders are gone. A collector's failures are told on stderr,
+/// at a rate [`Failures`] keeps down.
 pub fn post_all(
-    endpoint: Endpoint,
+    metrics_client: Option<Client>,
+    traces_client: Option<Client>,
     metrics: Arc<Metrics>,
     exports: Receiver<Export>,
     interval: Duration,
 ) {
     let started = unix_ns();
-    let mut next_metrics = Instant::now() + interval;
-    let mut failures = Failures::new(format!(
-        "relay: OTLP exports to {}{}",
-        endpoint.authority, endpoint.base
-    ));
+    let failures = |client: &Option<Client>| {
+        client
+            .as_ref()
+            .map(|c| Failures::new(format!("relay: OTLP exports to {}", c.url())))
+    };
+    let mut said = [failures(&metrics_client), failures(&traces_client)];
+    let mut next_metrics = metrics_client.as_ref().map(|_| Instant::now() + interval);
     loop {
-        let wait = next_metrics.saturating_duration_since(Instant::now());
         // The metrics when due, however many traces wait.
-        let due = if wait.is_zero() {
-            Err(RecvTimeoutError::Timeout)
-        } else {
-            exports.recv_timeout(wait)
+        let due = match next_metrics {
+            Some(at) if at <= Instant::now() => Err(RecvTimeoutError::Timeout),
+            Some(at) => exports.recv_timeout(at - Instant::now()),
+            None => exports.recv().map_err(|_| RecvTimeoutError::Disconnected),
         };
-        let (path, body) = match due {
-            Ok(Export::Traces(request)) => ("/v1/traces", request.encode_to_vec()),
+        let (client, failures, body) = match due {
+            Ok(Export::Traces(request)) => (&traces_client, &mut said[1], request.encode_to_vec()),
             Err(RecvTimeoutError::Timeout) => {
-                next_metrics = Instant::now() + interval;
+                next_metrics = Some(Instant::now() + interval);
                 let request = metrics_request(&metrics.snapshot(), started, unix_ns());
-                ("/v1/metrics", request.encode_to_vec())
+                (&metrics_client, &mut said[0], request.encode_to_vec())
             }
             Err(RecvTimeoutError::Disconnected) => return,
         };
-        let told = match post(&endpoint, path, &body) {
+        let (Some(client), Some(failures)) = (client, failures) else {
+            continue;
+        };
+        let told = match client.post(&body) {
             Ok(()) => failures.worked(),
             Err(why) => {
                 metrics.otlp_dropped();
-                failures.failed(&format!("{path}: {why}"), Instant::now())
+                failures.failed(&why, Instant::now())
             }
         };
         if let Some(line) = told {
             eprintln!("{line}");
         }
-    }
-}
-
-/// One POST of a protobuf body; `Ok` for a 2xx answer.
-fn post(endpoint: &Endpoint, path: &str, body: &[u8]) -> Result<(), String> {
-    let address = endpoint
-        .authority
-        .to_socket_addrs()
-        .map_err(|e| e.to_string())?
-        .next()
-        .ok_or("the address resolves to nothing")?;
-    let mut stream =
-        TcpStream::connect_timeout(&address, POST_TIMEOUT).map_err(|e| e.to_string())?;
-    stream
-        .set_write_timeout(Some(POST_TIMEOUT))
-        .and_then(|()| stream.set_read_timeout(Some(POST_TIMEOUT)))
-        .map_err(|e| e.to_string())?;
-    let head = format!(
-        "POST {}{path} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/x-protobuf\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-        endpoint.base,
-        endpoint.authority,
-        body.len()
-    );
-    stream
-        .write_all(head.as_bytes())
-        .and_then(|()| stream.write_all(body))
-        .map_err(|e| e.to_string())?;
-    let mut status = [0u8; 12];
-    stream.read_exact(&mut status).map_err(|e| e.to_string())?;
-    // "HTTP/1.1 200"
-    match &status[9..12] {
-        [b'2', _, _] => Ok(()),
-        code => Err(format!(
-            "the collector answered {}",
-            String::from_utf8_lossy(code)
-        )),
     }
 }
 

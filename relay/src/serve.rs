@@ -14,6 +14,8 @@ use crate::fanout::{self, Input};
 use crate::http;
 use crate::merge::Merger;
 use crate::metrics::{Metrics, SourceMetrics};
+use crate::otlp::client::Client;
+use crate::otlp::settings::{Collector, Compression, Target};
 use crate::otlp::{self, TickTracer};
 use crate::source::{self, Sinks, ToMerger};
 use crate::{page, tabs};
@@ -94,16 +96,12 @@ pub fn run(serve: &RelayConfig, duration: Option<Duration>) -> Result<(), RelayE
     if let (Some(port), Some(inbox)) = (serve.web, &inbox) {
         serve_page(serve, port, inbox.clone())?;
     }
-    let exports = serve.otlp.clone().map(|endpoint| {
-        tell(
-            who,
-            &format!("OTLP to http://{}{}", endpoint.authority, endpoint.base),
-        );
-        let (exports, queued) = otlp::queue();
-        let (metrics, interval) = (Arc::clone(&metrics), serve.otlp_interval);
-        std::thread::spawn(move || otlp::post_all(endpoint, metrics, queued, interval));
-        exports
-    });
+    let exports = serve
+        .otlp
+        .as_ref()
+        .map(|collector| export(who, collector, &metrics, serve.otlp_interval))
+        .transpose()?;
+    let traced = serve.otlp.as_ref().is_some_and(|c| c.traces.is_some());
     let threads: Vec<_> = sources
         .iter()
         .cloned()
@@ -115,7 +113,8 @@ pub fn run(serve: &RelayConfig, duration: Option<Duration>) -> Result<(), RelayE
                     inbox,
                     source: index,
                 }),
-                tracer: exports.clone().map(|exports| {
+                // Slow ticks' trees are built only if they are exported.
+                tracer: exports.clone().filter(|_| traced).map(|exports| {
                     TickTracer::new(&source.name, serve.slow_tick, exports, Arc::clone(&metrics))
                 }),
             };
@@ -126,6 +125,35 @@ pub fn run(serve: &RelayConfig, duration: Option<Duration>) -> Result<(), RelayE
         let _ = thread.join();
     }
     Ok(())
+}
+
+/// Starts the thread that exports to `collector`, says where to, and
+/// returns its queue; an error names a CA file that cannot be used.
+fn export(
+    who: &str,
+    collector: &Collector,
+    metrics: &Arc<Metrics>,
+    interval: Duration,
+) -> Result<SyncSender<otlp::Export>, RelayError> {
+    let client = |target: &Option<Target>| {
+        target
+            .clone()
+            .map(|target| {
+                let gzip = target.compression == Compression::Gzip;
+                let client = Client::new(target).map_err(RelayError::BadSettings)?;
+                let how = if gzip { " (gzip)" } else { "" };
+                tell(who, &format!("OTLP to {}{how}", client.url()));
+                Ok(client)
+            })
+            .transpose()
+    };
+    let (metrics_client, traces_client) = (client(&collector.metrics)?, client(&collector.traces)?);
+    let (exports, queued) = otlp::queue();
+    let metrics = Arc::clone(metrics);
+    std::thread::spawn(move || {
+        otlp::post_all(metrics_client, traces_client, metrics, queued, interval)
+    });
+    Ok(exports)
 }
 
 /// Serves the browser viewer of the merged stream on `port` of the

@@ -3,7 +3,9 @@
 //! and a reader that decodes a whole byte stream fed in chunks.
 
 pub mod browser;
+pub mod collector;
 pub mod http_attack;
+pub mod tls;
 
 use typhon_live_core::init::{ArchetypeView, ComponentView};
 use typhon_live_core::{

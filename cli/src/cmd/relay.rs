@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use typhon_live_relay::config::{socket_address, Layer, RelayConfig};
+use typhon_live_relay::otlp::settings::OtelEnv;
 
 use crate::error::CliError;
 use crate::seconds;
@@ -32,9 +33,26 @@ pub struct RelayOptions {
     #[arg(long, value_name = "HOST:PORT", value_parser = metrics_address)]
     pub metrics: Option<String>,
     /// Export the metrics, and slow ticks' span trees, to this
-    /// OTLP/HTTP collector (protobuf), e.g. http://127.0.0.1:4318.
+    /// OTLP/HTTP collector (protobuf), e.g. http://127.0.0.1:4318 or
+    /// https://collector.example:4318; OTEL_EXPORTER_OTLP_ENDPOINT and the
+    /// other OTEL_EXPORTER_OTLP_* variables are read too, and the flags
+    /// win over them.
     #[arg(long, value_name = "URL")]
     pub otlp: Option<String>,
+    /// A header to send with every OTLP export, e.g.
+    /// "authorization=Bearer ..."; repeat for each.
+    #[arg(long = "otlp-header", value_name = "NAME=VALUE")]
+    pub otlp_headers: Vec<String>,
+    /// A PEM file of the certificates to trust for an https:// collector
+    /// (else the Web PKI's).
+    #[arg(long, value_name = "FILE")]
+    pub otlp_ca: Option<PathBuf>,
+    /// How OTLP bodies are sent: gzip or none [default: none].
+    #[arg(long, value_name = "HOW")]
+    pub otlp_compression: Option<String>,
+    /// Seconds an OTLP export may take, retries included [default: 10].
+    #[arg(long, value_name = "SECS")]
+    pub otlp_timeout: Option<f64>,
     /// Export ticks longer than this many milliseconds as traces
     /// (overrunning ticks always are) [default: 100].
     #[arg(long, value_name = "MS")]
@@ -71,11 +89,25 @@ pub fn run(options: RelayOptions) -> Result<(), CliError> {
         bind_address: options.bind_address,
         metrics: options.metrics,
         otlp: options.otlp,
+        otlp_headers: options
+            .otlp_headers
+            .iter()
+            .map(|text| {
+                let (name, value) = text.split_once('=').ok_or_else(|| {
+                    CliError::BadSettings(format!("--otlp-header {text:?} is not NAME=VALUE"))
+                })?;
+                Ok((name.trim().to_owned(), value.trim().to_owned()))
+            })
+            .collect::<Result<_, CliError>>()?,
+        otlp_ca: options.otlp_ca,
+        otlp_compression: options.otlp_compression,
+        otlp_timeout_s: options.otlp_timeout,
         slow_tick_ms: options.slow_tick,
         otlp_interval_s: options.otlp_interval,
         web: options.web,
     };
-    let config =
-        RelayConfig::layered(file.unwrap_or_default(), flags).map_err(CliError::BadSettings)?;
+    let env = OtelEnv::of_process().map_err(CliError::BadSettings)?;
+    let config = RelayConfig::layered(file.unwrap_or_default(), &env, flags)
+        .map_err(CliError::BadSettings)?;
     Ok(typhon_live_relay::serve::run(&config, options.duration)?)
 }

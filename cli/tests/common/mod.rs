@@ -204,3 +204,17 @@ pub fn peak_rss(pid: u32) -> Option<u64> {
         .ok()?;
     Some(kib << 10)
 }
+
+/// `relay ARGS` run to its end: exit code and stderr.
+pub fn relay_ends(args: &[&str]) -> (Option<i32>, String) {
+    let out = Command::new(BIN)
+        .arg("relay")
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}

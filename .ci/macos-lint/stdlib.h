@@ -1,0 +1,2 @@
+/* The macOS lint's stand-in: see TargetConditionals.h. */
+#include <stddef.h>

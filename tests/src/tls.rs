@@ -1,0 +1,67 @@
+//! Certificates made for a test with rcgen: a CA, and a server
+//! certificate it signed for `localhost` and `127.0.0.1`, so that a
+//! client that trusts the CA's file checks a real chain.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+
+/// A CA and the server certificate it signed.
+pub struct Authority {
+    /// The CA's certificate, PEM.
+    pub ca_pem: String,
+    /// The server's certificate, DER.
+    pub server_der: CertificateDer<'static>,
+    /// The server's key, PKCS #8 DER.
+    server_key: Vec<u8>,
+}
+
+impl Authority {
+    /// A new CA, and a server certificate for localhost and 127.0.0.1.
+    pub fn new() -> Authority {
+        let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
+        ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        ca.distinguished_name
+            .push(rcgen::DnType::CommonName, "typhon-live test CA");
+        let ca = CertifiedIssuer::self_signed(ca, KeyPair::generate().unwrap()).unwrap();
+        let key = KeyPair::generate().unwrap();
+        let server = CertificateParams::new(vec!["localhost".to_owned(), "127.0.0.1".to_owned()])
+            .unwrap()
+            .signed_by(&key, &ca)
+            .unwrap();
+        Authority {
+            ca_pem: ca.pem(),
+            server_der: server.der().clone(),
+            server_key: key.serialize_der(),
+        }
+    }
+
+    /// The CA's certificate written to `dir`, for a client to trust.
+    pub fn write_ca(&self, dir: &Path) -> PathBuf {
+        let path = dir.join("ca.pem");
+        std::fs::write(&path, &self.ca_pem).unwrap();
+        path
+    }
+
+    /// A rustls server that presents the server certificate.
+    pub fn server(&self) -> Arc<rustls::ServerConfig> {
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(self.server_key.clone()));
+        Arc::new(
+            rustls::ServerConfig::builder_with_provider(provider)
+                .with_safe_default_protocol_versions()
+                .unwrap()
+                .with_no_client_auth()
+                .with_single_cert(vec![self.server_der.clone()], key)
+                .unwrap(),
+        )
+    }
+}
+
+impl Default for Authority {
+    fn default() -> Authority {
+        Authority::new()
+    }
+}
