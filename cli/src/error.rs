@@ -48,6 +48,14 @@ pub enum CliError {
     Profiler(String),
     /// The terminal could not be driven.
     Terminal(String),
+    /// A stream served over TLS could not be trusted, or refused the
+    /// token.
+    Remote {
+        /// The server's address.
+        addr: String,
+        /// What failed.
+        error: typhon_live_remote::RemoteError,
+    },
 }
 
 impl CliError {
@@ -63,6 +71,7 @@ impl CliError {
             CliError::Relay(RelayError::ConfigUnreadable { .. }) => 6,
             CliError::Relay(_) => 2,
             CliError::Profiler(_) | CliError::Terminal(_) => 1,
+            CliError::Remote { .. } => 7,
         }
     }
 }
@@ -87,6 +96,7 @@ impl fmt::Display for CliError {
             CliError::BadSettings(reason) => write!(f, "{reason}"),
             CliError::Profiler(reason) => write!(f, "cannot start the demo's profiler: {reason}"),
             CliError::Terminal(reason) => write!(f, "terminal error: {reason}"),
+            CliError::Remote { addr, error } => write!(f, "{addr}: {error}"),
         }
     }
 }

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 
-use crate::cmd::{attach, convert, demo, inspect, record, relay, view, web};
+use crate::cmd::{attach, convert, demo, inspect, record, relay, remote, view, web};
 use crate::error::CliError;
 
 #[derive(Parser)]
@@ -34,6 +34,8 @@ enum Command {
         /// Where the process exports.
         #[arg(default_value = "127.0.0.1:9100")]
         addr: String,
+        #[command(flatten)]
+        remote: remote::RemoteOptions,
         /// One JSON summary per line instead of the view.
         #[arg(long)]
         json: bool,
@@ -52,6 +54,8 @@ enum Command {
     Record {
         /// Where the process exports.
         addr: String,
+        #[command(flatten)]
+        remote: remote::RemoteOptions,
         /// The trace file to write.
         #[arg(short, long)]
         output: PathBuf,
@@ -77,7 +81,7 @@ enum Command {
     },
     /// Attach to many processes at once and serve their metrics to
     /// Prometheus.
-    Relay(relay::RelayOptions),
+    Relay(Box<relay::RelayOptions>),
     /// Describe a trace file: header, metadata, counts, lanes, damage.
     Inspect {
         /// The trace file.
@@ -112,18 +116,20 @@ fn run(cli: Cli) -> Result<(), CliError> {
         Command::Demo(options) => demo::run(options),
         Command::Attach {
             addr,
+            remote,
             json,
             duration,
             history,
-        } => attach::run(&addr, json, duration, history),
+        } => attach::run(&addr, &remote, json, duration, history),
         Command::Record {
             addr,
+            remote,
             output,
             format,
             duration,
         } => {
             let format = format.unwrap_or_else(|| record::Format::for_path(&output));
-            record::run(&addr, &output, format, duration)
+            record::run(&addr, &remote, &output, format, duration)
         }
         Command::Web(options) => web::run(options),
         Command::View {
@@ -132,7 +138,7 @@ fn run(cli: Cli) -> Result<(), CliError> {
             ..
         } => view::serve(&file, port),
         Command::View { file, json, .. } => view::run(&file, json),
-        Command::Relay(options) => relay::run(options),
+        Command::Relay(options) => relay::run(*options),
         Command::Inspect { file } => inspect::run(&file),
         Command::Convert { file, to, output } => convert::run(&file, to, &output),
     }

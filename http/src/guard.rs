@@ -6,9 +6,10 @@
 //! - **A token**, unguessable (128 bits from the operating system), as
 //!   the first segment of every path: a page elsewhere cannot guess a URL
 //!   to load or connect to. Compared in constant time.
-//! - **The `Host` header** must name the bound address or `localhost`,
-//!   with the port: this defeats DNS rebinding, where a hostile name is
-//!   made to resolve to 127.0.0.1 after its page loaded.
+//! - **The `Host` header** must name the bound address, `localhost` or
+//!   a public host the server was given (`--public-host`), with the port:
+//!   this defeats DNS rebinding, where a hostile name is made to resolve
+//!   to 127.0.0.1 after its page loaded.
 //! - **The `Origin` header**, when a request carries one, must be the
 //!   page's own; a WebSocket upgrade must carry one. Browsers send it on
 //!   every cross-origin request and every WebSocket, and a page cannot
@@ -19,6 +20,8 @@
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
+use typhon_live_remote::token::Token;
+use typhon_live_remote::RemoteError;
 
 use axum::extract::{Request, State};
 use axum::http::header::{self, HeaderValue};
@@ -33,31 +36,45 @@ use axum::Router;
 #[derive(Clone, Debug)]
 pub struct Guard {
     token: Arc<str>,
-    /// `Host` values served: the bound address and `localhost`, each
-    /// with the port.
+    /// `Host` values served: the bound address, `localhost` and the
+    /// public hosts, each with the port.
     hosts: Arc<[String]>,
+    /// `http` or `https`: the page's origin's.
+    scheme: &'static str,
     /// The Content-Security-Policy sent with every answer.
     policy: HeaderValue,
 }
 
-/// A new token: 128 bits from the operating system, as 32 hex digits.
-pub fn new_token() -> Result<String, getrandom::Error> {
-    let mut bytes = [0u8; 16];
-    getrandom::fill(&mut bytes)?;
-    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+/// A new token: 128 bits from the operating system, as 32 hex digits
+/// (the same as the viewers' port's, [`Token::generate`]).
+pub fn new_token() -> Result<String, RemoteError> {
+    Token::generate().map(|token| token.as_str().to_owned())
 }
 
 impl Guard {
-    /// The guard of a server bound to `bound`, whose paths start with
-    /// `/token/`.
+    /// The guard of a server bound to `bound`, on loopback over HTTP,
+    /// whose paths start with `/token/`.
     pub fn new(token: &str, bound: SocketAddr) -> Self {
+        Guard::for_site(token, bound, &[], false)
+    }
+
+    /// The guard of a server bound to `bound` that is reached by
+    /// `public_hosts` too (names or addresses, without the port), over
+    /// HTTPS if `https`, whose paths start with `/token/`.
+    pub fn for_site(token: &str, bound: SocketAddr, public_hosts: &[String], https: bool) -> Self {
         let port = bound.port();
         let ip = match bound.ip() {
             IpAddr::V6(ip) => format!("[{ip}]"),
             ip => ip.to_string(),
         };
-        let hosts: Vec<String> = vec![format!("{ip}:{port}"), format!("localhost:{port}")];
-        let sockets: Vec<String> = hosts.iter().map(|h| format!("ws://{h}")).collect();
+        let mut hosts: Vec<String> = vec![format!("{ip}:{port}"), format!("localhost:{port}")];
+        hosts.extend(public_hosts.iter().map(|host| format!("{host}:{port}")));
+        let (web, socket) = if https {
+            ("https", "wss")
+        } else {
+            ("http", "ws")
+        };
+        let sockets: Vec<String> = hosts.iter().map(|h| format!("{socket}://{h}")).collect();
         let policy = format!(
             "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; connect-src 'self' {}; \
              img-src 'self' data: blob:; style-src 'self'; frame-ancestors 'none'; \
@@ -67,6 +84,7 @@ impl Guard {
         Guard {
             token: token.into(),
             hosts: hosts.into(),
+            scheme: web,
             policy: HeaderValue::from_str(&policy).expect("the policy is ASCII"),
         }
     }
@@ -98,7 +116,8 @@ impl Guard {
 
     fn serves_origin(&self, origin: &str) -> bool {
         origin
-            .strip_prefix("http://")
+            .strip_prefix(self.scheme)
+            .and_then(|rest| rest.strip_prefix("://"))
             .is_some_and(|host| self.serves_host(host))
     }
 }
@@ -131,7 +150,7 @@ async fn check(State(guard): State<Guard>, request: Request, next: Next) -> Resp
     let refusal = if !text(header::HOST).is_some_and(|h| guard.serves_host(h)) {
         Some((
             StatusCode::MISDIRECTED_REQUEST,
-            "this server answers to its own address and to localhost only\n",
+            "this server answers to its own address, localhost and its public hosts only\n",
         ))
     } else if !names_token(request.uri().path(), &guard.token) {
         Some((StatusCode::NOT_FOUND, "no such page\n"))

@@ -1,5 +1,5 @@
 //! typhon-live's HTTP server: what the relay serves to browsers and
-//! scrapers (`/metrics` now, the browser viewer next), as an [`axum`]
+//! scrapers (`/metrics`, the browser viewer), as an [`axum`]
 //! router on hyper's HTTP/1.1, run on a tokio runtime of its own thread.
 //!
 //! What hyper and tower-http give each connection, with the bounds of
@@ -22,11 +22,13 @@
 //!
 //! A page served on this machine is protected by a [`guard::Guard`]: a
 //! token in every path, the `Host` and `Origin` headers checked, and a
-//! strict Content-Security-Policy.
+//! strict Content-Security-Policy. [`serve`] speaks HTTPS when given a
+//! TLS server (rustls); [`bearer`] asks for a token in `Authorization`.
 
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
+pub mod bearer;
 pub mod guard;
 mod limits;
 mod server;

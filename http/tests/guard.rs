@@ -35,7 +35,7 @@ fn start() -> (SocketAddr, String) {
             }),
         );
     let app = Guard::new(&token, addr).protect(app);
-    std::thread::spawn(move || serve(listener, app, Limits::default()));
+    std::thread::spawn(move || serve(listener, app, Limits::default(), None));
     (addr, token)
 }
 

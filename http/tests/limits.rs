@@ -29,7 +29,7 @@ fn app() -> Router {
 fn start(limits: Limits) -> SocketAddr {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
-    std::thread::spawn(move || serve(listener, app(), limits));
+    std::thread::spawn(move || serve(listener, app(), limits, None));
     addr
 }
 

@@ -70,6 +70,23 @@ pub struct Layer {
     pub otlp_interval_s: Option<f64>,
     /// The browser viewer's port.
     pub web: Option<u16>,
+    /// Serve viewers over TLS with a token, on loopback too (beyond it
+    /// they always are).
+    pub tls: Option<bool>,
+    /// The TLS certificate chain, PEM (else one is made at start).
+    pub tls_cert: Option<PathBuf>,
+    /// The TLS certificate's key, PEM.
+    pub tls_key: Option<PathBuf>,
+    /// A file whose first line is the viewers' token (else
+    /// `TYPHON_LIVE_TOKEN`, else one is drawn at start and printed).
+    pub token_file: Option<PathBuf>,
+    /// Names viewers reach the relay by, for a certificate made at start.
+    #[serde(default)]
+    pub public_hosts: Vec<String>,
+    /// The token from the environment (`TYPHON_LIVE_TOKEN`): never from
+    /// the file.
+    #[serde(skip)]
+    pub token: Option<String>,
 }
 
 impl Layer {
@@ -124,6 +141,42 @@ pub fn socket_address(text: &str) -> Result<SocketAddr, String> {
         .ok_or_else(|| format!("{text:?} resolves to no address"))
 }
 
+/// How the viewers' port is served beyond loopback (or on it, if asked):
+/// TLS, then a token (typhon_live_remote).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Tls {
+    /// The certificate chain and key files; `None` makes a self-signed
+    /// certificate at start.
+    pub identity: Option<(PathBuf, PathBuf)>,
+    /// Where the token comes from.
+    pub token: TokenFrom,
+    /// Names for a certificate made at start, besides the bound address,
+    /// `localhost` and `127.0.0.1`.
+    pub public_hosts: Vec<String>,
+}
+
+/// Where the viewers' token comes from.
+#[derive(Clone, PartialEq, Eq)]
+pub enum TokenFrom {
+    /// The first line of a file.
+    File(PathBuf),
+    /// `TYPHON_LIVE_TOKEN`.
+    Environment(String),
+    /// Drawn at start, and printed.
+    Generated,
+}
+
+impl std::fmt::Debug for TokenFrom {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TokenFrom::File(path) => write!(f, "File({path:?})"),
+            // The token itself never goes into a log.
+            TokenFrom::Environment(_) => f.write_str("Environment(..)"),
+            TokenFrom::Generated => f.write_str("Generated"),
+        }
+    }
+}
+
 /// What the relay runs with.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RelayConfig {
@@ -141,9 +194,11 @@ pub struct RelayConfig {
     pub slow_tick: Duration,
     /// How often the metrics go to the collector.
     pub otlp_interval: Duration,
-    /// The browser viewer's port (0 picks one), if it is served; on
-    /// loopback only (no HTTPS yet).
+    /// The browser viewer's port (0 picks one), if it is served (beyond
+    /// loopback over HTTPS).
     pub web: Option<u16>,
+    /// TLS and a token on the viewers' port, if they are served so.
+    pub tls: Option<Tls>,
     /// Lanes and gauges named as their source names them, not
     /// `SOURCE/NAME`: for one source shown as itself (`typhon-live web`,
     /// `demo --web`).
@@ -157,6 +212,11 @@ impl RelayConfig {
     /// the defaults; an error says which setting is wrong and why.
     pub fn layered(below: Layer, env: &OtelEnv, top: Layer) -> Result<RelayConfig, String> {
         let otlp = Collector::layered(&below.otlp()?, env, &top.otlp()?)?;
+        let bind_address = top
+            .bind_address
+            .or(below.bind_address)
+            .unwrap_or(IpAddr::V4(Ipv4Addr::LOCALHOST));
+        let tls = tls(&below, &top, bind_address)?;
         let mut sources = below.sources;
         sources.extend(top.sources);
         if sources.is_empty() {
@@ -174,14 +234,9 @@ impl RelayConfig {
             Some(v) if v > 0.0 && v.is_finite() => Ok(Duration::from_secs_f64(v * seconds)),
             Some(v) => Err(format!("{what} {v} is not a positive number")),
         };
-        let bind_address = top
-            .bind_address
-            .or(below.bind_address)
-            .unwrap_or(IpAddr::V4(Ipv4Addr::LOCALHOST));
+        // Beyond loopback the browser viewer is served over HTTPS (TLS is
+        // on there).
         let web = top.web.or(below.web);
-        if web.is_some() {
-            web_on_loopback(bind_address)?;
-        }
         Ok(RelayConfig {
             sources,
             listen: top.listen.or(below.listen),
@@ -208,22 +263,66 @@ impl RelayConfig {
                 )?,
             },
             web,
+            tls,
             unprefixed: false,
             who: "typhon-live relay".into(),
         })
     }
 }
 
-/// The browser viewer is served on loopback only: beyond it, the page
-/// and its stream would go unencrypted to anyone on the network, with
-/// the token in every URL. An error says so, and what to do instead.
+/// TLS on the viewers' port: asked for, implied by a certificate or a
+/// token file, and always beyond loopback (`"tls": false` there is an
+/// error).
+fn tls(below: &Layer, top: &Layer, bind_address: IpAddr) -> Result<Option<Tls>, String> {
+    let cert = top.tls_cert.clone().or_else(|| below.tls_cert.clone());
+    let key = top.tls_key.clone().or_else(|| below.tls_key.clone());
+    let token_file = top.token_file.clone().or_else(|| below.token_file.clone());
+    let asked = top.tls.or(below.tls);
+    let beyond = !bind_address.is_loopback();
+    if beyond && asked == Some(false) {
+        return Err(format!(
+            "tls false with --bind-address {bind_address}: beyond loopback, viewers are served \
+             over TLS with a token only"
+        ));
+    }
+    let identity = match (cert, key) {
+        (Some(cert), Some(key)) => Some((cert, key)),
+        (None, None) => None,
+        _ => return Err("--tls-cert and --tls-key go together".into()),
+    };
+    let on = asked.unwrap_or(false) || beyond || identity.is_some() || token_file.is_some();
+    if !on {
+        return Ok(None);
+    }
+    let token = match (
+        token_file,
+        top.token.clone().or_else(|| below.token.clone()),
+    ) {
+        (Some(path), _) => TokenFrom::File(path),
+        (None, Some(token)) => TokenFrom::Environment(token),
+        (None, None) => TokenFrom::Generated,
+    };
+    let mut public_hosts = below.public_hosts.clone();
+    public_hosts.extend(top.public_hosts.iter().cloned());
+    Ok(Some(Tls {
+        identity,
+        token,
+        public_hosts,
+    }))
+}
+
+/// A browser viewer served without the relay's TLS (`typhon-live web`,
+/// `view --web`, `demo --web`) is served on loopback only: beyond it, the
+/// page and its stream would go unencrypted to anyone on the network,
+/// with the token in every URL. An error says so, and what to do instead.
 pub fn web_on_loopback(address: IpAddr) -> Result<(), String> {
     if address.is_loopback() {
         Ok(())
     } else {
         Err(format!(
-            "--bind-address {address}: the browser viewer is served on loopback only, until it \
-             has HTTPS; from another machine, forward the port (ssh -L PORT:127.0.0.1:PORT)"
+            "--bind-address {address}: this browser viewer is served on loopback only; from \
+             another machine, run typhon-live relay --web PORT --bind-address {address} (HTTPS, \
+             with a token), or forward the port (ssh -L PORT:127.0.0.1:PORT)"
         ))
     }
 }
@@ -293,10 +392,14 @@ mod tests {
             assert!(bad.parse::<Source>().is_err(), "{bad}");
         }
         let web = file(r#"{"sources": {"a": "127.0.0.1:1"}, "web": 0, "bind_address": "0.0.0.0"}"#);
-        let web = RelayConfig::layered(web, &OtelEnv::default(), Layer::default()).unwrap_err();
+        // Beyond loopback the relay's browser viewer is served over HTTPS.
+        let web = RelayConfig::layered(web, &OtelEnv::default(), Layer::default()).unwrap();
+        assert!(web.web.is_some() && web.tls.is_some());
+        let alone = web_on_loopback("0.0.0.0".parse().unwrap()).unwrap_err();
         assert!(
-            web.contains("--bind-address 0.0.0.0: the browser viewer is served on loopback only"),
-            "{web}"
+            alone
+                .contains("--bind-address 0.0.0.0: this browser viewer is served on loopback only"),
+            "{alone}"
         );
         let web = file(r#"{"sources": {"a": "127.0.0.1:1"}, "web": 0, "bind_address": "::1"}"#);
         assert_eq!(
@@ -314,5 +417,65 @@ mod tests {
         let gzip = file(r#"{"sources": {"a": "127.0.0.1:1"}, "otlp_compression": "zip"}"#);
         let gzip = RelayConfig::layered(gzip, &OtelEnv::default(), Layer::default()).unwrap_err();
         assert!(gzip.contains("otlp_compression: \"zip\""), "{gzip}");
+    }
+
+    #[test]
+    fn viewers_beyond_loopback_are_served_over_tls_with_a_token() {
+        let source = r#""sources": {"a": "127.0.0.1:1"}"#;
+        let layered = |json: &str, top: Layer| {
+            RelayConfig::layered(
+                file(&format!("{{{source}, {json}}}")),
+                &OtelEnv::default(),
+                top,
+            )
+        };
+        // Loopback: plain unless asked.
+        assert_eq!(
+            layered(r#""listen": 0"#, Layer::default()).unwrap().tls,
+            None
+        );
+        let asked = layered(r#""tls": true"#, Layer::default())
+            .unwrap()
+            .tls
+            .unwrap();
+        assert_eq!(asked.token, TokenFrom::Generated);
+        assert_eq!(asked.identity, None);
+        // Beyond it: always, the token from the environment if no file.
+        let env = Layer {
+            token: Some("from-env".into()),
+            ..Layer::default()
+        };
+        let beyond = layered(r#""bind_address": "0.0.0.0""#, env)
+            .unwrap()
+            .tls
+            .unwrap();
+        assert_eq!(beyond.token, TokenFrom::Environment("from-env".into()));
+        let file_wins = layered(
+            r#""bind_address": "0.0.0.0", "token_file": "/etc/token""#,
+            Layer {
+                token: Some("from-env".into()),
+                ..Layer::default()
+            },
+        );
+        assert_eq!(
+            file_wins.unwrap().tls.unwrap().token,
+            TokenFrom::File("/etc/token".into())
+        );
+        let refused = layered(
+            r#""bind_address": "0.0.0.0", "tls": false"#,
+            Layer::default(),
+        );
+        assert!(refused
+            .unwrap_err()
+            .contains("beyond loopback, viewers are served over TLS"));
+        let half = layered(r#""tls_cert": "/etc/cert.pem""#, Layer::default());
+        assert!(half
+            .unwrap_err()
+            .contains("--tls-cert and --tls-key go together"));
+        // The token never shows in a debug print.
+        assert_eq!(
+            format!("{:?}", TokenFrom::Environment("s3cret".into())),
+            "Environment(..)"
+        );
     }
 }

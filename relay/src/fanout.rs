@@ -68,10 +68,29 @@ pub enum Input {
         /// What it said.
         update: Update,
     },
-    /// A viewer connected.
-    Viewer(TcpStream),
+    /// A viewer connected (over TLS, beyond loopback).
+    Viewer(Box<dyn Connection>),
     /// A browser tab connected; its writer takes frames from the queue.
     Tab(TabQueue),
+}
+
+/// A TCP viewer's connection: its socket, or TLS over it
+/// ([`typhon_live_remote`]).
+pub trait Connection: Read + Write + Send + 'static {
+    /// The socket under it: its timeouts, blocking mode and shutdown.
+    fn socket(&self) -> &TcpStream;
+}
+
+impl Connection for TcpStream {
+    fn socket(&self) -> &TcpStream {
+        self
+    }
+}
+
+impl Connection for typhon_live_remote::ServerStream {
+    fn socket(&self) -> &TcpStream {
+        self.get_ref()
+    }
 }
 
 /// A browser tab's queue, as its writer ([`crate::tabs`]) holds it.
@@ -340,7 +359,7 @@ impl Viewer {
 }
 
 /// Writes `frame`, sealed with `seq`, without copying its payload.
-fn write_frame(stream: &mut TcpStream, frame: &MergedFrame, seq: u32) -> std::io::Result<()> {
+fn write_frame(stream: &mut dyn Connection, frame: &MergedFrame, seq: u32) -> std::io::Result<()> {
     let (header, trailer) = frame.seal(seq);
     let mut parts = [
         IoSlice::new(&header),
@@ -360,15 +379,15 @@ fn write_frame(stream: &mut TcpStream, frame: &MergedFrame, seq: u32) -> std::io
 }
 
 /// Writes a viewer's queue to its socket until either goes away.
-fn write_viewer(mut stream: TcpStream, queue: Arc<Queue>) {
-    let _ = stream.set_write_timeout(Some(WRITE_TIMEOUT));
-    let _ = stream.set_nodelay(true);
+fn write_viewer(mut stream: Box<dyn Connection>, queue: Arc<Queue>) {
+    let _ = stream.socket().set_write_timeout(Some(WRITE_TIMEOUT));
+    let _ = stream.socket().set_nodelay(true);
     loop {
         if queue.ending() != Ending::Open {
             return;
         }
         let ending = match queue.next_within(IDLE_CHECK) {
-            Some(queued) => match write_frame(&mut stream, &queued.frame, queued.seq) {
+            Some(queued) => match write_frame(&mut *stream, &queued.frame, queued.seq) {
                 Ok(()) => {
                     if queued.ends_start() {
                         queue.set_started();
@@ -379,7 +398,7 @@ fn write_viewer(mut stream: TcpStream, queue: Arc<Queue>) {
                 Err(_) => Some(Ending::Left),
             },
             // Nothing to write: a viewer that left is noticed all the same.
-            None => gone(&mut stream).then_some(Ending::Left),
+            None => gone(&mut *stream).then_some(Ending::Left),
         };
         if let Some(why) = ending {
             return queue.end(why);
@@ -396,8 +415,8 @@ fn is_timeout(e: &std::io::Error) -> bool {
 
 /// Whether the viewer closed its side. A viewer sends nothing; what it
 /// sends anyway is read and dropped (a bounded amount each time).
-fn gone(stream: &mut TcpStream) -> bool {
-    if stream.set_nonblocking(true).is_err() {
+fn gone(stream: &mut dyn Connection) -> bool {
+    if stream.socket().set_nonblocking(true).is_err() {
         return true;
     }
     let mut junk = [0u8; 4096];
@@ -416,7 +435,7 @@ fn gone(stream: &mut TcpStream) -> bool {
             }
         }
     }
-    gone || stream.set_nonblocking(false).is_err()
+    gone || stream.socket().set_nonblocking(false).is_err()
 }
 
 /// Counts the frames dropped for viewers since the last call, and lets
@@ -463,7 +482,7 @@ fn let_go(viewers: &mut Vec<Viewer>, metrics: &Metrics) {
 /// Accepts viewers on `listener` and hands them to the merging thread.
 pub fn listen(listener: TcpListener, inbox: SyncSender<Input>) {
     for stream in listener.incoming().flatten() {
-        if inbox.send(Input::Viewer(stream)).is_err() {
+        if inbox.send(Input::Viewer(Box::new(stream))).is_err() {
             return;
         }
     }
@@ -522,7 +541,7 @@ pub fn merge(mut merger: Merger, inputs: Receiver<Input>, metrics: Arc<Metrics>)
             Input::Viewer(stream) => {
                 let_go(&mut viewers, &metrics);
                 let queue = Arc::new(Queue::default());
-                let Ok(socket) = stream.try_clone() else {
+                let Ok(socket) = stream.socket().try_clone() else {
                     continue;
                 };
                 if admit(&mut viewers, &mut merger, &metrics, &queue, Some(socket)) {

@@ -9,7 +9,9 @@ use typhon_live_http::axum::http::{header, StatusCode};
 use typhon_live_http::axum::response::IntoResponse;
 use typhon_live_http::axum::routing::get;
 use typhon_live_http::axum::Router;
-use typhon_live_http::Limits;
+use typhon_live_http::{bearer, Limits};
+use typhon_live_remote::rustls;
+use typhon_live_remote::token::Token;
 
 use crate::metrics::Metrics;
 
@@ -35,9 +37,19 @@ pub fn app(metrics: Arc<Metrics>) -> Router {
         .fallback(|| async { (StatusCode::NOT_FOUND, "the metrics are at /metrics\n") })
 }
 
-/// Serves [`app`] on `listener` until the process ends.
-pub fn serve(listener: TcpListener, metrics: Arc<Metrics>) {
-    if let Err(e) = typhon_live_http::serve(listener, app(metrics), Limits::default()) {
+/// Serves [`app`] on `listener` until the process ends: over TLS, to
+/// scrapers that give the token as a bearer token, if `security` is
+/// given.
+pub fn serve(
+    listener: TcpListener,
+    metrics: Arc<Metrics>,
+    security: Option<(Arc<rustls::ServerConfig>, Token)>,
+) {
+    let (app, tls) = match security {
+        None => (app(metrics), None),
+        Some((tls, token)) => (bearer::require(app(metrics), token), Some(tls)),
+    };
+    if let Err(e) = typhon_live_http::serve(listener, app, Limits::default(), tls) {
         eprintln!("typhon-live relay: /metrics is not served: {e}");
     }
 }
@@ -54,7 +66,7 @@ mod tests {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
         let metrics = Arc::new(Metrics::new());
-        std::thread::spawn(move || serve(listener, metrics));
+        std::thread::spawn(move || serve(listener, metrics, None));
         let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
         stream
             .set_read_timeout(Some(Duration::from_secs(10)))

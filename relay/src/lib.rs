@@ -4,7 +4,7 @@
 //! It attaches as the viewer of every source ([`source`]), reconnecting
 //! for as long as it runs, reads each source's frames once ([`update`]),
 //! merges them into one session on one clock ([`merge`]) for any number of
-//! viewers ([`fanout`]), serves their metrics to Prometheus ([`metrics`],
+//! viewers ([`fanout`]; beyond loopback over TLS with a token, [`remote`]), serves their metrics to Prometheus ([`metrics`],
 //! over [`http`]), and exports the metrics and slow ticks' span trees over
 //! OTLP ([`otlp`]). [`serve::run`] runs it all with a [`RelayConfig`]
 //! ([`config`]: flags over a JSON file over defaults).
@@ -21,6 +21,7 @@ pub mod merge;
 pub mod metrics;
 pub mod otlp;
 pub mod page;
+pub mod remote;
 pub mod replay;
 pub mod serve;
 pub mod source;

@@ -172,6 +172,7 @@ pub struct Metrics {
     otlp_drops: Counter,
     viewers: Gauge,
     viewers_let_go: Family<ReasonLabel, Counter>,
+    viewers_refused: Family<ReasonLabel, Counter>,
     viewer_frames_dropped: Counter,
     index: Mutex<Index>,
 }
@@ -202,6 +203,7 @@ impl Metrics {
             otlp_drops: Counter::default(),
             viewers: Gauge::default(),
             viewers_let_go: Family::default(),
+            viewers_refused: Family::default(),
             viewer_frames_dropped: Counter::default(),
             registry: Registry::default(),
             index: Mutex::default(),
@@ -284,6 +286,11 @@ impl Metrics {
             metrics.viewers_let_go.clone(),
         );
         registry.register(
+            "viewers_refused",
+            "Connections to the viewers' port over TLS closed before their token was accepted, by reason: timed_out (the exchange took over 5 s), tls (TLS failed, or was not spoken), closed, bad_line, wrong_token, crowded (the oldest of 128 exchanges in progress, closed for a newer one)",
+            metrics.viewers_refused.clone(),
+        );
+        registry.register(
             "viewer_frames_dropped",
             "Blocks and Catch-ups dropped whole for viewers that fell behind (a full queue, or a browser tab's frame that waited past 50 ms), each a gap in that viewer's sequence numbers",
             metrics.viewer_frames_dropped.clone(),
@@ -307,6 +314,14 @@ impl Metrics {
     /// A viewer was let go, for `reason`.
     pub fn viewer_let_go(&self, reason: &'static str) {
         self.viewers_let_go
+            .get_or_create(&ReasonLabel { reason })
+            .inc();
+    }
+
+    /// A connection to the viewers' port refused before its token was
+    /// accepted, for `reason`.
+    pub fn viewer_refused(&self, reason: &'static str) {
+        self.viewers_refused
             .get_or_create(&ReasonLabel { reason })
             .inc();
     }

@@ -4,6 +4,7 @@
 //! gzip`, to a client that accepts it (every browser does).
 
 use std::net::{SocketAddr, TcpListener};
+use std::sync::Arc;
 
 use typhon_live_http::axum::http::{header, HeaderMap, StatusCode};
 use typhon_live_http::axum::response::{IntoResponse, Response};
@@ -13,6 +14,7 @@ use typhon_live_http::{guard, Guard, Limits};
 
 use crate::config;
 use crate::error::RelayError;
+use crate::remote::Security;
 
 /// One embedded file: its path under the page, its type, its gzip bytes.
 struct Asset {
@@ -64,11 +66,20 @@ pub fn routes() -> Router {
 }
 
 /// Serves the page and `stream` (the tabs' route: [`crate::tabs`] or
-/// [`crate::replay`]) on `address`, loopback only, behind a new token;
-/// returns the URL to open, the token in it, printed once by the caller.
-/// The server runs on a thread of its own; `who` signs its complaints.
-pub fn serve(who: &str, address: SocketAddr, stream: Router) -> Result<String, RelayError> {
-    config::web_on_loopback(address.ip()).map_err(RelayError::BadSettings)?;
+/// [`crate::replay`]) on `address` behind a new token: on loopback over
+/// HTTP, or, given the relay's `security`, anywhere over HTTPS and to its
+/// public hosts too. Returns the URL to open, the token in it, printed
+/// once by the caller. The server runs on a thread of its own; `who`
+/// signs its complaints.
+pub fn serve(
+    who: &str,
+    address: SocketAddr,
+    stream: Router,
+    security: Option<&Security>,
+) -> Result<String, RelayError> {
+    if security.is_none() {
+        config::web_on_loopback(address.ip()).map_err(RelayError::BadSettings)?;
+    }
     let cannot = |reason: String| RelayError::CannotListen {
         addr: address.to_string(),
         reason,
@@ -77,14 +88,22 @@ pub fn serve(who: &str, address: SocketAddr, stream: Router) -> Result<String, R
     let bound = listener.local_addr().map_err(|e| cannot(e.to_string()))?;
     let token = guard::new_token()
         .map_err(|e| cannot(format!("no token: the system has no random numbers ({e})")))?;
-    let app = Guard::new(&token, bound).protect(routes().merge(stream));
+    let public_hosts = security.map_or(&[][..], |s| &s.public_hosts[..]);
+    let guard = Guard::for_site(&token, bound, public_hosts, security.is_some());
+    let app = guard.protect(routes().merge(stream));
+    let tls = security.map(|s| Arc::clone(&s.tls));
     let who = who.to_owned();
     std::thread::spawn(move || {
-        if let Err(e) = typhon_live_http::serve(listener, app, Limits::default()) {
+        if let Err(e) = typhon_live_http::serve(listener, app, Limits::default(), tls) {
             eprintln!("{who}: the browser viewer is not served: {e}");
         }
     });
-    Ok(format!("http://{bound}/{token}/"))
+    let (scheme, host) = match public_hosts.first() {
+        Some(host) => ("https", format!("{host}:{}", bound.port())),
+        None if security.is_some() => ("https", bound.to_string()),
+        None => ("http", bound.to_string()),
+    };
+    Ok(format!("{scheme}://{host}/{token}/"))
 }
 
 fn answer(asset: &'static Asset, headers: &HeaderMap) -> Response {

@@ -17,28 +17,30 @@ use crate::metrics::{Metrics, SourceMetrics};
 use crate::otlp::client::Client;
 use crate::otlp::settings::{Collector, Compression, Target};
 use crate::otlp::{self, TickTracer};
+use crate::remote::{self, Security};
 use crate::source::{self, Sinks, ToMerger};
 use crate::{page, tabs};
 
 /// One line on stdout, where the relay serves, said by `who`. Whoever
 /// started it may have read the line it wanted and closed the pipe: not
 /// an error.
-fn tell(who: &str, what: &str) {
+pub(crate) fn tell(who: &str, what: &str) {
     let mut out = std::io::stdout();
     let _ = writeln!(out, "{who}: {what}");
     let _ = out.flush();
 }
 
 /// Binds `addr` to serve `what`, which carries `carries`: beyond
-/// loopback only with a warning, for nothing the relay serves is
-/// authenticated.
+/// loopback, unless it is `secured` (TLS and a token), only with a
+/// warning.
 fn listen(
     who: &str,
     addr: SocketAddr,
     what: &str,
     carries: &str,
+    secured: bool,
 ) -> Result<TcpListener, RelayError> {
-    if !addr.ip().is_loopback() {
+    if !addr.ip().is_loopback() && !secured {
         eprintln!(
             "{who}: {what} on {addr}, beyond loopback: unauthenticated, and it carries {carries}"
         );
@@ -54,12 +56,35 @@ pub fn run(serve: &RelayConfig, duration: Option<Duration>) -> Result<(), RelayE
     let (sources, who) = (&serve.sources, serve.who.as_str());
     let deadline = duration.map(|d| Instant::now() + d);
     let metrics = Arc::new(Metrics::new());
+    let security = serve
+        .tls
+        .as_ref()
+        .map(|tls| Security::new(who, tls, serve.bind_address))
+        .transpose()?;
     if let Some(addr) = serve.metrics {
-        let listener = listen(who, addr, "/metrics", "source, span and gauge names")?;
+        let secured = security
+            .as_ref()
+            .map(|s| (Arc::clone(&s.tls), s.token.clone()));
+        let listener = listen(
+            who,
+            addr,
+            "/metrics",
+            "source, span and gauge names",
+            secured.is_some(),
+        )?;
         let bound = listener.local_addr().unwrap_or(addr);
-        tell(who, &format!("metrics on http://{bound}/metrics"));
+        match &security {
+            None => tell(who, &format!("metrics on http://{bound}/metrics")),
+            Some(security) => tell(
+                who,
+                &format!(
+                    "metrics on https://{bound}/metrics to the bearer of the token; {}",
+                    security.certificate()
+                ),
+            ),
+        }
         let metrics = Arc::clone(&metrics);
-        std::thread::spawn(move || http::serve(listener, metrics));
+        std::thread::spawn(move || http::serve(listener, metrics, secured));
     }
     let inbox = if serve.listen.is_some() || serve.web.is_some() {
         let created = SystemTime::now()
@@ -82,19 +107,28 @@ pub fn run(serve: &RelayConfig, duration: Option<Duration>) -> Result<(), RelayE
     };
     if let (Some(port), Some(inbox)) = (serve.listen, &inbox) {
         let address = SocketAddr::new(serve.bind_address, port);
-        let listener = listen(
-            who,
-            address,
-            "the merged stream",
-            "system, component and query names",
-        )?;
-        let bound = listener.local_addr().map_or(address, |a| a);
-        tell(who, &format!("viewers on {bound}"));
         let viewers = inbox.clone();
-        std::thread::spawn(move || fanout::listen(listener, viewers));
+        match &security {
+            Some(security) => {
+                let listener = listen(who, address, "the merged stream", "", true)?;
+                remote::serve(who, security, listener, viewers, Arc::clone(&metrics))?;
+            }
+            None => {
+                let listener = listen(
+                    who,
+                    address,
+                    "the merged stream",
+                    "system, component and query names",
+                    false,
+                )?;
+                let bound = listener.local_addr().map_or(address, |a| a);
+                tell(who, &format!("viewers on {bound}"));
+                std::thread::spawn(move || fanout::listen(listener, viewers));
+            }
+        }
     }
     if let (Some(port), Some(inbox)) = (serve.web, &inbox) {
-        serve_page(serve, port, inbox.clone())?;
+        serve_page(serve, port, inbox.clone(), security.as_ref())?;
     }
     let exports = serve
         .otlp
@@ -156,11 +190,16 @@ fn export(
     Ok(exports)
 }
 
-/// Serves the browser viewer of the merged stream on `port` of the
-/// (loopback) bind address, and says where.
-fn serve_page(serve: &RelayConfig, port: u16, inbox: SyncSender<Input>) -> Result<(), RelayError> {
+/// Serves the browser viewer of the merged stream on `port` of the bind
+/// address (over HTTPS given `security`), and says where.
+fn serve_page(
+    serve: &RelayConfig,
+    port: u16,
+    inbox: SyncSender<Input>,
+    security: Option<&Security>,
+) -> Result<(), RelayError> {
     let address = SocketAddr::new(serve.bind_address, port);
-    let url = page::serve(&serve.who, address, tabs::routes(inbox))?;
+    let url = page::serve(&serve.who, address, tabs::routes(inbox), security)?;
     tell(&serve.who, &format!("browser viewer at {url}"));
     Ok(())
 }

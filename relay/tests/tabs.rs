@@ -131,7 +131,7 @@ fn start() -> (std::sync::mpsc::SyncSender<Input>, SocketAddr, String) {
     let addr = listener.local_addr().unwrap();
     let token = guard::new_token().unwrap();
     let app = Guard::new(&token, addr).protect(tabs::routes(inbox.clone()));
-    std::thread::spawn(move || serve(listener, app, Limits::default()));
+    std::thread::spawn(move || serve(listener, app, Limits::default(), None));
     (inbox, addr, token)
 }
 

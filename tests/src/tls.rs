@@ -1,5 +1,5 @@
 //! Certificates made for a test with rcgen: a CA, and a server
-//! certificate it signed for `localhost` and `127.0.0.1`, so that a
+//! certificate it signed (for `localhost` and `127.0.0.1`, or names given), so that a
 //! client that trusts the CA's file checks a real chain.
 
 use std::path::{Path, PathBuf};
@@ -21,13 +21,19 @@ pub struct Authority {
 impl Authority {
     /// A new CA, and a server certificate for localhost and 127.0.0.1.
     pub fn new() -> Authority {
+        Authority::for_names(&["localhost", "127.0.0.1"])
+    }
+
+    /// A new CA, and a server certificate for `names` only.
+    pub fn for_names(names: &[&str]) -> Authority {
         let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
         ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
         ca.distinguished_name
             .push(rcgen::DnType::CommonName, "typhon-live test CA");
         let ca = CertifiedIssuer::self_signed(ca, KeyPair::generate().unwrap()).unwrap();
         let key = KeyPair::generate().unwrap();
-        let server = CertificateParams::new(vec!["localhost".to_owned(), "127.0.0.1".to_owned()])
+        let names: Vec<String> = names.iter().map(|n| (*n).to_owned()).collect();
+        let server = CertificateParams::new(names)
             .unwrap()
             .signed_by(&key, &ca)
             .unwrap();
@@ -43,6 +49,27 @@ impl Authority {
         let path = dir.join("ca.pem");
         std::fs::write(&path, &self.ca_pem).unwrap();
         path
+    }
+
+    /// The server's certificate and key written to `dir` as PEM, for a
+    /// server to be given: `(certificate, key)`.
+    pub fn write_server(&self, dir: &Path) -> (PathBuf, PathBuf) {
+        let pem = |label: &str, der: &[u8]| {
+            let body = base64::Engine::encode(&base64::engine::general_purpose::STANDARD, der);
+            let lines: Vec<&str> = body
+                .as_bytes()
+                .chunks(64)
+                .map(|l| std::str::from_utf8(l).unwrap())
+                .collect();
+            format!(
+                "-----BEGIN {label}-----\n{}\n-----END {label}-----\n",
+                lines.join("\n")
+            )
+        };
+        let (cert, key) = (dir.join("server.pem"), dir.join("server.key"));
+        std::fs::write(&cert, pem("CERTIFICATE", &self.server_der)).unwrap();
+        std::fs::write(&key, pem("PRIVATE KEY", &self.server_key)).unwrap();
+        (cert, key)
     }
 
     /// A rustls server that presents the server certificate.

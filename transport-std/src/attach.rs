@@ -185,8 +185,9 @@ pub trait Consumer {
     fn tick(&mut self) -> Flow;
 }
 
-/// Reads `stream` into `consumer` until it says stop or the connection ends.
-pub fn read_frames(stream: &mut TcpStream, consumer: &mut impl Consumer) -> End {
+/// Reads `stream` (a socket, or TLS over one, with a read timeout of at
+/// most 100 ms) into `consumer` until it says stop or the connection ends.
+pub fn read_frames(stream: &mut impl Read, consumer: &mut impl Consumer) -> End {
     let mut buf = vec![0u8; 16 << 20];
     let mut decoder = Decoder::new(&mut buf);
     let mut chunk = vec![0u8; 256 << 10];

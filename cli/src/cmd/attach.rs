@@ -9,6 +9,7 @@ use typhon_live_model::{Connection, Model};
 use typhon_live_std::attach::{self, Backoff, Consumer, End, Flow};
 use typhon_live_tui::app::Screen;
 
+use crate::cmd::remote::{self, RemoteOptions, Secure, Stream};
 use crate::error::CliError;
 
 /// How often the view is redrawn.
@@ -120,10 +121,12 @@ impl Consumer for Viewer {
 /// passes. Reconnects after a drop and says so.
 pub fn run(
     addr: &str,
+    remote: &RemoteOptions,
     json: bool,
     duration: Option<Duration>,
     history_seconds: f64,
 ) -> Result<(), CliError> {
+    let secure = remote.secure()?;
     let mut viewer = Viewer {
         model: Model::with_history(history_seconds, DEFAULT_HISTORY_BYTES),
         output: Output::new(json)?,
@@ -132,7 +135,7 @@ pub fn run(
         deadline: duration.map(|d| Instant::now() + d),
         quit: false,
     };
-    let result = watch(addr, &mut viewer);
+    let result = watch(addr, secure.as_ref(), &mut viewer);
     viewer.output.show(&mut viewer.model, true);
     let Viewer { output, model, .. } = viewer;
     output.finish();
@@ -144,18 +147,19 @@ pub fn run(
 
 /// Connects, reads until the connection ends, and reconnects on the
 /// [`Backoff`] schedule; every wait ends at the viewer's deadline.
-fn watch(addr: &str, viewer: &mut Viewer) -> Result<(), CliError> {
+fn watch(addr: &str, secure: Option<&Secure>, viewer: &mut Viewer) -> Result<(), CliError> {
     let deadline = viewer.deadline;
-    let connected = connect(addr, viewer, |attempt| Connection::Connecting { attempt })?;
+    let connected = connect(addr, secure, viewer, |attempt| Connection::Connecting {
+        attempt,
+    })?;
     let Some(mut stream) = connected else {
         return Ok(());
     };
     let mut backoff = Backoff::default();
     loop {
-        let peer = stream
-            .peer_addr()
-            .map_or_else(|_| addr.to_owned(), |p| p.to_string());
-        viewer.model.connection = Connection::Connected { peer };
+        viewer.model.connection = Connection::Connected {
+            peer: stream.peer(addr),
+        };
         let since = Instant::now();
         match attach::read_frames(&mut stream, viewer) {
             End::Done => return Ok(()),
@@ -181,11 +185,14 @@ fn watch(addr: &str, viewer: &mut Viewer) -> Result<(), CliError> {
                     attempt,
                     reason: reason.clone(),
                 };
-                let reconnected =
-                    connect(addr, viewer, state).map_err(|_| CliError::ConnectionLost {
+                let reconnected = connect(addr, secure, viewer, state).map_err(|e| match e {
+                    // A server that is there but refuses is told as such.
+                    CliError::Remote { .. } => e,
+                    _ => CliError::ConnectionLost {
                         addr: addr.into(),
                         reason: reason.clone(),
-                    })?;
+                    },
+                })?;
                 let Some(reconnected) = reconnected else {
                     return Ok(());
                 };
@@ -203,20 +210,24 @@ fn watch(addr: &str, viewer: &mut Viewer) -> Result<(), CliError> {
 }
 
 /// [`attach::connect`] within the viewer's deadline, showing each attempt
-/// once as `state(attempt)` and stopping when the user quits.
+/// once as `state(attempt)` and stopping when the user quits; then
+/// opened as `secure` says.
 fn connect(
     addr: &str,
+    secure: Option<&Secure>,
     viewer: &mut Viewer,
     state: impl Fn(u32) -> Connection,
-) -> Result<Option<std::net::TcpStream>, CliError> {
+) -> Result<Option<Stream>, CliError> {
     let mut shown = 0;
-    attach::connect(addr, viewer.deadline, |attempt| {
+    let socket = attach::connect(addr, viewer.deadline, |attempt| {
         if attempt != shown {
             shown = attempt;
             viewer.model.connection = state(attempt);
             viewer.output.show(&mut viewer.model, true);
         }
         !viewer.output.quit_requested(&viewer.model)
-    })
-    .map_err(CliError::from)
+    })?;
+    socket
+        .map(|socket| remote::open(socket, addr, secure))
+        .transpose()
 }

@@ -19,6 +19,7 @@ use typhon_live_std::config::{
 use typhon_live_std::metadata::{OwnedComponent, OwnedMetadata};
 use typhon_live_std::{runtime, Profiler};
 
+use crate::cmd::remote::RemoteOptions;
 use crate::cmd::{attach, web};
 use crate::error::CliError;
 
@@ -405,6 +406,7 @@ pub fn run(opts: DemoOptions) -> Result<(), CliError> {
     } else {
         attach::run(
             &addr.to_string(),
+            &RemoteOptions::default(),
             false,
             opts.duration,
             typhon_live_model::history::DEFAULT_HISTORY_SECONDS,

@@ -6,5 +6,6 @@ pub mod demo;
 pub mod inspect;
 pub mod record;
 pub mod relay;
+pub mod remote;
 pub mod view;
 pub mod web;

@@ -13,6 +13,7 @@ use typhon_live_core::frame::write_raw_frame;
 use typhon_live_core::{DecodeError, Frame, FrameKind, Payload, SequenceCheck};
 use typhon_live_std::attach::{self, Consumer, End, Flow};
 
+use crate::cmd::remote::{self, RemoteOptions};
 use crate::error::CliError;
 
 /// What `record` writes.
@@ -182,6 +183,7 @@ impl Consumer for Recorder<'_> {
 /// Records `addr` into `path` until Shutdown, `duration`, or interruption.
 pub fn run(
     addr: &str,
+    remote: &RemoteOptions,
     path: &Path,
     format: Format,
     duration: Option<Duration>,
@@ -191,10 +193,12 @@ pub fn run(
         reason: e.to_string(),
     })?;
     let deadline = duration.map(|d| Instant::now() + d);
-    let Some(mut stream) = attach::connect(addr, deadline, |_| true)? else {
+    let secure = remote.secure()?;
+    let Some(socket) = attach::connect(addr, deadline, |_| true)? else {
         // Time was up before the peer answered: an empty recording.
         return Ok(());
     };
+    let mut stream = remote::open(socket, addr, secure.as_ref())?;
     let mut recorder = Recorder {
         path,
         file: BufWriter::new(file),

@@ -7,6 +7,7 @@ use std::time::Duration;
 use typhon_live_relay::config::{socket_address, Layer, RelayConfig};
 use typhon_live_relay::otlp::settings::OtelEnv;
 
+use crate::cmd::remote::TOKEN_VARIABLE;
 use crate::error::CliError;
 use crate::seconds;
 
@@ -64,6 +65,27 @@ pub struct RelayOptions {
     /// loopback (0 picks one); the URL to open is printed.
     #[arg(long, value_name = "PORT")]
     pub web: Option<u16>,
+    /// Serve viewers over TLS with a token on loopback too (beyond it
+    /// they always are); a viewer connects with attach --fingerprint or
+    /// --ca, and --token-file.
+    #[arg(long)]
+    pub tls: bool,
+    /// The TLS certificate chain, PEM [default: a self-signed one made at
+    /// start, its fingerprint printed].
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// The TLS certificate's private key, PEM.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// The file whose first line is the viewers' access token [default:
+    /// the TYPHON_LIVE_TOKEN variable, else one drawn at start and
+    /// printed once].
+    #[arg(long, value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
+    /// A name viewers reach the relay by, for the certificate made at
+    /// start; repeat for each.
+    #[arg(long = "public-host", value_name = "NAME")]
+    pub public_hosts: Vec<String>,
     /// Stop after this many seconds.
     #[arg(long, value_parser = seconds)]
     pub duration: Option<Duration>,
@@ -105,6 +127,12 @@ pub fn run(options: RelayOptions) -> Result<(), CliError> {
         slow_tick_ms: options.slow_tick,
         otlp_interval_s: options.otlp_interval,
         web: options.web,
+        tls: options.tls.then_some(true),
+        tls_cert: options.tls_cert,
+        tls_key: options.tls_key,
+        token_file: options.token_file,
+        public_hosts: options.public_hosts,
+        token: std::env::var(TOKEN_VARIABLE).ok(),
     };
     let env = OtelEnv::of_process().map_err(CliError::BadSettings)?;
     let config = RelayConfig::layered(file.unwrap_or_default(), &env, flags)

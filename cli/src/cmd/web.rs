@@ -52,6 +52,7 @@ pub fn serve(
         slow_tick: DEFAULT_SLOW_TICK,
         otlp_interval: DEFAULT_OTLP_INTERVAL,
         web: Some(port),
+        tls: None,
         unprefixed: true,
         who: "typhon-live web".into(),
     };
