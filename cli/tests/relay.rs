@@ -5,7 +5,7 @@
 //! installs it and fails if this skips. Everything on 127.0.0.1; waits
 //! are bounded.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -19,6 +19,24 @@ fn prometheus() -> Option<PathBuf> {
         .split(':')
         .map(|dir| PathBuf::from(dir).join("prometheus"))
         .find(|p| p.is_file())
+}
+
+/// Prometheus run with `config`, its data in `dir`: the process, and the
+/// port of its HTTP API.
+fn start_prometheus(prometheus: &Path, config: &Path, dir: &Path) -> (Killed, u16) {
+    let port = free_port();
+    let process = Command::new(prometheus)
+        .arg(format!("--config.file={}", config.display()))
+        .arg(format!(
+            "--storage.tsdb.path={}",
+            dir.join("data").display()
+        ))
+        .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("prometheus starts");
+    (Killed(process), port)
 }
 
 /// Prometheus's answer to an instant query: (labels, value) per series.
@@ -107,20 +125,7 @@ fn prometheus_scrapes_two_sources_through_the_relay() {
         ),
     )
     .unwrap();
-    let port = free_port();
-    let _prometheus = Killed(
-        Command::new(prometheus)
-            .arg(format!("--config.file={}", config.display()))
-            .arg(format!(
-                "--storage.tsdb.path={}",
-                dir.join("data").display()
-            ))
-            .arg(format!("--web.listen-address=127.0.0.1:{port}"))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("prometheus starts"),
-    );
+    let (_prometheus, port) = start_prometheus(&prometheus, &config, &dir);
 
     let both = vec!["alpha".to_owned(), "beta".to_owned()];
     let deadline = Instant::now() + Duration::from_secs(60);
@@ -165,6 +170,92 @@ fn prometheus_scrapes_two_sources_through_the_relay() {
         "typhon_span_duration_seconds_bucket{source=\"alpha\",span=\"Tick\",le=\"+Inf\"}",
     );
     assert_eq!(buckets.len(), 1, "{buckets:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn prometheus_scrapes_the_relay_over_tls_with_the_bearer_token_and_only_so() {
+    if !cfg!(target_os = "linux") {
+        common::skipped("the Prometheus test runs on Linux only");
+        return;
+    }
+    let Some(prometheus) = prometheus() else {
+        common::skipped("prometheus not installed (Debian: apt-get install prometheus)");
+        return;
+    };
+    let dir = temp("prometheus-tls");
+    std::fs::create_dir_all(&dir).unwrap();
+    let authority = typhon_live_tests::tls::Authority::new();
+    let ca = authority.write_ca(&dir);
+    let (cert, key) = authority.write_server(&dir);
+    let token = dir.join("token");
+    std::fs::write(&token, "scrapers-token").unwrap();
+    let (demo, addr) = spawn_demo("90", "1");
+    let _demo = Killed(demo);
+    let (_relay, said) = common::spawn_relay(
+        &[
+            "--metrics",
+            "127.0.0.1:0",
+            "--duration",
+            "90",
+            "--source",
+            &format!("alpha={addr}"),
+            "--tls-cert",
+            cert.to_str().unwrap(),
+            "--tls-key",
+            key.to_str().unwrap(),
+            "--token-file",
+            token.to_str().unwrap(),
+        ],
+        "typhon-live relay: metrics on https://",
+    );
+    let target = said.split('/').next().unwrap().to_owned();
+    // Three jobs: as it should be; without the token; without the CA.
+    let job = |name: &str, tls: &str, authorization: &str| {
+        format!(
+            "  - job_name: {name}\n    scheme: https\n{tls}{authorization}    static_configs:\n      - targets: ['{target}']\n"
+        )
+    };
+    let trusted = format!("    tls_config:\n      ca_file: {}\n", ca.display());
+    let bearer = format!(
+        "    authorization:\n      credentials_file: {}\n",
+        token.display()
+    );
+    let config = dir.join("prometheus.yml");
+    std::fs::write(
+        &config,
+        format!(
+            "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\nscrape_configs:\n{}{}{}",
+            job("with-token", &trusted, &bearer),
+            job("without-token", &trusted, ""),
+            job("without-ca", "", &bearer),
+        ),
+    )
+    .unwrap();
+    let (_prometheus, port) = start_prometheus(&prometheus, &config, &dir);
+    let up = |job: &str| {
+        query(port, &format!("up{{job=\"{job}\"}}"))
+            .first()
+            .map(|(_, v)| *v)
+    };
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let scraped = query(port, "typhon_source_up{job=\"with-token\"}");
+        let (with, without, untrusted) = (up("with-token"), up("without-token"), up("without-ca"));
+        if sources_above_zero(&scraped) == ["alpha"]
+            && with == Some(1.0)
+            && without == Some(0.0)
+            && untrusted == Some(0.0)
+        {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "within 60 s: up {with:?} with the token, {without:?} without, {untrusted:?} \
+             without the CA; {scraped:?}"
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }
 

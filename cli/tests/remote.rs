@@ -8,6 +8,7 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -27,16 +28,11 @@ const TOKEN: &str = "s3cret-viewers-token";
 /// A relay of `source` serving viewers over TLS with [`TOKEN`], with
 /// `args`: the relay, its viewers' address, the certificate's
 /// fingerprint as it printed it, and its metrics' port.
-fn relay_over_tls(source: &str, token_file: &str, args: &[&str]) -> (Killed, String, String, u16) {
+fn relay_over_tls(source: &str, token_file: &Path, args: &[&str]) -> (Killed, String, String, u16) {
     let mut relay = Command::new(BIN)
         .args(["relay", "--source", &format!("d={source}"), "--listen", "0"])
-        .args([
-            "--metrics",
-            "127.0.0.1:0",
-            "--tls",
-            "--token-file",
-            token_file,
-        ])
+        .args(["--metrics", "127.0.0.1:0", "--tls", "--token-file"])
+        .arg(token_file)
         .args(["--duration", "60"])
         .args(args)
         .stdout(Stdio::piped())
@@ -162,10 +158,10 @@ fn the_right_token_streams_and_a_wrong_one_a_wrong_certificate_no_tls_or_a_stall
     std::fs::write(&token_file, format!("{TOKEN}\n")).unwrap();
     let wrong_file = dir.join("wrong");
     std::fs::write(&wrong_file, "not-the-token\n").unwrap();
-    let (token_file, wrong_file) = (token_file.to_str().unwrap(), wrong_file.to_str().unwrap());
     let (demo, source) = spawn_demo("60", "1");
     let _demo = Killed(demo);
-    let (_relay, addr, fingerprint, metrics) = relay_over_tls(&source, token_file, &[]);
+    let (_relay, addr, fingerprint, metrics) = relay_over_tls(&source, &token_file, &[]);
+    let (token_file, wrong_file) = (token_file.to_str().unwrap(), wrong_file.to_str().unwrap());
     let counted = |reason: &str| refused(metrics, reason);
 
     // The certificate pinned, the token right: the stream.
@@ -275,6 +271,33 @@ fn the_right_token_streams_and_a_wrong_one_a_wrong_certificate_no_tls_or_a_stall
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// The relay's flags for a certificate and key given.
+fn given<'a>(cert: &'a Path, key: &'a Path) -> [&'a str; 4] {
+    [
+        "--tls-cert",
+        cert.to_str().unwrap(),
+        "--tls-key",
+        key.to_str().unwrap(),
+    ]
+}
+
+/// `record ADDR` for 2 s over TLS, trusting `ca`, with the token in
+/// `token_file`, into `trace`: exit code, stdout, stderr.
+fn record(addr: &str, ca: &Path, token_file: &Path, trace: &Path) -> (Option<i32>, String, String) {
+    run(&[
+        "record",
+        addr,
+        "--ca",
+        ca.to_str().unwrap(),
+        "--token-file",
+        token_file.to_str().unwrap(),
+        "-o",
+        trace.to_str().unwrap(),
+        "--duration",
+        "2",
+    ])
+}
+
 #[test]
 fn a_certificate_given_is_checked_against_its_ca_by_name_and_record_writes_the_stream() {
     let dir = temp("remote-ca");
@@ -286,34 +309,14 @@ fn a_certificate_given_is_checked_against_its_ca_by_name_and_record_writes_the_s
     std::fs::write(&token_file, TOKEN).unwrap();
     let (demo, source) = spawn_demo("60", "1");
     let _demo = Killed(demo);
-    let (_relay, addr, fingerprint, _) = relay_over_tls(
-        &source,
-        token_file.to_str().unwrap(),
-        &[
-            "--tls-cert",
-            cert.to_str().unwrap(),
-            "--tls-key",
-            key.to_str().unwrap(),
-        ],
-    );
+    let (_relay, addr, fingerprint, _) = relay_over_tls(&source, &token_file, &given(&cert, &key));
     assert_eq!(
         fingerprint,
         Fingerprint::of(&authority.server_der).to_string()
     );
     let port = addr.rsplit(':').next().unwrap();
     let trace = dir.join("remote.tlt");
-    let (code, _, stderr) = run(&[
-        "record",
-        &format!("localhost:{port}"),
-        "--ca",
-        ca.to_str().unwrap(),
-        "--token-file",
-        token_file.to_str().unwrap(),
-        "-o",
-        trace.to_str().unwrap(),
-        "--duration",
-        "2",
-    ]);
+    let (code, _, stderr) = record(&format!("localhost:{port}"), &ca, &token_file, &trace);
     assert_eq!(code, Some(0), "{stderr}");
     let (code, inspected, stderr) = run(&["inspect", trace.to_str().unwrap()]);
     assert_eq!(code, Some(0), "{stderr}");
@@ -326,26 +329,8 @@ fn a_certificate_given_is_checked_against_its_ca_by_name_and_record_writes_the_s
     std::fs::create_dir_all(&other).unwrap();
     let (cert, key) = elsewhere.write_server(&other);
     let ca = elsewhere.write_ca(&other);
-    let (_relay, addr, _, _) = relay_over_tls(
-        &source,
-        token_file.to_str().unwrap(),
-        &[
-            "--tls-cert",
-            cert.to_str().unwrap(),
-            "--tls-key",
-            key.to_str().unwrap(),
-        ],
-    );
-    let (code, _, stderr) = run(&[
-        "record",
-        &addr,
-        "--ca",
-        ca.to_str().unwrap(),
-        "--token-file",
-        token_file.to_str().unwrap(),
-        "-o",
-        trace.to_str().unwrap(),
-    ]);
+    let (_relay, addr, _, _) = relay_over_tls(&source, &token_file, &given(&cert, &key));
+    let (code, _, stderr) = record(&addr, &ca, &token_file, &trace);
     assert_eq!(code, Some(7), "{stderr}");
     assert!(
         stderr.contains("certificate not valid for name"),
@@ -375,8 +360,7 @@ fn two_hundred_half_open_handshakes_leave_a_good_viewer_unaffected() {
     std::fs::write(&token_file, TOKEN).unwrap();
     let (demo, source) = spawn_demo("60", "1");
     let _demo = Killed(demo);
-    let (_relay, addr, fingerprint, metrics) =
-        relay_over_tls(&source, token_file.to_str().unwrap(), &[]);
+    let (_relay, addr, fingerprint, metrics) = relay_over_tls(&source, &token_file, &[]);
     let trust = Trust::Pinned(fingerprint.parse().unwrap())
         .client()
         .unwrap();
@@ -391,9 +375,11 @@ fn two_hundred_half_open_handshakes_leave_a_good_viewer_unaffected() {
     };
     let (_, alone) = open();
 
-    // More than the gate holds (128), each begun and left halfway.
+    // More than the gate holds (128), each begun and left halfway; fewer
+    // under wine, whose sockets slow with every one open.
+    let crowded_by = if cfg!(windows) { 150 } else { 200 };
     let hello = half_a_hello();
-    let mut crowd: Vec<TcpStream> = (0..200)
+    let mut crowd: Vec<TcpStream> = (0..crowded_by)
         .map(|_| {
             let mut socket = connect_patiently(&addr);
             socket.write_all(&hello).unwrap();
@@ -409,7 +395,7 @@ fn two_hundred_half_open_handshakes_leave_a_good_viewer_unaffected() {
     let mut first = [0u8; 2];
     stream.read_exact(&mut first).unwrap();
     assert_eq!(&first, b"TL");
-    eprintln!("handshake alone {alone:?}, beside 200 half-open {crowded:?}");
+    eprintln!("handshake alone {alone:?}, beside {crowded_by} half-open {crowded:?}");
     assert!(crowded < Duration::from_secs(2), "{crowded:?}");
 
     // Every one of the crowd is closed: the oldest at once to make room,
@@ -418,7 +404,9 @@ fn two_hundred_half_open_handshakes_leave_a_good_viewer_unaffected() {
         until_closed(socket, Duration::from_secs(10));
     }
     let counted = |reason: &str| refused(metrics, reason);
-    assert!(counted("crowded") >= 70.0, "{}", counted("crowded"));
-    assert!(counted("crowded") + counted("timed_out") >= 200.0);
+    // The gate held 128 at most: the rest closed it to make room.
+    let evicted = (crowded_by - 128 - 2) as f64;
+    assert!(counted("crowded") >= evicted, "{}", counted("crowded"));
+    assert!(counted("crowded") + counted("timed_out") >= crowded_by as f64);
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -278,3 +278,65 @@ fn a_recorded_trace_is_read_whole_by_the_page_and_shown_paused_at_its_end() {
     );
     let _ = std::fs::remove_file(&trace);
 }
+
+#[test]
+fn the_relays_browser_viewer_is_read_over_https_by_a_public_name() {
+    if !cfg!(target_os = "linux") {
+        return skipped("the browser test runs Chromium on Linux only");
+    }
+    let _turn = one_browser();
+    let dir = common::temp("web-https");
+    std::fs::create_dir_all(&dir).unwrap();
+    // The relay's certificate is signed by a CA Chromium does not know;
+    // Chromium is told to accept its key, and that the public name
+    // `typhon.test` is 127.0.0.1.
+    let authority = typhon_live_tests::tls::Authority::new();
+    let (cert, key) = authority.write_server(&dir);
+    let browser = match Browser::start_with(
+        1000,
+        600,
+        &[
+            format!(
+                "--ignore-certificate-errors-spki-list={}",
+                authority.spki_sha256_base64()
+            ),
+            "--host-resolver-rules=MAP typhon.test 127.0.0.1".to_owned(),
+        ],
+    ) {
+        Ok(browser) => browser,
+        Err(why) => return skipped(&why),
+    };
+    let (demo, addr) = common::spawn_demo("120", "1");
+    let _demo = common::Killed(demo);
+    let (_relay, url) = serve_web(&[
+        "relay",
+        "--source",
+        &format!("alpha={addr}"),
+        "--web",
+        "0",
+        "--tls",
+        "--tls-cert",
+        cert.to_str().unwrap(),
+        "--tls-key",
+        key.to_str().unwrap(),
+        "--public-host",
+        "typhon.test",
+        "--duration",
+        "120",
+    ]);
+    assert!(url.starts_with("https://typhon.test:"), "{url}");
+    browser.open(&url).unwrap();
+    // Loaded over HTTPS by that name, and its WebSocket (wss://, the
+    // Origin https://typhon.test:PORT) streams the relay's session.
+    let state = browser
+        .wait_for(HOOK, WAIT, |s| {
+            let lanes = names(&s["page"]["summary"]["lanes"], "name");
+            lanes.contains(&"alpha/Sim".to_owned())
+                && s["page"]["summary"]["events"].as_u64() > Some(0)
+        })
+        .unwrap_or_else(|e| panic!("the page did not stream over HTTPS: {e}"));
+    assert_eq!(state["page"]["summary"]["connection"]["state"], "connected");
+    let location = browser.run("return window.location.href;").unwrap();
+    assert_eq!(location.as_str(), Some(url.as_str()));
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -217,4 +217,16 @@ mod tests {
         let v6 = Guard::new("t", "[::1]:9".parse().unwrap());
         assert!(v6.serves_host("[::1]:9"));
     }
+
+    #[test]
+    fn a_site_over_https_serves_its_public_hosts_and_its_https_origins_only() {
+        let public = ["typhon.example".to_owned()];
+        let guard = Guard::for_site("t", "0.0.0.0:443".parse().unwrap(), &public, true);
+        assert!(guard.serves_host("typhon.example:443") && guard.serves_host("localhost:443"));
+        assert!(!guard.serves_host("typhon.example:80") && !guard.serves_host("evil.example:443"));
+        assert!(guard.serves_origin("https://typhon.example:443"));
+        assert!(!guard.serves_origin("http://typhon.example:443"));
+        let policy = guard.policy.to_str().unwrap();
+        assert!(policy.contains("wss://typhon.example:443") && !policy.contains("ws://"));
+    }
 }

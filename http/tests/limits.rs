@@ -198,3 +198,54 @@ fn when_the_table_is_full_the_idlest_connection_makes_room() {
         "the busiest stays: {answer:?}"
     );
 }
+
+#[test]
+fn over_https_a_stalled_handshake_is_closed_at_the_head_deadline_and_others_are_served() {
+    let authority = typhon_live_tests::tls::Authority::new();
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let mut limits = Limits::default();
+    limits.header_timeout = Duration::from_secs(1);
+    let tls = Some(authority.server());
+    std::thread::spawn(move || serve(listener, app(), limits, tls));
+
+    // Fifty handshakes begun and left: a TLS record header that promises
+    // more than comes.
+    let mut stalled: Vec<TcpStream> = (0..50)
+        .map(|_| {
+            let mut socket = TcpStream::connect(addr).unwrap();
+            socket
+                .write_all(&[0x16, 0x03, 0x01, 0x02, 0x00, 0x01])
+                .unwrap();
+            socket
+        })
+        .collect();
+    // A scrape over HTTPS, the certificate checked against the test's CA,
+    // is answered all the same.
+    let dir = std::env::temp_dir().join(format!("typhon-http-tls-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let ca = std::fs::read(authority.write_ca(&dir)).unwrap();
+    let roots = ureq::tls::RootCerts::Specific(std::sync::Arc::new(vec![
+        ureq::tls::Certificate::from_pem(&ca).unwrap(),
+    ]));
+    let agent = ureq::Agent::config_builder()
+        .tls_config(ureq::tls::TlsConfig::builder().root_certs(roots).build())
+        .timeout_global(Some(ANSWERED_WITHIN))
+        .build()
+        .new_agent();
+    let text = agent
+        .get(&format!("https://localhost:{}/metrics", addr.port()))
+        .call()
+        .unwrap()
+        .body_mut()
+        .read_to_string()
+        .unwrap();
+    assert_eq!(text, "# EOF\n");
+    for socket in &mut stalled {
+        assert!(
+            closed(socket, ANSWERED_WITHIN),
+            "a stalled handshake was kept"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -98,6 +98,9 @@ pub fn accept(
     deadline: Instant,
 ) -> Result<ServerStream, Refusal> {
     let timeouts = (socket.read_timeout(), socket.write_timeout());
+    // Small writes each waiting for an answer: without this, Nagle's
+    // algorithm and a delayed ACK add 40 ms.
+    let _ = socket.set_nodelay(true);
     let mut connection =
         rustls::ServerConnection::new(config).map_err(|e| Refusal::Tls(e.to_string()))?;
     let mut io = Deadlined {
@@ -146,6 +149,7 @@ pub fn open(
     deadline: Instant,
 ) -> Result<ClientStream, RemoteError> {
     let timeouts = (socket.read_timeout(), socket.write_timeout());
+    let _ = socket.set_nodelay(true);
     let name = ServerName::try_from(
         host.trim_start_matches('[')
             .trim_end_matches(']')

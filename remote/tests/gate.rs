@@ -64,7 +64,7 @@ fn a_handshake_trickled_a_byte_at_a_time_is_closed_at_its_deadline() {
     let refusal = told.recv_timeout(Duration::from_secs(5)).unwrap();
     let after = started.elapsed();
     assert_eq!(refusal, Err(Refusal::TimedOut));
-    assert!(after < DEADLINE + Duration::from_millis(900), "{after:?}");
+    assert!(after < DEADLINE + Duration::from_millis(1500), "{after:?}");
 }
 
 #[test]

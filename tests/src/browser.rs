@@ -51,6 +51,12 @@ impl Browser {
     /// Starts chromedriver and a headless Chromium `width` × `height`
     /// (software WebGL, SwiftShader); `Err` says what is missing.
     pub fn start(width: u32, height: u32) -> Result<Browser, String> {
+        Browser::start_with(width, height, &[])
+    }
+
+    /// [`Browser::start`], with more Chromium switches (a certificate to
+    /// accept by its key, a name to resolve).
+    pub fn start_with(width: u32, height: u32, switches: &[String]) -> Result<Browser, String> {
         let chromium = find(&["chromium", "chromium-browser"])
             .ok_or("chromium not installed (Debian: apt-get install chromium chromium-driver)")?;
         let driver_bin = find(&["chromedriver"])
@@ -87,7 +93,7 @@ impl Browser {
             }
             std::thread::sleep(Duration::from_millis(100));
         }
-        let args = [
+        let mut args = vec![
             "--headless=new".to_owned(),
             "--no-sandbox".into(),
             "--disable-gpu".into(),
@@ -102,6 +108,7 @@ impl Browser {
             format!("--window-size={width},{height}"),
             format!("--user-data-dir={}", browser.profile.display()),
         ];
+        args.extend(switches.iter().cloned());
         let created = browser.post(
             "/session",
             &json!({"capabilities": {"alwaysMatch": {

@@ -96,6 +96,11 @@ impl Collector {
         self.received.lock().unwrap().clone()
     }
 
+    /// Forgets what it got (a benchmark's requests would fill memory).
+    pub fn forget(&self) {
+        self.received.lock().unwrap().clear();
+    }
+
     /// What it got, once `enough` says so, within `wait`.
     pub fn wait_for(&self, wait: Duration, enough: impl Fn(&[Request]) -> bool) -> Vec<Request> {
         let deadline = Instant::now() + wait;

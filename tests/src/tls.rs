@@ -16,6 +16,8 @@ pub struct Authority {
     pub server_der: CertificateDer<'static>,
     /// The server's key, PKCS #8 DER.
     server_key: Vec<u8>,
+    /// The server's public key, as X.509's SubjectPublicKeyInfo (DER).
+    server_spki: Vec<u8>,
 }
 
 impl Authority {
@@ -41,7 +43,15 @@ impl Authority {
             ca_pem: ca.pem(),
             server_der: server.der().clone(),
             server_key: key.serialize_der(),
+            server_spki: rcgen::PublicKeyData::subject_public_key_info(&key),
         }
+    }
+
+    /// The SHA-256 of the server's public key, base64: what Chromium's
+    /// `--ignore-certificate-errors-spki-list` takes.
+    pub fn spki_sha256_base64(&self) -> String {
+        let digest = ring::digest::digest(&ring::digest::SHA256, &self.server_spki);
+        base64::Engine::encode(&base64::engine::general_purpose::STANDARD, digest.as_ref())
     }
 
     /// The CA's certificate written to `dir`, for a client to trust.
