@@ -375,7 +375,9 @@ fn write_frame(stream: &mut dyn Connection, frame: &MergedFrame, seq: u32) -> st
             Err(e) => return Err(e),
         }
     }
-    Ok(())
+    // TLS holds what the socket did not take yet until it is flushed
+    // (a socket's flush does nothing).
+    stream.flush()
 }
 
 /// Writes a viewer's queue to its socket until either goes away.

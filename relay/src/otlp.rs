@@ -82,7 +82,7 @@ pub fn post_all(
         // The metrics when due, however many traces wait.
         let due = match next_metrics {
             Some(at) if at <= Instant::now() => Err(RecvTimeoutError::Timeout),
-            Some(at) => exports.recv_timeout(at - Instant::now()),
+            Some(at) => exports.recv_timeout(at.saturating_duration_since(Instant::now())),
             None => exports.recv().map_err(|_| RecvTimeoutError::Disconnected),
         };
         let (client, failures, body) = match due {
