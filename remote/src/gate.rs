@@ -1,4 +1,4 @@
-//! The server's end of [`handshake`](crate::handshake) for every
+//! The server's end of [`handshake`] for every
 //! connection to a port, bounded so that nothing before authentication
 //! can hold the server: each exchange has [`handshake::DEADLINE`]
 //! (bytes trickled or not), and at most [`MAX_HANDSHAKES`] are in

@@ -97,7 +97,7 @@ pub fn accept(
     token: &Token,
     deadline: Instant,
 ) -> Result<ServerStream, Refusal> {
-    let timeouts = (socket.read_timeout(), socket.write_timeout());
+    let timeouts = timeouts(&socket);
     // Small writes each waiting for an answer: without this, Nagle's
     // algorithm and a delayed ACK add 40 ms.
     let _ = socket.set_nodelay(true);
@@ -130,11 +130,7 @@ pub fn accept(
         }
     }
     answer?;
-    // Whatever it sent after its line is not read as anything: a viewer
-    // sends nothing.
-    let _ = socket
-        .set_read_timeout(timeouts.0.ok().flatten())
-        .and_then(|()| socket.set_write_timeout(timeouts.1.ok().flatten()));
+    restore(&socket, timeouts);
     Ok(rustls::StreamOwned::new(connection, socket))
 }
 
@@ -148,7 +144,7 @@ pub fn open(
     token: &Token,
     deadline: Instant,
 ) -> Result<ClientStream, RemoteError> {
-    let timeouts = (socket.read_timeout(), socket.write_timeout());
+    let timeouts = timeouts(&socket);
     let _ = socket.set_nodelay(true);
     let name = ServerName::try_from(
         host.trim_start_matches('[')
@@ -185,10 +181,24 @@ pub fn open(
             ))
         }
     }
-    let _ = socket
-        .set_read_timeout(timeouts.0.ok().flatten())
-        .and_then(|()| socket.set_write_timeout(timeouts.1.ok().flatten()));
+    restore(&socket, timeouts);
     Ok(rustls::StreamOwned::new(connection, socket))
+}
+
+/// A socket's read and write timeouts, as they were before the
+/// exchange's deadline set its own.
+type Timeouts = (
+    std::io::Result<Option<Duration>>,
+    std::io::Result<Option<Duration>>,
+);
+
+fn timeouts(socket: &TcpStream) -> Timeouts {
+    (socket.read_timeout(), socket.write_timeout())
+}
+
+fn restore(socket: &TcpStream, (read, write): Timeouts) {
+    let _ = socket.set_read_timeout(read.ok().flatten());
+    let _ = socket.set_write_timeout(write.ok().flatten());
 }
 
 /// A line of at most [`MAX_LINE`] bytes, without its newline; `None` if

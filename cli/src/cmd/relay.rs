@@ -34,10 +34,10 @@ pub struct RelayOptions {
     #[arg(long, value_name = "HOST:PORT", value_parser = metrics_address)]
     pub metrics: Option<String>,
     /// Export the metrics, and slow ticks' span trees, to this
-    /// OTLP/HTTP collector (protobuf), e.g. http://127.0.0.1:4318 or
-    /// https://collector.example:4318; OTEL_EXPORTER_OTLP_ENDPOINT and the
-    /// other OTEL_EXPORTER_OTLP_* variables are read too, and the flags
-    /// win over them.
+    /// OTLP/HTTP collector (protobuf), e.g. http://127.0.0.1:4318, or
+    /// https:// with a name its certificate is for;
+    /// OTEL_EXPORTER_OTLP_ENDPOINT and the other OTEL_EXPORTER_OTLP_*
+    /// variables are read too, and the flags win over them.
     #[arg(long, value_name = "URL")]
     pub otlp: Option<String>,
     /// A header to send with every OTLP export, e.g.
