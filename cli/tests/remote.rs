@@ -6,7 +6,7 @@
 //! counted; 200 half-open handshakes, more than the gate holds, leave a
 //! good viewer unaffected. Everything on 127.0.0.1; waits are bounded.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -21,7 +21,7 @@ use typhon_live_tests::tls::Authority;
 
 mod common;
 
-use common::{spawn_demo, temp, Killed, BIN};
+use common::{spawn_demo, spawn_telling, temp, Killed, BIN};
 
 const TOKEN: &str = "s3cret-viewers-token";
 
@@ -29,36 +29,41 @@ const TOKEN: &str = "s3cret-viewers-token";
 /// `args`: the relay, its viewers' address, the certificate's
 /// fingerprint as it printed it, and its metrics' port.
 fn relay_over_tls(source: &str, token_file: &Path, args: &[&str]) -> (Killed, String, String, u16) {
-    let mut relay = Command::new(BIN)
+    let mut command = Command::new(BIN);
+    command
         .args(["relay", "--source", &format!("d={source}"), "--listen", "0"])
         .args(["--metrics", "127.0.0.1:0", "--tls", "--token-file"])
         .arg(token_file)
         .args(["--duration", "60"])
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(relay.stdout.take().unwrap()).lines();
-    let relay = Killed(relay);
-    let (mut viewers, mut metrics) = (None, None);
-    while viewers.is_none() || metrics.is_none() {
-        let line = lines
-            .next()
-            .expect("the relay tells where it serves")
-            .unwrap();
-        if let Some(rest) = line.strip_prefix("typhon-live relay: metrics on https://127.0.0.1:") {
-            metrics = Some(rest.split('/').next().unwrap().parse::<u16>().unwrap());
-        }
-        if let Some(rest) = line.strip_prefix("typhon-live relay: viewers on ") {
-            let (addr, rest) = rest.split_once(' ').unwrap();
-            assert!(rest.starts_with("over TLS with a token"), "{line}");
-            let fingerprint = rest.rsplit(' ').next().unwrap().to_owned();
-            viewers = Some((addr.to_owned(), fingerprint));
-        }
-    }
-    let (addr, fingerprint) = viewers.unwrap();
-    (relay, addr, fingerprint, metrics.unwrap())
+        .args(args);
+    let (relay, told) = spawn_telling(
+        command,
+        &[
+            "typhon-live relay: metrics on https://127.0.0.1:",
+            "typhon-live relay: viewers on ",
+        ],
+    );
+    let metrics = told[0].split('/').next().unwrap().parse::<u16>().unwrap();
+    let (addr, rest) = told[1].split_once(' ').unwrap();
+    assert!(rest.starts_with("over TLS with a token"), "{rest}");
+    let fingerprint = rest.rsplit(' ').next().unwrap().to_owned();
+    (relay, addr.to_owned(), fingerprint, metrics)
+}
+
+/// `attach ADDR --json` for 3 s, the certificate pinned by `fingerprint`,
+/// the token in `token_file`: exit code, stdout, stderr.
+fn attach(addr: &str, fingerprint: &str, token_file: &str) -> (Option<i32>, String, String) {
+    run(&[
+        "attach",
+        addr,
+        "--fingerprint",
+        fingerprint,
+        "--token-file",
+        token_file,
+        "--json",
+        "--duration",
+        "3",
+    ])
 }
 
 /// The relay's count of connections refused for `reason`, read from its
@@ -165,32 +170,12 @@ fn the_right_token_streams_and_a_wrong_one_a_wrong_certificate_no_tls_or_a_stall
     let counted = |reason: &str| refused(metrics, reason);
 
     // The certificate pinned, the token right: the stream.
-    let (code, stdout, stderr) = run(&[
-        "attach",
-        &addr,
-        "--fingerprint",
-        &fingerprint,
-        "--token-file",
-        token_file,
-        "--json",
-        "--duration",
-        "3",
-    ]);
+    let (code, stdout, stderr) = attach(&addr, &fingerprint, token_file);
     assert_eq!(code, Some(0), "{stderr}");
     assert!(events_seen(&stdout) > 0, "{stdout}");
 
     // The wrong token: told, exit 7, nothing streamed.
-    let (code, stdout, stderr) = run(&[
-        "attach",
-        &addr,
-        "--fingerprint",
-        &fingerprint,
-        "--token-file",
-        wrong_file,
-        "--json",
-        "--duration",
-        "3",
-    ]);
+    let (code, stdout, stderr) = attach(&addr, &fingerprint, wrong_file);
     assert_eq!(code, Some(7), "{stderr}");
     assert!(
         stderr.contains("the server refused the connection: wrong token"),
@@ -202,17 +187,7 @@ fn the_right_token_streams_and_a_wrong_one_a_wrong_certificate_no_tls_or_a_stall
     // Another certificate's fingerprint: the viewer refuses the server,
     // and sends no token.
     let other = Fingerprint::of(b"another certificate").to_string();
-    let (code, _, stderr) = run(&[
-        "attach",
-        &addr,
-        "--fingerprint",
-        &other,
-        "--token-file",
-        token_file,
-        "--json",
-        "--duration",
-        "3",
-    ]);
+    let (code, _, stderr) = attach(&addr, &other, token_file);
     assert_eq!(code, Some(7), "{stderr}");
     assert!(
         stderr.contains(&format!(

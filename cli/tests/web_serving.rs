@@ -6,9 +6,9 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::{relay_value, serve_web, spawn_demo_with, wait_for, Killed, BIN};
@@ -23,7 +23,8 @@ use typhon_live_web::feed::Feed;
 /// `relay --web 0 --metrics 127.0.0.1:0` of the demo at `demo`: the
 /// relay, its metrics port, the viewer's address and token.
 fn relay_with_web(demo: &str) -> (Killed, u16, SocketAddr, String) {
-    let mut relay = Command::new(BIN)
+    let mut command = Command::new(BIN);
+    command
         .args([
             "relay",
             "--web",
@@ -33,31 +34,22 @@ fn relay_with_web(demo: &str) -> (Killed, u16, SocketAddr, String) {
             "--duration",
             "90",
         ])
-        .args(["--source", &format!("demo={demo}")])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(relay.stdout.take().unwrap()).lines();
-    let relay = Killed(relay);
-    let (mut metrics, mut page) = (None, None);
-    while metrics.is_none() || page.is_none() {
-        let line = lines
-            .next()
-            .expect("the relay tells where it serves")
-            .unwrap();
-        if let Some(rest) = line.strip_prefix("typhon-live relay: metrics on http://") {
-            let addr: SocketAddr = rest.trim_end_matches("/metrics").parse().unwrap();
-            metrics = Some(addr.port());
-        }
-        if let Some(url) = line.strip_prefix("typhon-live relay: browser viewer at http://") {
-            let (addr, token) = url.trim_end_matches('/').split_once('/').unwrap();
-            page = Some((addr.parse().unwrap(), token.to_owned()));
-        }
-    }
-    std::thread::spawn(move || lines.for_each(drop));
-    let (addr, token) = page.unwrap();
-    (relay, metrics.unwrap(), addr, token)
+        .args(["--source", &format!("demo={demo}")]);
+    let (relay, told) = common::spawn_telling(
+        command,
+        &[
+            "typhon-live relay: metrics on http://",
+            "typhon-live relay: browser viewer at http://",
+        ],
+    );
+    let metrics: SocketAddr = told[0].trim_end_matches("/metrics").parse().unwrap();
+    let (addr, token) = told[1].trim_end_matches('/').split_once('/').unwrap();
+    (
+        relay,
+        metrics.port(),
+        addr.parse().unwrap(),
+        token.to_owned(),
+    )
 }
 
 /// The answer to `GET path` with `headers`, head and body.

@@ -20,7 +20,7 @@
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
-use typhon_live_remote::token::Token;
+use typhon_live_remote::token::{self, Token};
 use typhon_live_remote::RemoteError;
 
 use axum::extract::{Request, State};
@@ -131,12 +131,7 @@ fn names_token(path: &str, token: &str) -> bool {
         .split('/')
         .next()
         .unwrap_or("");
-    first.len() == token.len()
-        && first
-            .bytes()
-            .zip(token.bytes())
-            .fold(0u8, |differ, (a, b)| differ | (a ^ b))
-            == 0
+    token::equal(token.as_bytes(), first.as_bytes())
 }
 
 async fn check(State(guard): State<Guard>, request: Request, next: Next) -> Response {

@@ -61,13 +61,18 @@ impl Token {
     /// Whether `given` is the token, in time that does not depend on where
     /// they differ.
     pub fn matches(&self, given: &[u8]) -> bool {
-        let mine = self.0.as_bytes();
-        let mut differ = u8::from(mine.len() != given.len());
-        for (i, &byte) in mine.iter().enumerate() {
-            differ |= byte ^ given.get(i).copied().unwrap_or(!byte);
-        }
-        differ == 0
+        equal(self.0.as_bytes(), given)
     }
+}
+
+/// Whether `given` is `secret`, in time that depends on `secret`'s
+/// length only, not on where they differ.
+pub fn equal(secret: &[u8], given: &[u8]) -> bool {
+    let mut differ = u8::from(secret.len() != given.len());
+    for (i, &byte) in secret.iter().enumerate() {
+        differ |= byte ^ given.get(i).copied().unwrap_or(!byte);
+    }
+    differ == 0
 }
 
 impl std::fmt::Debug for Token {

@@ -27,27 +27,7 @@ pub enum Trust {
 impl Trust {
     /// The certificates of the PEM file at `path`.
     pub fn ca_file(path: &Path) -> Result<Trust, RemoteError> {
-        const WHAT: &str = "the CA file";
-        let pem = std::fs::read(path).map_err(|e| RemoteError::Unreadable {
-            what: WHAT,
-            path: path.into(),
-            reason: e.to_string(),
-        })?;
-        let certificates = CertificateDer::pem_slice_iter(&pem)
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| RemoteError::BadFile {
-                what: WHAT,
-                path: path.into(),
-                reason: e.to_string(),
-            })?;
-        if certificates.is_empty() {
-            return Err(RemoteError::BadFile {
-                what: WHAT,
-                path: path.into(),
-                reason: "holds no PEM certificate".into(),
-            });
-        }
-        Ok(Trust::Ca(certificates))
+        certificates(path).map(Trust::Ca)
     }
 
     /// A TLS client that trusts this.
@@ -76,6 +56,33 @@ impl Trust {
         };
         Ok(Arc::new(config))
     }
+}
+
+/// The certificates of the PEM file at `path` (a CA file: a viewer's
+/// `--ca`, the relay's `--otlp-ca`); an error names the file and says
+/// what is wrong.
+pub fn certificates(path: &Path) -> Result<Vec<CertificateDer<'static>>, RemoteError> {
+    const WHAT: &str = "the CA file";
+    let pem = std::fs::read(path).map_err(|e| RemoteError::Unreadable {
+        what: WHAT,
+        path: path.into(),
+        reason: e.to_string(),
+    })?;
+    let certificates = CertificateDer::pem_slice_iter(&pem)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| RemoteError::BadFile {
+            what: WHAT,
+            path: path.into(),
+            reason: e.to_string(),
+        })?;
+    if certificates.is_empty() {
+        return Err(RemoteError::BadFile {
+            what: WHAT,
+            path: path.into(),
+            reason: "holds no PEM certificate".into(),
+        });
+    }
+    Ok(certificates)
 }
 
 /// A server certificate is good if its SHA-256 is the pinned one; the

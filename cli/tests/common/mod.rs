@@ -134,23 +134,34 @@ pub fn spawn_relay(args: &[&str], prefix: &str) -> (Killed, String) {
 }
 
 /// [`spawn_relay`] of a command made by the caller (under limits, say).
-pub fn spawn_relay_with(mut command: Command, prefix: &str) -> (Killed, String) {
-    let mut relay = command
+pub fn spawn_relay_with(command: Command, prefix: &str) -> (Killed, String) {
+    let (relay, told) = spawn_telling(command, &[prefix]);
+    (relay, told[0].trim_end_matches("/metrics").to_owned())
+}
+
+/// Starts `command` and reads its stdout until a line has started with
+/// each of `prefixes` (its first lines tell where it serves): the
+/// process, and the rest of each such line, in the order of `prefixes`.
+/// The rest of stdout is drained, so that it never blocks on a full pipe.
+pub fn spawn_telling(mut command: Command, prefixes: &[&str]) -> (Killed, Vec<String>) {
+    let mut child = command
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let mut lines = BufReader::new(relay.stdout.take().unwrap()).lines();
-    let relay = Killed(relay);
-    loop {
-        let line = lines
-            .next()
-            .expect("the relay tells where it serves")
-            .unwrap();
-        if let Some(rest) = line.trim().strip_prefix(prefix) {
-            return (relay, rest.trim_end_matches("/metrics").to_owned());
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let child = Killed(child);
+    let mut told: Vec<Option<String>> = vec![None; prefixes.len()];
+    while told.iter().any(Option::is_none) {
+        let line = lines.next().expect("it tells where it serves").unwrap();
+        for (prefix, rest) in prefixes.iter().zip(&mut told) {
+            if let Some(after) = line.trim().strip_prefix(prefix) {
+                *rest = Some(after.to_owned());
+            }
         }
     }
+    std::thread::spawn(move || lines.for_each(drop));
+    (child, told.into_iter().flatten().collect())
 }
 
 /// Starts `typhon-live ARGS` and returns it with the viewer's URL it

@@ -7,7 +7,8 @@ use std::io::Write;
 use std::sync::Arc;
 use std::time::{Instant, SystemTime};
 
-use ureq::tls::{parse_pem, Certificate, PemItem, RootCerts, TlsConfig};
+use typhon_live_remote::trust;
+use ureq::tls::{Certificate, RootCerts, TlsConfig};
 use ureq::Agent;
 
 use super::retry::{retry_after, retryable, Backoff};
@@ -118,21 +119,13 @@ impl Client {
     }
 }
 
-/// The certificates of a PEM file.
+/// The certificates of a PEM file, read as a viewer reads its `--ca`.
 fn certificates(path: &std::path::Path) -> Result<Vec<Certificate<'static>>, String> {
-    let what = format!("the OTLP CA file {}", path.display());
-    let pem = std::fs::read(path).map_err(|e| format!("{what}: {e}"))?;
-    let mut certificates = Vec::new();
-    for item in parse_pem(&pem) {
-        match item.map_err(|e| format!("{what}: {e}"))? {
-            PemItem::Certificate(certificate) => certificates.push(certificate),
-            _ => continue,
-        }
-    }
-    if certificates.is_empty() {
-        return Err(format!("{what} holds no PEM certificate"));
-    }
-    Ok(certificates)
+    let certificates = trust::certificates(path).map_err(|e| format!("OTLP: {e}"))?;
+    Ok(certificates
+        .iter()
+        .map(|der| Certificate::from_der(der).to_owned())
+        .collect())
 }
 
 fn gzip(body: &[u8]) -> Vec<u8> {
