@@ -8,7 +8,11 @@ use protobuf::Message;
 use reader::{read, Point, Read, Slice, CLEARED};
 use typhon_live_convert::perfetto::{TraceWriter, WriterStats, SUBSTITUTE_PID};
 use typhon_live_core::{
-    Decoder, Exporter, FrameKind, GaugeValue, LaneKind, Lanes, Metadata, NameTable, Payload,
+    block::{max_block_frame_len, write_block},
+    frame::write_raw_frame,
+    init::write_init,
+    BlockBuilder, Decoder, Event, Exporter, FrameKind, GaugeValue, LaneKind, Lanes, Metadata,
+    NameTable, Payload, Shutdown,
 };
 
 /// The frames of a recorded run, each its own buffer, with the tick (ms)
@@ -526,4 +530,62 @@ fn a_clock_gone_back_within_a_tick_still_pairs_every_begin_with_a_later_end() {
             ("control", us(1999), us(2000), 0),
         ]
     );
+}
+
+#[test]
+fn a_peer_claiming_every_event_lost_after_a_damaged_block_saturates_the_totals() {
+    // Found by the `perfetto` fuzz target: a damaged Block's records
+    // lost, then a Shutdown agreeing with what arrived and claiming
+    // u64::MAX events dropped besides, overflowed the writer's totals.
+    let names: NameTable<1, 16> = NameTable::new();
+    let meta = Metadata {
+        ticks_per_second: 1_000_000,
+        session_id: 9,
+        process_id: 11,
+        ..Metadata::default()
+    };
+    let mut stream = vec![0u8; 1 << 16];
+    let mut len = write_init(&mut stream, 0, &meta, &names, std::iter::empty()).unwrap();
+    // A Block of 1000 instants, its flags naming a codec no writer uses:
+    // damage, its records lost.
+    let mut scratch = vec![0u8; 1 << 16];
+    let mut block = BlockBuilder::new(&mut scratch);
+    for i in 0..1000 {
+        let instant = Event::Instant {
+            time: i,
+            name: 0,
+            payload: i,
+        };
+        assert!(block.push(0, &instant));
+    }
+    let mut frame = vec![0u8; max_block_frame_len(block.capacity(), 0)];
+    let n = write_block(&mut frame, 0, &block, &[]).unwrap();
+    let payload = &frame[16..n - 4];
+    len += write_raw_frame(
+        &mut stream[len..],
+        FrameKind::Block.to_byte(),
+        7,
+        0,
+        payload,
+    )
+    .unwrap();
+    let totals = Shutdown {
+        time: 1_000,
+        frames_sent: 1,
+        frames_dropped: 0,
+        events_dropped: u64::MAX,
+    };
+    len += totals.write(&mut stream[len..], 1).unwrap();
+
+    let (bytes, stats) = convert(&[&stream[..len]]);
+    assert_eq!((stats.damaged_frames, stats.events_lost), (1, u64::MAX));
+    let read = read(&bytes);
+    let losses: Vec<&Point> = read
+        .instants
+        .iter()
+        .filter(|i| i.name == "data lost")
+        .collect();
+    assert_eq!(losses.len(), 2, "{losses:?}");
+    let last = read.counters.iter().rfind(|c| c.track == "events lost");
+    assert_eq!(last.map(|c| c.value.as_str()), Some("9223372036854775807"));
 }

@@ -1132,6 +1132,12 @@ impl Summary {
         ) + &self.refused_text().map_or(String::new(), |t| format!(" | {t}"))
     }
 
+    /// Whether anything was lost: frames missing or damaged, or events the
+    /// stream says were dropped. (Not a sum: a peer may claim `u64::MAX`.)
+    pub fn lost_any(&self) -> bool {
+        self.frames_dropped > 0 || self.events_dropped > 0 || self.frames_damaged > 0
+    }
+
     /// Frames refused or read in part, if any: "damaged 1 frames 3 events".
     pub fn damage_text(&self) -> Option<String> {
         (self.frames_damaged > 0).then(|| {

@@ -407,8 +407,12 @@ impl Reader {
                     && seen.dropped <= totals.events_dropped =>
             {
                 // Events of the last Blocks, dropped on the way, that no
-                // later Block's drop entries could report.
+                // later Block's drop entries could report. Counted as seen,
+                // so that a Shutdown sent again is not told twice.
                 let events = totals.events_dropped - seen.dropped;
+                if let Some(stream) = &mut self.stream {
+                    stream.dropped = totals.events_dropped;
+                }
                 if events > 0 {
                     self.state.tally.events_dropped =
                         self.state.tally.events_dropped.saturating_add(events);

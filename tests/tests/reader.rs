@@ -9,7 +9,9 @@ use typhon_live_core::catchup::write_catchup_of;
 use typhon_live_core::definitions::write_definitions;
 use typhon_live_core::frame::write_raw_frame;
 use typhon_live_core::init::write_init;
-use typhon_live_core::{Compression, Decoder, LaneInfo, LaneKind, Metadata, OpenLane, OpenSpan};
+use typhon_live_core::{
+    Compression, Decoder, LaneInfo, LaneKind, Metadata, OpenLane, OpenSpan, Shutdown,
+};
 use typhon_live_reader::{
     Reader, State, TotalsCheck, Update, MAX_LANES, MAX_NAMES, MAX_NAME_BYTES,
 };
@@ -404,4 +406,35 @@ fn a_child_ending_with_its_parent_in_ticks_does_so_in_ns_too() {
             .unwrap();
     });
     assert_eq!(ends, [1_000_000_000, 1_000_000_000]);
+}
+
+#[test]
+fn a_shutdown_sent_again_tells_its_lost_events_once() {
+    // An exporter writes a Shutdown again when a transport reports it
+    // dropped; if both arrive, the second's totals agree and add nothing.
+    let mut stream = init(5, 0, &[], &[]);
+    for (seq, events_dropped) in [(0u32, 5u64), (1, 5), (2, 7)] {
+        let totals = Shutdown {
+            time: 1,
+            frames_sent: u64::from(seq),
+            frames_dropped: 0,
+            events_dropped,
+        };
+        let mut out = [0u8; 64];
+        let n = totals.write(&mut out, seq).unwrap();
+        stream.extend(&out[..n]);
+    }
+    let mut reader = Reader::new();
+    let said = read_all(&mut reader, &stream);
+    let lost: Vec<&String> = said.iter().filter(|u| u.contains("AtShutdown")).collect();
+    assert_eq!(
+        lost,
+        [
+            "Lost(AtShutdown { events: 5 })",
+            "Lost(AtShutdown { events: 2 })"
+        ],
+        "{said:?}"
+    );
+    assert_eq!(said.iter().filter(|u| u.contains("Agree")).count(), 3);
+    assert_eq!(reader.state().tally().events_dropped, 7);
 }

@@ -233,7 +233,7 @@ fn draw_stats(frame: &mut Frame<'_>, area: Rect, s: &Summary) {
                 s.events_dropped,
                 s.damage_text().map_or(String::new(), |t| format!("   {t}"))
             ),
-            if s.frames_dropped + s.events_dropped + s.frames_damaged > 0 {
+            if s.lost_any() {
                 Style::default().fg(Color::Red)
             } else {
                 Style::default()
@@ -389,7 +389,7 @@ mod tests {
     use typhon_live_core::catchup::write_catchup;
     use typhon_live_core::init::write_init;
     use typhon_live_core::{
-        BlockBuilder, Decoder, Event, GaugeValue, LaneKind, Lanes, Metadata, NameTable,
+        BlockBuilder, Decoder, Event, GaugeValue, LaneKind, Lanes, Metadata, NameTable, Shutdown,
     };
 
     use typhon_live_model::{Connection, Model};
@@ -479,16 +479,15 @@ mod tests {
         stream
     }
 
-    #[test]
-    fn the_view_shows_lanes_a_stall_and_the_drop_counters() {
+    /// The screen after `model` read `stream`, one line per row.
+    fn screen_after(stream: &[u8]) -> String {
         let mut model = Model::default();
         model.connection = Connection::Connected {
             peer: "127.0.0.1:9100".into(),
         };
-        let stream = scripted_stream();
         let mut buf = vec![0u8; 1 << 20];
         let mut decoder = Decoder::new(&mut buf);
-        decoder.feed(&stream);
+        decoder.feed(stream);
         while let Some(frame) = decoder.next().unwrap() {
             model.on_frame(&frame, crate::uptime::now()).unwrap();
         }
@@ -497,13 +496,18 @@ mod tests {
         terminal
             .draw(|frame| super::draw(frame, &summary, None))
             .unwrap();
-        let screen: String = terminal
+        terminal
             .backend()
             .buffer()
             .content()
             .chunks(120)
             .map(|row| row.iter().map(|cell| cell.symbol()).collect::<String>() + "\n")
-            .collect();
+            .collect()
+    }
+
+    #[test]
+    fn the_view_shows_lanes_a_stall_and_the_drop_counters() {
+        let screen = screen_after(&scripted_stream());
         println!("{screen}");
         for expected in [
             "GameLoop",
@@ -519,5 +523,27 @@ mod tests {
                 "{expected:?} missing from\n{screen}"
             );
         }
+    }
+
+    #[test]
+    fn a_peer_claiming_every_event_lost_is_shown_so() {
+        // Its totals agree with what arrived (three frames, two missed),
+        // so the reader takes its claim; the drop counters' colour summed
+        // them, which overflowed.
+        let mut stream = scripted_stream();
+        let totals = Shutdown {
+            time: 40_000_000,
+            frames_sent: 3,
+            frames_dropped: 2,
+            events_dropped: u64::MAX,
+        };
+        let mut out = [0u8; 64];
+        let n = totals.write(&mut out, 5).unwrap();
+        stream.extend(&out[..n]);
+        let screen = screen_after(&stream);
+        assert!(
+            screen.contains(&format!("dropped    2 frames   {}", u64::MAX)),
+            "{screen}"
+        );
     }
 }

@@ -280,7 +280,7 @@ impl Page {
                     "lost: {} frames, {} events · damaged {} · restarts {} · reconnects {}",
                     s.frames_dropped, s.events_dropped, s.frames_damaged, s.restarts, s.reconnects
                 );
-                let alarm = s.frames_dropped + s.events_dropped + s.frames_damaged > 0;
+                let alarm = s.lost_any();
                 ui.label(RichText::new(lost).color(if alarm {
                     timeline::ALARM
                 } else {

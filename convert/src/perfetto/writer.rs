@@ -277,7 +277,9 @@ impl TraceWriter {
             }
             Update::Restarted { .. } => self.restart(names, out),
             Update::Lost(Loss::Gap { frames }) => self.lost(frames, 0, out),
-            Update::Lost(Loss::Dropped { events, .. }) => self.dropped += u64::from(events),
+            Update::Lost(Loss::Dropped { events, .. }) => {
+                self.dropped = self.dropped.saturating_add(u64::from(events));
+            }
             Update::Lost(Loss::AtShutdown { events }) => self.lost(0, events, out),
             Update::Lost(Loss::Damaged { events }) => self.unread = events,
             Update::Event { lane, event } => {
@@ -657,9 +659,12 @@ impl TraceWriter {
     /// Notes data lost before what comes next: the next packet says so
     /// (`previous_packet_dropped`), and a "data lost" instant on the
     /// process track and two counters of the totals mark where.
+    ///
+    /// The totals saturate: a peer's Shutdown may claim up to `u64::MAX`
+    /// events lost, and a trace may hold several.
     fn lost(&mut self, frames: u64, events: u64, out: &mut Vec<u8>) {
-        self.stats.frames_lost += frames;
-        self.stats.events_lost += events;
+        self.stats.frames_lost = self.stats.frames_lost.saturating_add(frames);
+        self.stats.events_lost = self.stats.events_lost.saturating_add(events);
         self.seq.lost();
         let process = self.process_track(out);
         let (frames_track, events_track) = match self.session.loss_tracks {
@@ -675,8 +680,8 @@ impl TraceWriter {
             }
         };
         let session = &mut self.session;
-        session.frames_lost += frames;
-        session.events_lost += events;
+        session.frames_lost = session.frames_lost.saturating_add(frames);
+        session.events_lost = session.events_lost.saturating_add(events);
         let time = self.last_time;
         self.seq.named(
             out,
