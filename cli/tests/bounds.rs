@@ -19,7 +19,7 @@ use typhon_live_tests::{exporter_stream, over_bound_block, replace_block};
 
 mod common;
 
-use common::{peak_rss, spawn_relay_with, temp, wait_for, BIN};
+use common::{peak_rss, spawn_relay_with, temp, typhon, wait_for, BIN};
 
 /// The Block replaced: the second (the Catch-up after the Init is 0).
 const SEQ: u32 = 2;
@@ -49,11 +49,12 @@ fn command(args: &[&str]) -> (Command, Option<PathBuf>) {
     } else {
         let report = temp(&format!("time-{}", args.join("-").replace('/', "_")));
         let mut command = Command::new(GNU_TIME);
+        common::without_settings(&mut command);
         command.args(["-f", "%M", "-o"]).arg(&report).arg(BIN);
         command.args(args);
         return (command, Some(report));
     }
-    let mut command = Command::new(BIN);
+    let mut command = typhon();
     command.args(args);
     (command, None)
 }
@@ -279,7 +280,7 @@ fn the_relay_refuses_the_block_and_serves_every_other_event() {
     // A relay reading one source, which sends its stream once and stays.
     let start = |stream: Vec<u8>| {
         let (addr, peer) = serve(stream, Duration::from_secs(15));
-        let mut command = Command::new(BIN);
+        let mut command = typhon();
         command.args(["relay", "--source", &format!("s={addr}")]);
         command.args(["--metrics", "127.0.0.1:0"]);
         let (relay, metrics) = spawn_relay_with(command, "typhon-live relay: metrics on http://");

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 mod common;
 
-use common::{record_then_kill, spawn_demo, spawn_demo_with, temp, BIN};
+use common::{record_then_kill, spawn_demo, spawn_demo_with, temp, typhon, BIN};
 
 /// Runs `command`, which must succeed; its standard output.
 fn run_ok(command: &mut Command) -> String {
@@ -26,7 +26,7 @@ fn run_ok(command: &mut Command) -> String {
 
 /// `inspect` on a file that must read cleanly; its report.
 fn inspect_ok(trace: &std::path::Path) -> String {
-    run_ok(Command::new(BIN).arg("inspect").arg(trace))
+    run_ok(typhon().arg("inspect").arg(trace))
 }
 
 /// `convert --to chrome` of a trace into `temp(name)`: its events, and the
@@ -34,7 +34,7 @@ fn inspect_ok(trace: &std::path::Path) -> String {
 fn to_chrome(trace: &std::path::Path, name: &str) -> (Vec<serde_json::Value>, PathBuf) {
     let json_path = temp(name);
     run_ok(
-        Command::new(BIN)
+        typhon()
             .arg("convert")
             .arg(trace)
             .args(["--to", "chrome", "-o"])
@@ -53,7 +53,7 @@ fn demo_record_inspect_convert() {
         spawn_demo_with(&["--duration", "4", "--threads", "2", "--compression", "lz4"]);
 
     let trace = temp("demo.tlt");
-    let record = Command::new(BIN)
+    let record = typhon()
         .args(["record", &addr, "-o"])
         .arg(&trace)
         .args(["--duration", "30"])
@@ -107,7 +107,7 @@ fn demo_record_inspect_convert() {
 
 fn attach(addr: &str) -> (i32, String, Duration) {
     let started = Instant::now();
-    let out = Command::new(BIN)
+    let out = typhon()
         .args(["attach", addr, "--json", "--duration", "30"])
         .output()
         .unwrap();
@@ -121,7 +121,7 @@ fn attach(addr: &str) -> (i32, String, Duration) {
 #[test]
 fn demo_via_tracing_names_its_spans_through_the_layer() {
     let trace = temp("via-tracing.tlt");
-    let demo = Command::new(BIN)
+    let demo = typhon()
         .args(["demo", "--via-tracing", "--no-view", "--live", "0"])
         .args(["--duration", "2", "--threads", "2", "--trace"])
         .arg(&trace)
@@ -242,11 +242,7 @@ fn a_truncated_trace_is_read_to_its_last_frame_and_reported() {
     };
     let path = temp("cut.tlt");
     std::fs::write(&path, &bytes).unwrap();
-    let out = Command::new(BIN)
-        .arg("inspect")
-        .arg(&path)
-        .output()
-        .unwrap();
+    let out = typhon().arg("inspect").arg(&path).output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(4), "{stderr}");
     assert!(
@@ -254,7 +250,7 @@ fn a_truncated_trace_is_read_to_its_last_frame_and_reported() {
         "damage with its offset"
     );
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
-    let missing = Command::new(BIN)
+    let missing = typhon()
         .args(["inspect", "/nonexistent/trace.tlt"])
         .output()
         .unwrap();
@@ -274,7 +270,7 @@ fn a_recording_killed_midway_is_a_valid_trace_and_bad_outputs_are_named() {
         "{report}"
     );
 
-    let convert = Command::new(BIN)
+    let convert = typhon()
         .arg("convert")
         .arg(&trace)
         .args(["--to", "chrome", "-o", "/nonexistent-dir/out.json"])
@@ -299,7 +295,7 @@ fn the_demos_compression_setting_shows_in_inspect_per_codec() {
     ] {
         let trace = temp(&format!("codec-{setting}.tlt"));
         run_ok(
-            Command::new(BIN)
+            typhon()
                 .args(["demo", "--no-view", "--live", "0", "--duration", "2"])
                 .args(["--threads", "2", "--compression", setting, "--trace"])
                 .arg(&trace),

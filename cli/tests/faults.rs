@@ -6,7 +6,7 @@
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -17,7 +17,7 @@ use typhon_live_core::{Exporter, LaneKind, Lanes, Metadata, NameSource, NameTabl
 
 mod common;
 
-use common::{spawn_demo_with, temp, BIN};
+use common::{spawn_demo_with, temp, typhon};
 
 /// Waits for `child` at most `limit`; kills it and fails if it is still
 /// running then.
@@ -99,7 +99,7 @@ impl Peer {
 
 /// `attach --json` for `seconds`: its exit status, stdout lines and stderr.
 fn attach_json(addr: &str, seconds: &str, limit: Duration) -> (Option<i32>, Vec<String>, String) {
-    let mut child = Command::new(BIN)
+    let mut child = typhon()
         .args(["attach", addr, "--json", "--duration", seconds])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -275,11 +275,7 @@ fn exporter_stream(
 fn inspect(bytes: &[u8], name: &str) -> (Option<i32>, String, std::path::PathBuf) {
     let path = temp(name);
     std::fs::write(&path, bytes).unwrap();
-    let out = Command::new(BIN)
-        .arg("inspect")
-        .arg(&path)
-        .output()
-        .unwrap();
+    let out = typhon().arg("inspect").arg(&path).output().unwrap();
     let report = String::from_utf8_lossy(&out.stdout).into_owned();
     (out.status.code(), report, path)
 }
@@ -303,7 +299,7 @@ fn a_damaged_init_loses_nothing_after_it() {
     assert!(report.contains("checksum mismatch"), "{report}");
 
     let json = temp("damaged-init.json");
-    let convert = Command::new(BIN)
+    let convert = typhon()
         .arg("convert")
         .arg(&path)
         .args(["--to", "chrome", "-o"])
@@ -392,7 +388,7 @@ fn the_demo_reads_the_zero_code_configuration() {
     )
     .unwrap();
     let run = |flags: &[&str]| {
-        Command::new(BIN)
+        typhon()
             .current_dir(&dir)
             .args(["demo", "--no-view", "--duration", "0.5", "--threads", "1"])
             .args(flags)
@@ -454,7 +450,7 @@ fn record_starts_a_serial_stream_at_its_next_init() {
         std::thread::sleep(Duration::from_secs(3));
     });
     let path = temp("serial.tlt");
-    let mut record = Command::new(BIN)
+    let mut record = typhon()
         .args(["record", &peer.addr, "--duration", "1.5", "-o"])
         .arg(&path)
         .stdout(Stdio::null())

@@ -5,10 +5,14 @@
 //! `opentelemetry-proto`'s types. Everything on 127.0.0.1; waits are
 //! bounded.
 
-use std::process::{Command, Stdio};
+use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
-use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
+use opentelemetry_proto::tonic::collector::metrics::v1::{
+    ExportMetricsPartialSuccess, ExportMetricsServiceRequest, ExportMetricsServiceResponse,
+};
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use prost::Message;
 use typhon_live_tests::collector::{Answer, Collector, Request};
@@ -16,7 +20,7 @@ use typhon_live_tests::tls::Authority;
 
 mod common;
 
-use common::{free_port, relay_ends, spawn_demo, temp, Killed, BIN};
+use common::{free_port, relay_ends, relay_value, spawn_demo, temp, typhon, Killed};
 
 /// What a collector got, decoded.
 #[derive(Default)]
@@ -83,7 +87,7 @@ fn otlp_gets_the_metrics_and_the_stalls_span_tree() {
     let (demo, addr) = spawn_demo("40", "2");
     let _demo = Killed(demo);
     let _relay = Killed(
-        Command::new(BIN)
+        typhon()
             .args(["relay", "--source", &format!("alpha={addr}")])
             .args(["--otlp", &format!("http://127.0.0.1:{port}")])
             .args([
@@ -364,6 +368,74 @@ fn a_503_is_tried_again_when_its_retry_after_says_or_else_after_a_backoff() {
 }
 
 #[test]
+fn what_a_collector_rejects_of_an_export_it_took_is_counted_and_told_with_its_reason() {
+    // Every export is taken (200) with 2 of its data points rejected.
+    let answer = ExportMetricsServiceResponse {
+        partial_success: Some(ExportMetricsPartialSuccess {
+            rejected_data_points: 2,
+            error_message: "unit \"By\" unknown".into(),
+        }),
+    }
+    .encode_to_vec();
+    let collector = Collector::scripted(None, move |_| Answer::OkWith(answer.clone()));
+    let url = format!("http://127.0.0.1:{}", collector.port);
+    let metrics = free_port();
+    let ended = Arc::new(AtomicBool::new(false));
+    let scraper = std::thread::spawn({
+        let ended = Arc::clone(&ended);
+        move || {
+            let series = "typhon_otlp_rejected_total{signal=\"metrics\"}";
+            let mut seen = None;
+            while !ended.load(Ordering::Relaxed) && seen.is_none_or(|v| v < 4.0) {
+                seen = relay_value(metrics, series).or(seen);
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            seen
+        }
+    });
+    let (code, stderr) = exporting(
+        &[
+            "--otlp",
+            &url,
+            "--otlp-interval",
+            "0.5",
+            "--metrics",
+            &format!("127.0.0.1:{metrics}"),
+        ],
+        "4",
+    );
+    ended.store(true, Ordering::Relaxed);
+    assert_eq!(code, Some(0), "{stderr}");
+    let seen = scraper.join().unwrap();
+    assert!(
+        seen.is_some_and(|v| v >= 4.0 && v % 2.0 == 0.0),
+        "rejected data points scraped: {seen:?}"
+    );
+    // Told once within 10 s (then counted), with the collector's reason.
+    let told: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("OTLP exports"))
+        .collect();
+    assert_eq!(
+        told,
+        [format!(
+            "relay: OTLP exports to {url}/v1/metrics failed: the collector rejected 2 data \
+             points of the export: unit \"By\" unknown"
+        )],
+        "{stderr}"
+    );
+    // Not sent again: the specification forbids it.
+    let got = collector.received();
+    assert!(got.len() >= 2, "{} exports", got.len());
+    for (i, request) in got.iter().enumerate() {
+        assert!(
+            got[..i].iter().all(|r| r.body != request.body),
+            "export {i} again"
+        );
+    }
+}
+
+#[test]
 fn a_retry_after_past_the_exports_deadline_loses_that_export_and_says_why() {
     let collector = Collector::scripted(None, |_| Answer::Unavailable(Some("30")));
     let url = format!("http://127.0.0.1:{}", collector.port);
@@ -401,7 +473,7 @@ fn a_retry_after_past_the_exports_deadline_loses_that_export_and_says_why() {
 fn the_opentelemetry_environment_alone_enables_export() {
     let collector = Collector::start(None);
     let endpoint = format!("http://127.0.0.1:{}", collector.port);
-    let out = Command::new(BIN)
+    let out = typhon()
         .args(["relay", "--source", "a=127.0.0.1:1", "--duration", "2"])
         .env("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint)
         .env(
@@ -437,7 +509,7 @@ fn the_opentelemetry_environment_alone_enables_export() {
     assert!(!decoded(&got).0.is_empty());
 
     // A variable the relay cannot honour is an error naming it.
-    let out = Command::new(BIN)
+    let out = typhon()
         .args(["relay", "--source", "a=127.0.0.1:1", "--duration", "1"])
         .env("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint)
         .env("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")

@@ -4,17 +4,17 @@
 //! trace_processor reads a trace). Waits are bounded.
 
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 
 mod common;
 #[path = "../../convert/tests/reader/mod.rs"]
 mod reader;
 
-use common::{record_then_kill, spawn_demo, spawn_demo_with, temp, BIN};
+use common::{record_then_kill, spawn_demo, spawn_demo_with, temp, typhon};
 use reader::{read, Read};
 
 fn convert(trace: &Path, output: &Path) -> Output {
-    Command::new(BIN)
+    typhon()
         .arg("convert")
         .arg(trace)
         .args(["--to", "perfetto", "-o"])
@@ -51,7 +51,7 @@ fn a_live_recording_holds_what_the_processs_own_trace_file_holds() {
     ]);
     // Not a .pftrace name: the flag decides.
     let live = temp("live.trace");
-    let record = Command::new(BIN)
+    let record = typhon()
         .args([
             "record",
             &addr,
@@ -132,7 +132,7 @@ fn a_perfetto_recording_killed_midway_is_a_valid_trace() {
 #[test]
 fn a_damaged_file_converts_with_its_losses_marked_and_said() {
     let tlt = temp("damaged.tlt");
-    let status = Command::new(BIN)
+    let status = typhon()
         .args([
             "demo",
             "--no-view",

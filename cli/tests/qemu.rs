@@ -20,7 +20,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use common::{temp, BIN};
+use common::temp;
 use typhon_live_core::{Decoder, Event, GaugeValue, LaneKind, Payload};
 use typhon_live_reader::BlockBuffer;
 
@@ -470,7 +470,7 @@ fn the_firmware_streams_over_its_uart_under_qemu() {
 
 /// Runs `typhon-live` with `args`; its exit code, stdout and stderr.
 fn typhon(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(BIN)
+    let out = common::typhon()
         .args(args)
         .output()
         .expect("typhon-live runs");
@@ -527,7 +527,7 @@ fn viewers_come_and_go_then_attach_record_inspect_and_convert_work_on_it() {
     // A recording cut by killing QEMU: valid up to its last whole frame,
     // beginning with an Init.
     let trace = temp("qemu.tlt");
-    let record = Command::new(BIN)
+    let record = common::typhon()
         .args(["record", &qemu.addr, "-o"])
         .arg(&trace)
         .stdout(Stdio::null())
@@ -651,7 +651,7 @@ fn attach_tells_a_firmware_reboot_from_a_reconnect() {
     };
     let mut qemu = Qemu::boot("reboot", &elf);
     let port: u16 = qemu.addr.rsplit(':').next().unwrap().parse().unwrap();
-    let mut attach = Command::new(BIN)
+    let mut attach = common::typhon()
         .args(["attach", &qemu.addr, "--json", "--duration", "14"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

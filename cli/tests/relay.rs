@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 mod common;
 
-use common::{free_port, get, relay_ends, spawn_demo, temp, wait_for, Killed, BIN};
+use common::{free_port, get, relay_ends, spawn_demo, temp, typhon, wait_for, Killed};
 
 fn prometheus() -> Option<PathBuf> {
     std::env::var_os("PATH")?
@@ -284,7 +284,7 @@ fn a_source_down_at_first_then_up_gone_and_restarted_is_followed() {
 
     let demo = |seconds: &str| {
         Killed(
-            Command::new(BIN)
+            typhon()
                 .args([
                     "demo",
                     "--no-view",
@@ -342,7 +342,7 @@ fn viewers_of_the_relay_each_see_every_sources_lanes_on_one_timeline() {
     );
     // Two viewers at once, each its own stream.
     let attach = || {
-        Command::new(BIN)
+        typhon()
             .args(["attach", &viewers, "--json", "--duration", "5"])
             .stdout(Stdio::piped())
             .stderr(Stdio::null())

@@ -5,7 +5,6 @@
 
 use std::io::Write;
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use typhon_live_core::block::{block_scratch_len, max_block_frame_len, write_block};
@@ -15,7 +14,7 @@ use typhon_live_tests::{Owned, Viewer};
 
 mod common;
 
-use common::{free_port, get, peak_rss, relay_value, spawn_relay_with, wait_for, BIN};
+use common::{free_port, get, peak_rss, relay_value, spawn_relay_with, typhon, wait_for};
 
 /// The bound the README states for the relay with 64 viewers that take
 /// nothing, on a full name table.
@@ -132,7 +131,7 @@ fn stream_sessions(mut stream: TcpStream, sessions: &[Session]) {
 /// metrics port.
 fn relay(sources: &[(&str, SocketAddr)]) -> (common::Killed, SocketAddr, u16) {
     let metrics = free_port();
-    let mut command = Command::new(BIN);
+    let mut command = typhon();
     command.args(["relay", "--listen", "0", "--duration", "60"]);
     command.args(["--metrics", &format!("127.0.0.1:{metrics}")]);
     for (name, addr) in sources {

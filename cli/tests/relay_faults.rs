@@ -166,7 +166,7 @@ fn a_viewer_that_floods_the_relay_slows_no_other_viewer() {
         let junk = vec![0x5au8; 1 << 20];
         while flood.write_all(&junk).is_ok() {}
     });
-    let attach = std::process::Command::new(common::BIN)
+    let attach = common::typhon()
         .args(["attach", &viewers, "--json", "--duration", "4"])
         .stdout(std::process::Stdio::piped())
         .spawn()

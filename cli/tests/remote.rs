@@ -9,7 +9,7 @@
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use typhon_live_remote::fingerprint::Fingerprint;
@@ -21,7 +21,7 @@ use typhon_live_tests::tls::Authority;
 
 mod common;
 
-use common::{spawn_demo, spawn_telling, temp, Killed, BIN};
+use common::{spawn_demo, spawn_telling, temp, typhon, Killed};
 
 const TOKEN: &str = "s3cret-viewers-token";
 
@@ -29,7 +29,7 @@ const TOKEN: &str = "s3cret-viewers-token";
 /// `args`: the relay, its viewers' address, the certificate's
 /// fingerprint as it printed it, and its metrics' port.
 fn relay_over_tls(source: &str, token_file: &Path, args: &[&str]) -> (Killed, String, String, u16) {
-    let mut command = Command::new(BIN);
+    let mut command = typhon();
     command
         .args(["relay", "--source", &format!("d={source}"), "--listen", "0"])
         .args(["--metrics", "127.0.0.1:0", "--tls", "--token-file"])
@@ -100,12 +100,7 @@ fn unverified() -> ureq::Agent {
 
 /// `typhon-live ARGS`, run to its end: exit code, stdout, stderr.
 fn run(args: &[&str]) -> (Option<i32>, String, String) {
-    let out = Command::new(BIN)
-        .args(args)
-        .env_remove("TYPHON_LIVE_TOKEN")
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
+    let out = typhon().args(args).stdin(Stdio::null()).output().unwrap();
     (
         out.status.code(),
         String::from_utf8_lossy(&out.stdout).into_owned(),

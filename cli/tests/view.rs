@@ -9,7 +9,7 @@ use std::io::Write;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::{temp, BIN};
+use common::{temp, typhon, BIN};
 use typhon_live_core::{Exporter, LaneKind, Lanes, Metadata, NameTable};
 
 /// 40 ticks of 1 ms on a main lane, each a "Frame" span holding a
@@ -117,7 +117,7 @@ fn view_opens_a_file_paused_at_its_end_and_finds_the_stall_by_its_name() {
         "stty rows {rows} cols {cols}; exec {BIN} view {}",
         path.display()
     );
-    let mut child = Command::new("script")
+    let mut child = common::without_settings(&mut Command::new("script"))
         .args(["-qfec", &command, "/dev/null"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -182,7 +182,7 @@ fn view_opens_a_file_paused_at_its_end_and_finds_the_stall_by_its_name() {
 fn view_refuses_a_file_that_is_not_a_trace() {
     let path = temp("not-a-trace.tlt");
     std::fs::write(&path, b"HTTP/1.1 200 OK\r\n\r\nnot a trace").unwrap();
-    let out = Command::new(BIN).arg("view").arg(&path).output().unwrap();
+    let out = typhon().arg("view").arg(&path).output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(4), "{stderr}");
     assert!(

@@ -6,10 +6,10 @@
 
 mod common;
 
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
 
-use common::{serve_web, skipped, BIN};
+use common::{serve_web, skipped, typhon};
 use serde_json::Value;
 use typhon_live_tests::browser::{colours, Browser};
 
@@ -235,7 +235,7 @@ fn a_recorded_trace_is_read_whole_by_the_page_and_shown_paused_at_its_end() {
         Err(why) => return skipped(&why),
     };
     let trace = common::temp("web-view.tlt");
-    let recorded = Command::new(BIN)
+    let recorded = typhon()
         .args([
             "demo",
             "--no-view",
@@ -251,7 +251,7 @@ fn a_recorded_trace_is_read_whole_by_the_page_and_shown_paused_at_its_end() {
         .unwrap();
     assert!(recorded.success());
     // What `view --json` reads of the file: the page must read the same.
-    let json = Command::new(BIN)
+    let json = typhon()
         .arg("view")
         .arg(&trace)
         .arg("--json")

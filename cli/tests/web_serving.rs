@@ -8,10 +8,9 @@ mod common;
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::{relay_value, serve_web, spawn_demo_with, wait_for, Killed, BIN};
+use common::{relay_value, serve_web, spawn_demo_with, typhon, wait_for, Killed};
 use tungstenite::client::IntoClientRequest;
 use tungstenite::Message;
 use typhon_live_model::Model;
@@ -23,7 +22,7 @@ use typhon_live_web::feed::Feed;
 /// `relay --web 0 --metrics 127.0.0.1:0` of the demo at `demo`: the
 /// relay, its metrics port, the viewer's address and token.
 fn relay_with_web(demo: &str) -> (Killed, u16, SocketAddr, String) {
-    let mut command = Command::new(BIN);
+    let mut command = typhon();
     command
         .args([
             "relay",
@@ -139,7 +138,7 @@ fn each_rule_of_the_viewers_server_refuses_what_breaks_it() {
 
     // Without the relay's TLS, a browser viewer stays on loopback.
     let args = ["web", "127.0.0.1:9", "--bind-address", "0.0.0.0"];
-    let out = Command::new(BIN).args(args).output().unwrap();
+    let out = typhon().args(args).output().unwrap();
     let said = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{args:?}: {said}");
     assert!(

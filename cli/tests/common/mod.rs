@@ -10,6 +10,27 @@ use std::time::{Duration, Instant};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_typhon-live");
 
+/// The binary, as a command that does not see the developer's settings.
+pub fn typhon() -> Command {
+    let mut command = Command::new(BIN);
+    without_settings(&mut command);
+    command
+}
+
+/// Removes every `TYPHON_LIVE_*` and `OTEL_*` variable of the tests'
+/// environment from `command`'s: a shell exporting to a collector, or
+/// holding a token, must not change what a test runs (a test sets what
+/// it means to).
+pub fn without_settings(command: &mut Command) -> &mut Command {
+    for (name, _) in std::env::vars_os() {
+        let text = name.to_string_lossy();
+        if text.starts_with("TYPHON_LIVE_") || text.starts_with("OTEL_") {
+            command.env_remove(&name);
+        }
+    }
+    command
+}
+
 /// Says that a test skipped a real component, and why. Written to the
 /// process's stderr itself, past the test harness's capture (which keeps
 /// a passing test's output to itself), so that `.ci/run` sees the line and
@@ -33,7 +54,7 @@ pub fn spawn_demo(duration: &str, threads: &str) -> (std::process::Child, String
 
 /// Starts `demo --no-view --live 0` with more arguments.
 pub fn spawn_demo_with(args: &[&str]) -> (std::process::Child, String) {
-    let mut demo = Command::new(BIN)
+    let mut demo = typhon()
         .args(["demo", "--no-view", "--live", "0"])
         .args(args)
         .stdout(Stdio::piped())
@@ -52,7 +73,7 @@ pub fn spawn_demo_with(args: &[&str]) -> (std::process::Child, String) {
 /// Records `addr` into `path` until the file holds `min_len` bytes (or 20
 /// s pass), then kills the recorder: as hard an interruption as there is.
 pub fn record_then_kill(addr: &str, path: &std::path::Path, min_len: u64) {
-    let mut record = Command::new(BIN)
+    let mut record = typhon()
         .args(["record", addr, "-o"])
         .arg(path)
         .stderr(Stdio::null())
@@ -128,7 +149,7 @@ pub fn wait_for(port: u16, series: &str, want: impl Fn(f64) -> bool) {
 /// Starts `relay ARGS` and returns it with the address the line starting
 /// with `prefix` gave (its first stdout lines tell where it serves).
 pub fn spawn_relay(args: &[&str], prefix: &str) -> (Killed, String) {
-    let mut command = Command::new(BIN);
+    let mut command = typhon();
     command.arg("relay").args(args);
     spawn_relay_with(command, prefix)
 }
@@ -167,7 +188,7 @@ pub fn spawn_telling(mut command: Command, prefixes: &[&str]) -> (Killed, Vec<St
 /// Starts `typhon-live ARGS` and returns it with the viewer's URL it
 /// printed.
 pub fn serve_web(args: &[&str]) -> (Killed, String) {
-    let mut child = Command::new(BIN)
+    let mut child = typhon()
         .args(args)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -218,7 +239,7 @@ pub fn peak_rss(pid: u32) -> Option<u64> {
 
 /// `relay ARGS` run to its end: exit code and stderr.
 pub fn relay_ends(args: &[&str]) -> (Option<i32>, String) {
-    let out = Command::new(BIN)
+    let out = typhon()
         .arg("relay")
         .args(args)
         .stdin(Stdio::null())
