@@ -16,6 +16,7 @@ use prometheus_client::metrics::{MetricType, TypedMetric};
 use prometheus_client::registry::{Registry, Unit};
 use typhon_live_core::{Event, GaugeValue, LaneId, NameId};
 
+use crate::otlp::settings::Signal;
 use crate::update::Update;
 use typhon_live_reader::Names;
 
@@ -154,6 +155,12 @@ struct ReasonLabel {
     reason: &'static str,
 }
 
+/// Which OTLP signal.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct SignalLabel {
+    signal: &'static str,
+}
+
 /// The relay's metrics, shared by the source threads and the scrapes.
 pub struct Metrics {
     registry: Registry,
@@ -170,6 +177,7 @@ pub struct Metrics {
     restarts: Family<SourceLabel, Counter>,
     refused: Family<SourceLabel, Counter>,
     otlp_drops: Counter,
+    otlp_rejected: Family<SignalLabel, Counter>,
     viewers: Gauge,
     viewers_let_go: Family<ReasonLabel, Counter>,
     viewers_refused: Family<ReasonLabel, Counter>,
@@ -201,6 +209,7 @@ impl Metrics {
             restarts: Family::default(),
             refused: Family::default(),
             otlp_drops: Counter::default(),
+            otlp_rejected: Family::default(),
             viewers: Gauge::default(),
             viewers_let_go: Family::default(),
             viewers_refused: Family::default(),
@@ -274,6 +283,11 @@ impl Metrics {
             "otlp_dropped",
             "OTLP exports dropped: the queue full, or the collector down, slow or refusing",
             metrics.otlp_drops.clone(),
+        );
+        registry.register(
+            "otlp_rejected",
+            "Data points (signal metrics) and spans (signal traces) that a collector rejected of exports it took (OTLP's partial success)",
+            metrics.otlp_rejected.clone(),
         );
         registry.register(
             "viewers",
@@ -371,6 +385,15 @@ impl Metrics {
     /// An OTLP export was dropped.
     pub fn otlp_dropped(&self) {
         self.otlp_drops.inc();
+    }
+
+    /// A collector rejected `items` of a `signal` export it took.
+    pub fn otlp_rejected(&self, signal: Signal, items: u64) {
+        self.otlp_rejected
+            .get_or_create(&SignalLabel {
+                signal: signal.name(),
+            })
+            .inc_by(items);
     }
 
     fn index(&self) -> std::sync::MutexGuard<'_, Index> {

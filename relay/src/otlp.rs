@@ -7,8 +7,10 @@
 //! collector that is down or slow costs dropped exports (counted in
 //! `typhon_otlp_dropped_total`), never a wait on the live path. Where
 //! they go and how is [`settings`]; how they are posted, [`client`] and
-//! [`retry`].
+//! [`retry`]; what a collector rejected of an export it took, [`answer`]
+//! (counted in `typhon_otlp_rejected_total`).
 
+pub mod answer;
 pub mod client;
 pub mod retry;
 pub mod settings;
@@ -36,6 +38,7 @@ use crate::failures::Failures;
 use crate::metrics::{DurationsSnapshot, Metrics, SourceSnapshot, BOUNDS};
 use crate::update::Update;
 use client::Client;
+use settings::Signal;
 
 /// Exports waiting for the posting thread; more are dropped.
 pub const QUEUED_EXPORTS: usize = 64;
@@ -85,20 +88,30 @@ pub fn post_all(
             Some(at) => exports.recv_timeout(at.saturating_duration_since(Instant::now())),
             None => exports.recv().map_err(|_| RecvTimeoutError::Disconnected),
         };
-        let (client, failures, body) = match due {
-            Ok(Export::Traces(request)) => (&traces_client, &mut said[1], request.encode_to_vec()),
+        let (signal, body) = match due {
+            Ok(Export::Traces(request)) => (Signal::Traces, request.encode_to_vec()),
             Err(RecvTimeoutError::Timeout) => {
                 next_metrics = Some(Instant::now() + interval);
                 let request = metrics_request(&metrics.snapshot(), started, unix_ns());
-                (&metrics_client, &mut said[0], request.encode_to_vec())
+                (Signal::Metrics, request.encode_to_vec())
             }
             Err(RecvTimeoutError::Disconnected) => return,
+        };
+        let (client, failures) = match signal {
+            Signal::Metrics => (&metrics_client, &mut said[0]),
+            Signal::Traces => (&traces_client, &mut said[1]),
         };
         let (Some(client), Some(failures)) = (client, failures) else {
             continue;
         };
         let told = match client.post(&body) {
-            Ok(()) => failures.worked(),
+            Ok(answer) => match answer::rejected(signal, &answer) {
+                None => failures.worked(),
+                Some(rejected) => {
+                    metrics.otlp_rejected(signal, rejected.items);
+                    failures.failed(&rejected.why, Instant::now())
+                }
+            },
             Err(why) => {
                 metrics.otlp_dropped();
                 failures.failed(&why, Instant::now())

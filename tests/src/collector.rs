@@ -10,10 +10,12 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// What the collector answers the `n`th request (from 0).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Answer {
     /// 200.
     Ok,
+    /// 200 with this body (an export's partial success, say).
+    OkWith(Vec<u8>),
     /// 503, with this `Retry-After` value if any.
     Unavailable(Option<&'static str>),
 }
@@ -129,18 +131,27 @@ fn serve(stream: impl Read + Write, store: &Mutex<Vec<Request>>, script: &Script
             store.push(request);
             script(store.len() - 1)
         };
-        let head = match answer {
-            Answer::Ok => "HTTP/1.1 200 OK\r\n".to_owned(),
-            Answer::Unavailable(None) => "HTTP/1.1 503 Service Unavailable\r\n".to_owned(),
-            Answer::Unavailable(Some(after)) => {
-                format!("HTTP/1.1 503 Service Unavailable\r\nRetry-After: {after}\r\n")
-            }
+        let (head, body) = match answer {
+            Answer::Ok => ("HTTP/1.1 200 OK\r\n".to_owned(), Vec::new()),
+            Answer::OkWith(body) => ("HTTP/1.1 200 OK\r\n".to_owned(), body),
+            Answer::Unavailable(None) => (
+                "HTTP/1.1 503 Service Unavailable\r\n".to_owned(),
+                Vec::new(),
+            ),
+            Answer::Unavailable(Some(after)) => (
+                format!("HTTP/1.1 503 Service Unavailable\r\nRetry-After: {after}\r\n"),
+                Vec::new(),
+            ),
         };
-        let answer =
-            format!("{head}Content-Type: application/x-protobuf\r\nContent-Length: 0\r\n\r\n");
+        let mut answer = format!(
+            "{head}Content-Type: application/x-protobuf\r\nContent-Length: {}\r\n\r\n",
+            body.len()
+        )
+        .into_bytes();
+        answer.extend(body);
         let stream = reader.get_mut();
         if stream
-            .write_all(answer.as_bytes())
+            .write_all(&answer)
             .and_then(|()| stream.flush())
             .is_err()
         {

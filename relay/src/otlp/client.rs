@@ -15,7 +15,7 @@ use super::retry::{retry_after, retryable, Backoff};
 use super::settings::{Compression, Target};
 
 /// The most of a collector's answer that is read (a success's body is a
-/// small protobuf; it is read so that the connection can be used again).
+/// small protobuf, its partial success if any).
 const MAX_ANSWER: u64 = 64 * 1024;
 
 /// A signal's client.
@@ -51,9 +51,10 @@ impl Client {
     }
 
     /// Posts a protobuf body, tried again while the collector answers
-    /// that it may be and the deadline allows; an error says why the
-    /// export is lost.
-    pub fn post(&self, body: &[u8]) -> Result<(), String> {
+    /// that it may be and the deadline allows: the body of the
+    /// collector's success (see [`answer`](super::answer)), or an error
+    /// saying why the export is lost.
+    pub fn post(&self, body: &[u8]) -> Result<Vec<u8>, String> {
         let target = &self.target;
         let deadline = Instant::now() + target.timeout;
         let gzipped;
@@ -84,13 +85,16 @@ impl Client {
                 .send(body)
                 .map_err(|e| e.to_string())?;
             let status = response.status();
-            let _ = response
+            // Read whole, so that the connection can be used again. An
+            // answer that cannot be read still says the export was taken.
+            let answer = response
                 .body_mut()
                 .with_config()
                 .limit(MAX_ANSWER)
-                .read_to_vec();
+                .read_to_vec()
+                .unwrap_or_default();
             if status.is_success() {
-                return Ok(());
+                return Ok(answer);
             }
             let why = format!("the collector answered {status}");
             if !retryable(status.as_u16()) {

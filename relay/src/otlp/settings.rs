@@ -110,6 +110,14 @@ pub enum Signal {
 }
 
 impl Signal {
+    /// Its name in OpenTelemetry's terms: `metrics`, `traces`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Signal::Metrics => "metrics",
+            Signal::Traces => "traces",
+        }
+    }
+
     /// Where the signal goes under a generic endpoint.
     pub fn path(self) -> &'static str {
         match self {
