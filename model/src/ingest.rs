@@ -1,0 +1,158 @@
+//! A Block's events into the model: each lane's counts and self times,
+//! the history's chunk being filled, ticks and gauges.
+
+use std::time::Duration;
+
+use typhon_live_core::{Event, GaugeValue};
+
+use crate::history::{self, Chunk, GaugeRecord, InstantRecord, SpanRecord, TickRecord};
+use crate::limits::{MAX_GAUGES, MAX_OPEN_TICKS, MAX_TICKS};
+use crate::{ns, Model, GAUGE_HISTORY, WINDOW_SECONDS};
+
+impl Model {
+    pub(crate) fn on_event(&mut self, lane: u16, event: &Event, now: Duration) {
+        // A span's time outside its children, which ended before it.
+        let mut self_time = 0;
+        if let Some(row) = self.lane(lane) {
+            row.events += 1;
+            if let Event::Span {
+                id,
+                parent,
+                duration,
+                ..
+            } = *event
+            {
+                self_time = row.span_ended(id, parent, duration);
+            }
+        }
+        self.keep(lane, event, self_time);
+        match *event {
+            Event::Span { .. } => {}
+            Event::Gauge { gauge, value, .. } => {
+                let v = match value {
+                    GaugeValue::Int(v) => v as f64,
+                    GaugeValue::Float(v) => v,
+                };
+                if !self.gauges.contains_key(&gauge) && self.gauges.len() >= MAX_GAUGES {
+                    self.refused.gauges += 1;
+                } else {
+                    let history = self.gauges.entry(gauge).or_default();
+                    history.push_back(v);
+                    if history.len() > GAUGE_HISTORY {
+                        history.pop_front();
+                    }
+                }
+            }
+            Event::TickStart { time, tick } => {
+                if self.tick_starts.len() < MAX_OPEN_TICKS {
+                    self.tick_starts.insert(tick, time);
+                } else {
+                    self.refused.ticks += 1;
+                }
+            }
+            Event::TickEnd {
+                time,
+                tick,
+                overrun,
+            } => {
+                if let Some(start) = self.tick_starts.remove(&tick) {
+                    self.chunk.push_tick(TickRecord {
+                        tick,
+                        start,
+                        end: time,
+                        overrun,
+                    });
+                    if self.ticks.len() >= MAX_TICKS {
+                        self.ticks.pop_front();
+                        self.refused.ticks += 1;
+                    }
+                    self.ticks
+                        .push_back((tick, start, time.saturating_sub(start), overrun));
+                }
+            }
+            Event::Instant { .. } => {}
+        }
+        self.advance_host_now(event.end_time(), now);
+        let horizon = self.host_now.saturating_sub(ns(WINDOW_SECONDS));
+        while self.ticks.front().is_some_and(|t| t.1 < horizon) {
+            self.ticks.pop_front();
+        }
+        // A tick whose end never came (dropped frame) must not pile up.
+        if self.tick_starts.len() > 1024 {
+            self.tick_starts.retain(|_, start| *start >= horizon);
+        }
+    }
+
+    /// Keeps `event` in the chunk being filled (ticks go in at their end).
+    pub(crate) fn keep(&mut self, lane: u16, event: &Event, self_time: u64) {
+        match *event {
+            Event::Span {
+                start,
+                duration,
+                name,
+                id,
+                parent,
+                arg,
+            } => self.chunk.push_span(
+                SpanRecord {
+                    start,
+                    duration,
+                    arg: arg.unwrap_or(0),
+                    id,
+                    parent,
+                    name,
+                    lane,
+                    has_arg: arg.is_some(),
+                },
+                self_time,
+            ),
+            Event::Instant {
+                time,
+                name,
+                payload,
+            } => self.chunk.push_instant(InstantRecord {
+                time,
+                payload,
+                name,
+                lane,
+            }),
+            Event::Gauge { time, gauge, value } => self.chunk.push_gauge(GaugeRecord {
+                time,
+                value: match value {
+                    GaugeValue::Int(v) => v as f64,
+                    GaugeValue::Float(v) => v,
+                },
+                name: gauge,
+            }),
+            Event::TickStart { .. } | Event::TickEnd { .. } => {}
+        }
+        if self.chunk.records() >= history::CHUNK_RECORDS {
+            self.close_chunk();
+        }
+    }
+
+    /// The chunk being filled goes into the history once it covers
+    /// [`history::CHUNK_SECONDS`] of host time.
+    pub(crate) fn close_chunk_if_due(&mut self) {
+        let span = ns(history::CHUNK_SECONDS);
+        if self.chunk.records() > 0 && self.host_now.saturating_sub(self.chunk.first) >= span {
+            self.close_chunk();
+        }
+    }
+
+    pub(crate) fn close_chunk(&mut self) {
+        let next = Chunk::sized_like(&self.chunk);
+        self.history.push(std::mem::replace(&mut self.chunk, next));
+        if let Some(start) = self.history.starts_at() {
+            self.marks.forget_before(start);
+        }
+    }
+
+    /// The stream is over (a file read to its end): what was being
+    /// collected goes into the history.
+    pub fn flush_history(&mut self) {
+        if self.chunk.records() > 0 {
+            self.close_chunk();
+        }
+    }
+}
