@@ -139,7 +139,7 @@ fn otlp_gets_the_metrics_and_the_stalls_span_tree() {
         ("typhon.span.duration", "s"),
         ("typhon.tick.duration", "s"),
         ("typhon.tick.overruns", "{tick}"),
-        ("typhon.gauge", "1"),
+        ("typhon.reading", "1"),
         ("typhon.events.dropped", "{event}"),
     ] {
         assert_eq!(find(name).unit, unit, "{name}");
@@ -155,7 +155,7 @@ fn otlp_gets_the_metrics_and_the_stalls_span_tree() {
     assert!(tick.count > 10);
     assert_eq!(tick.bucket_counts.len(), tick.explicit_bounds.len() + 1);
     assert_eq!(tick.bucket_counts.iter().sum::<u64>(), tick.count);
-    let Some(Data::Gauge(gauges)) = &find("typhon.gauge").data else {
+    let Some(Data::Gauge(gauges)) = &find("typhon.reading").data else {
         panic!("gauges are not a gauge");
     };
     assert!(gauges
@@ -237,7 +237,7 @@ fn a_collector_that_is_down_is_told_once_then_counted() {
         .lines()
         .filter(|l| l.contains("OTLP exports"))
         .collect();
-    // The next line comes 10 s after the first (relay::failures).
+    // The next line comes 10 s after the first (typhon_live_monitoring::failures).
     assert_eq!(told.len(), 1, "{stderr}");
     assert!(
         told[0].contains("/v1/metrics") && told[0].contains("failed"),

@@ -13,12 +13,40 @@ mod common;
 
 use common::{free_port, get, relay_ends, spawn_demo, temp, typhon, wait_for, Killed};
 
-fn prometheus() -> Option<PathBuf> {
+/// `program` (Debian's `prometheus` package has `prometheus` and
+/// `promtool`), found on the PATH.
+fn on_path(program: &str) -> Option<PathBuf> {
     std::env::var_os("PATH")?
         .to_str()?
         .split(':')
-        .map(|dir| PathBuf::from(dir).join("prometheus"))
+        .map(|dir| PathBuf::from(dir).join(program))
         .find(|p| p.is_file())
+}
+
+fn prometheus() -> Option<PathBuf> {
+    on_path("prometheus")
+}
+
+/// `promtool check metrics` of `text`: its exit status and what it said.
+fn promtool_check(promtool: &Path, text: &str) -> (bool, String) {
+    use std::io::Write;
+    let mut child = Command::new(promtool)
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("promtool starts");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let said =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    (out.status.success(), said)
 }
 
 /// Prometheus run with `config`, its data in `dir`: the process, and the
@@ -132,7 +160,7 @@ fn prometheus_scrapes_two_sources_through_the_relay() {
     let ready = loop {
         let spans = query(port, "typhon_span_duration_seconds_count");
         let ticks = query(port, "typhon_tick_duration_seconds_count");
-        let memory = query(port, "typhon_gauge{gauge=\"memory.bytes\"}");
+        let memory = query(port, "typhon_reading{gauge=\"memory.bytes\"}");
         let up = query(port, "typhon_source_up");
         if sources_above_zero(&spans) == both
             && sources_above_zero(&ticks) == both
@@ -170,6 +198,22 @@ fn prometheus_scrapes_two_sources_through_the_relay() {
         "typhon_span_duration_seconds_bucket{source=\"alpha\",span=\"Tick\",le=\"+Inf\"}",
     );
     assert_eq!(buckets.len(), 1, "{buckets:?}");
+
+    // Prometheus asked for OpenMetrics and read it; a client that names
+    // no format gets the text format 0.0.4, and promtool's lint (which
+    // reads that) finds nothing in it, with every series there.
+    let promtool = on_path("promtool").expect("promtool comes with prometheus");
+    let metrics_port: u16 = metrics_addr.rsplit(':').next().unwrap().parse().unwrap();
+    let text = get(metrics_port, "/metrics").expect("/metrics answers");
+    assert!(text.contains("typhon_reading{"), "{text}");
+    let (clean, said) = promtool_check(&promtool, &text);
+    assert!(clean, "promtool check metrics: {said}\n{text}");
+    // The lint does find what it looks for: a gauge named by its type.
+    let (clean, said) = promtool_check(
+        &promtool,
+        "# HELP typhon_gauge A reading.\n# TYPE typhon_gauge gauge\ntyphon_gauge 1\n",
+    );
+    assert!(!clean && said.contains("type"), "{said}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -16,10 +16,10 @@ mod common;
 
 use common::{free_port, get, peak_rss, relay_value, spawn_relay_with, typhon, wait_for};
 
-/// The bound the README states for the relay with 64 viewers that take
+/// The bound docs/RELAY.md states for the relay with 64 viewers that take
 /// nothing, on a full name table.
 const IDLE_VIEWERS_BOUND: u64 = 256 << 20;
-/// The bound the README states for the relay beside a hostile source.
+/// The bound docs/RELAY.md states for the relay beside a hostile source.
 const HOSTILE_SOURCE_BOUND: u64 = 256 << 20;
 
 /// A source's names: id 0 its lane, then the rest.

@@ -15,8 +15,8 @@ use tungstenite::client::IntoClientRequest;
 use tungstenite::Message;
 use typhon_live_model::Model;
 use typhon_live_reader::carry::END_OF_FILE;
-use typhon_live_relay::in_flight::{FILE_WINDOW, LIVE_WINDOW};
-use typhon_live_relay::late::GRACE;
+use typhon_live_relay::browser::in_flight::{FILE_WINDOW, LIVE_WINDOW};
+use typhon_live_relay::browser::late::GRACE;
 use typhon_live_web::feed::Feed;
 
 /// `relay --web 0 --metrics 127.0.0.1:0` of the demo at `demo`: the

@@ -15,6 +15,8 @@
 //!   stream (Init, Catch-up) that a new reader begins from.
 //! - [`frames`] reads every whole frame of a byte slice (a trace file)
 //!   and the [`Damage`] between them.
+//! - [`owned`] reads a frame at a time into owned values, for consumers
+//!   on other threads (the relay's merger, metrics and tracer).
 //! - [`carry`] names what a carrier says besides the bytes (a file's
 //!   end, over a WebSocket).
 //! - [`BlockBuffer`] decompresses Blocks, for the few who read events
@@ -69,6 +71,7 @@ pub mod carry;
 mod clock;
 mod frames;
 mod names;
+pub mod owned;
 mod read;
 mod start;
 mod state;

@@ -20,7 +20,7 @@
 //! Every key is optional; an unknown key is an error naming it. A source
 //! given by flag replaces the file's of the same name. OpenTelemetry's
 //! `OTEL_EXPORTER_OTLP_*` variables come between the file and the flags
-//! ([`otlp::settings`](crate::otlp::settings)).
+//! ([`otlp::settings`](typhon_live_monitoring::otlp::settings)).
 
 use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, ToSocketAddrs};
@@ -30,8 +30,8 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use crate::error::RelayError;
-use crate::otlp::settings::{Collector, OtelEnv, OtlpLayer};
 use crate::source::Source;
+use typhon_live_monitoring::otlp::settings::{Collector, OtelEnv, OtlpLayer};
 
 /// Ticks longer than this are exported over OTLP, by default.
 pub const DEFAULT_SLOW_TICK: Duration = Duration::from_millis(100);

@@ -2,7 +2,7 @@
 //! sources' updates ([`Merger`]) and hands each frame to every viewer's
 //! queue. A thread per TCP viewer writes its queue to its socket; a
 //! browser tab's queue is written to its WebSocket by a task
-//! ([`crate::tabs`]). Both kinds are held to the same rules.
+//! (the browser module's tabs). Both kinds are held to the same rules.
 //!
 //! A viewer connecting gets its start: the merged Init, built once and
 //! shared by every viewer that connects before a name or lane changes
@@ -35,8 +35,8 @@ use tokio::sync::Notify;
 use typhon_live_core::FrameKind;
 
 use crate::merge::{MergedFrame, Merger};
-use crate::metrics::Metrics;
-use crate::update::Update;
+use typhon_live_monitoring::metrics::Metrics;
+use typhon_live_reader::owned::Update;
 
 /// Bytes of frames a viewer's queue holds, besides its start, before its
 /// Blocks and Catch-ups are dropped.
@@ -93,7 +93,8 @@ impl Connection for typhon_live_remote::ServerStream {
     }
 }
 
-/// A browser tab's queue, as its writer ([`crate::tabs`]) holds it.
+/// A browser tab's queue, as its writer (a task of the browser module's
+/// tabs) holds it.
 pub struct TabQueue(pub(crate) Arc<Queue>);
 
 /// The merging thread's inbox: sources and the listener send here.
@@ -115,8 +116,8 @@ pub(crate) enum Ending {
     StartNotTaken,
     /// Refused on connecting: [`MAX_VIEWERS`] are served already.
     OverCap,
-    /// A tab said something other than what it read
-    /// ([`crate::in_flight`]).
+    /// A tab said something other than what it read (the browser
+    /// module's window of bytes in flight).
     Misspoke,
 }
 
@@ -159,7 +160,8 @@ pub(crate) struct Queue {
     ending: AtomicU8,
     /// Its start is written whole.
     started: AtomicBool,
-    /// Frames its writer dropped for waiting too long ([`crate::tabs`]).
+    /// Frames its writer dropped for waiting too long (a browser tab's
+    /// writer).
     dropped_late: AtomicU64,
 }
 

@@ -1,32 +1,30 @@
-//! The relay behind `typhon-live relay`: many processes in, many viewers
-//! and the monitoring systems a fleet already runs out.
+//! The relay behind `typhon-live relay`: many processes' streams in,
+//! merged into one session on one clock for any number of viewers.
 //!
-//! It attaches as the viewer of every source ([`source`]), reconnecting
-//! for as long as it runs, reads each source's frames once ([`update`]),
-//! merges them into one session on one clock ([`merge`]) for any number of
-//! viewers ([`fanout`]; beyond loopback over TLS with a token, [`remote`]), serves their metrics to Prometheus ([`metrics`],
-//! over [`http`]), and exports the metrics and slow ticks' span trees over
-//! OTLP ([`otlp`]). [`serve::run`] runs it all with a [`RelayConfig`]
-//! ([`config`]: flags over a JSON file over defaults).
+//! - [`source`]: each source attached to for as long as the relay runs,
+//!   reconnecting, its frames read once
+//!   ([`typhon_live_reader::owned`]);
+//! - [`merge`]: the sources' updates as one session (names, lanes and
+//!   clocks mapped);
+//! - [`fanout`]: the merged stream for every viewer, each from its own
+//!   start with its own sequence numbers, within the same bounds;
+//! - [`remote`]: the viewers' port over TLS with a token (beyond loopback
+//!   always);
+//! - [`browser`]: the browser viewer's page and its tabs' streams;
+//! - [`serve`]: all of it run from a [`RelayConfig`] ([`config`]: flags
+//!   over a JSON file over defaults), with the metrics served and
+//!   exported by `typhon-live-monitoring`.
 #![deny(missing_docs)]
 
+mod announce;
+pub mod browser;
 pub mod config;
 mod error;
-pub mod failures;
 pub mod fanout;
-pub mod http;
-pub mod in_flight;
-pub mod late;
 pub mod merge;
-pub mod metrics;
-pub mod otlp;
-pub mod page;
 pub mod remote;
-pub mod replay;
 pub mod serve;
 pub mod source;
-pub mod tabs;
-pub mod update;
 
 pub use config::RelayConfig;
 pub use error::RelayError;

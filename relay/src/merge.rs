@@ -18,7 +18,7 @@
 //!   [`OVER_CAP`].
 //! - **Clock**: the relay's, in ns since it started (`created_unix_ns`):
 //!   each source's events placed on the Unix clock as its
-//!   [`Update::Events`] says (see [`super::update`] for how).
+//!   [`Update::Events`] says (see [`typhon_live_reader::owned`] for how).
 //! - **Open spans**: each relay lane keeps the spans its source's last
 //!   Catch-up listed, less those that ended since. A source's Catch-up is
 //!   passed on as a Catch-up of its lanes; a viewer connecting gets one
@@ -44,7 +44,7 @@ use typhon_live_core::{
     OpenSpan,
 };
 
-use crate::update::{self, Update};
+use typhon_live_reader::owned::{self, Update};
 use typhon_live_reader::{MAX_LANES, MAX_NAMES};
 
 /// Events a merged Block holds at most.
@@ -450,7 +450,7 @@ impl Merger {
         &mut self,
         source: usize,
         time: u64,
-        lanes: &[update::OpenLane],
+        lanes: &[owned::OpenLane],
         unix_offset: i128,
         emit: &mut impl FnMut(MergedFrame),
     ) {
@@ -722,9 +722,9 @@ fn frame_of(frame: &[u8]) -> MergedFrame {
 mod tests {
     use super::*;
 
-    use crate::update::Reader;
     use std::time::Duration;
     use typhon_live_model::Model;
+    use typhon_live_reader::owned::Reader;
     use typhon_live_tests::{each_frame, nested_stream};
 
     /// `frame` sealed with `seq`, whole.

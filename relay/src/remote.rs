@@ -16,12 +16,12 @@ use typhon_live_remote::identity::Identity;
 use typhon_live_remote::rustls;
 use typhon_live_remote::token::Token;
 
+use crate::announce::tell;
 use crate::config::{Tls, TokenFrom};
 use crate::error::RelayError;
-use crate::failures::Failures;
 use crate::fanout::Input;
-use crate::metrics::Metrics;
-use crate::serve::tell;
+use typhon_live_monitoring::failures::Failures;
+use typhon_live_monitoring::metrics::Metrics;
 
 /// The relay's TLS identity and the token, read or made once for
 /// everything it serves over TLS (the viewers' port, the browser viewer,

@@ -2,33 +2,24 @@
 //! serves them merged to any number of viewers, their metrics to
 //! Prometheus, and exports to OTLP.
 
-use std::io::Write;
 use std::net::{SocketAddr, TcpListener};
 use std::sync::mpsc::SyncSender;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use crate::announce::tell;
+use crate::browser::{self, tabs};
 use crate::config::RelayConfig;
 use crate::error::RelayError;
 use crate::fanout::{self, Input};
-use crate::http;
 use crate::merge::Merger;
-use crate::metrics::{Metrics, SourceMetrics};
-use crate::otlp::client::Client;
-use crate::otlp::settings::{Collector, Compression, Target};
-use crate::otlp::{self, TickTracer};
 use crate::remote::{self, Security};
 use crate::source::{self, Sinks, ToMerger};
-use crate::{page, tabs};
-
-/// One line on stdout, where the relay serves, said by `who`. Whoever
-/// started it may have read the line it wanted and closed the pipe: not
-/// an error.
-pub(crate) fn tell(who: &str, what: &str) {
-    let mut out = std::io::stdout();
-    let _ = writeln!(out, "{who}: {what}");
-    let _ = out.flush();
-}
+use typhon_live_monitoring::metrics::{Metrics, SourceMetrics};
+use typhon_live_monitoring::otlp::client::Client;
+use typhon_live_monitoring::otlp::settings::{Collector, Compression, Target};
+use typhon_live_monitoring::otlp::{self, TickTracer};
+use typhon_live_monitoring::scrape;
 
 /// Binds `addr` to serve `what`, which carries `carries`: beyond
 /// loopback, unless it is `secured` (TLS and a token), only with a
@@ -84,7 +75,7 @@ pub fn run(serve: &RelayConfig, duration: Option<Duration>) -> Result<(), RelayE
             ),
         }
         let metrics = Arc::clone(&metrics);
-        std::thread::spawn(move || http::serve(listener, metrics, secured));
+        std::thread::spawn(move || scrape::serve(listener, metrics, secured));
     }
     let inbox = if serve.listen.is_some() || serve.web.is_some() {
         let created = SystemTime::now()
@@ -199,7 +190,7 @@ fn serve_page(
     security: Option<&Security>,
 ) -> Result<(), RelayError> {
     let address = SocketAddr::new(serve.bind_address, port);
-    let url = page::serve(&serve.who, address, tabs::routes(inbox), security)?;
+    let url = browser::page::serve(&serve.who, address, tabs::routes(inbox), security)?;
     tell(&serve.who, &format!("browser viewer at {url}"));
     Ok(())
 }

@@ -9,9 +9,9 @@ use typhon_live_core::{DecodeError, Frame};
 use typhon_live_std::attach::{self, Backoff, Consumer, End, Flow};
 
 use crate::fanout::Input;
-use crate::metrics::SourceMetrics;
-use crate::otlp::{unix_ns, TickTracer};
-use crate::update::Reader;
+use typhon_live_monitoring::metrics::SourceMetrics;
+use typhon_live_monitoring::otlp::{unix_ns, TickTracer};
+use typhon_live_reader::owned::Reader;
 
 /// A source: its name in the metrics, and its address.
 #[derive(Clone, Debug, PartialEq, Eq)]

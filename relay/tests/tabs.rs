@@ -10,10 +10,10 @@ use tungstenite::Message;
 use typhon_live_core::{Decoder, Event, LaneInfo, LaneKind};
 use typhon_live_http::{guard, serve, Guard, Limits};
 use typhon_live_reader::carry::ReadReceipt;
+use typhon_live_reader::owned::Update;
+use typhon_live_relay::browser::tabs;
 use typhon_live_relay::fanout::{self, Input};
 use typhon_live_relay::merge::Merger;
-use typhon_live_relay::tabs;
-use typhon_live_relay::update::Update;
 use typhon_live_tests::{own, Owned};
 
 /// What a tab's stream held: its frame kinds in order, sequence gaps

@@ -4,8 +4,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use typhon_live_monitoring::otlp::settings::OtelEnv;
 use typhon_live_relay::config::{socket_address, Layer, RelayConfig};
-use typhon_live_relay::otlp::settings::OtelEnv;
 
 use crate::cmd::remote::TOKEN_VARIABLE;
 use crate::error::CliError;
@@ -18,8 +18,8 @@ pub struct RelayOptions {
     /// repeat for each.
     #[arg(long = "source", value_name = "NAME=HOST:PORT")]
     pub sources: Vec<typhon_live_relay::source::Source>,
-    /// A JSON file of settings (the same names; see README, "Many
-    /// processes"); the flags win over it.
+    /// A JSON file of settings (the same names; see docs/RELAY.md); the
+    /// flags win over it.
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// Serve the sources, merged into one session, to any number of

@@ -57,8 +57,8 @@ pub fn serve(path: &Path, port: u16) -> Result<(), CliError> {
         reason: e.to_string(),
     })?;
     let address = SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port);
-    let stream = typhon_live_relay::replay::routes(path.to_path_buf());
-    let url = typhon_live_relay::page::serve("typhon-live view", address, stream, None)?;
+    let stream = typhon_live_relay::browser::replay::routes(path.to_path_buf());
+    let url = typhon_live_relay::browser::page::serve("typhon-live view", address, stream, None)?;
     let mut out = std::io::stdout();
     let _ = writeln!(out, "typhon-live view: browser viewer at {url}");
     let _ = out.flush();

@@ -1,4 +1,4 @@
-//! When a live tab's frame is too late to send ([`crate::tabs`]).
+//! When a live tab's frame is too late to send.
 //!
 //! A page that is slower than its stream for good (its thread sharing a
 //! core with a software rasterizer, say) would lag further and further:

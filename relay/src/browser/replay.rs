@@ -1,7 +1,7 @@
 //! A recorded trace for the browser viewer (`view FILE --web`): each tab
 //! that opens the stream gets the file's bytes over its WebSocket, a
 //! chunk at a time as the tab reads them (no more than
-//! [`FILE_WINDOW`] unread, [`crate::in_flight`]),
+//! [`FILE_WINDOW`] unread, [`super::in_flight`]),
 //! then a close that says the file ended ([`END_OF_FILE`], docs/FORMAT.md
 //! "Carrying a stream"). The page reads them as it reads a live stream (a
 //! trace file is the same byte stream), then stops there, paused at the
@@ -18,14 +18,14 @@ use typhon_live_http::axum::Router;
 
 use typhon_live_reader::carry::END_OF_FILE;
 
+use super::in_flight::{close, Heard, InFlight, FILE_WINDOW, MAX_MESSAGE};
 use crate::fanout::WRITE_TIMEOUT;
-use crate::in_flight::{close, Heard, InFlight, FILE_WINDOW, MAX_MESSAGE};
 
 /// Bytes per message: the server holds one chunk per tab, read ahead.
 const CHUNK: usize = 1 << 20;
 
 /// The route of the file's stream, `GET /stream` (a WebSocket). Serve it
-/// behind a [`typhon_live_http::Guard`], beside [`crate::page::routes`].
+/// behind a [`typhon_live_http::Guard`], beside the page's routes ([`super::page::routes`]).
 pub fn routes(path: PathBuf) -> Router {
     let path = Arc::new(path);
     Router::new().route(

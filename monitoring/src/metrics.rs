@@ -1,8 +1,8 @@
 //! What the relay tells Prometheus: per source and span name a duration
 //! histogram (its `_count` the spans), tick durations and overruns, every
 //! gauge's last value, frames and events dropped, and the connection's
-//! state, kept in a `prometheus-client` registry and encoded as
-//! OpenMetrics text on each scrape. A source's [`Update`]s feed it.
+//! state, kept in a `prometheus-client` registry and encoded on each
+//! scrape in the [`Format`] asked for. A source's [`Update`]s feed it.
 
 use std::collections::HashMap;
 use std::sync::atomic::AtomicU64;
@@ -16,8 +16,7 @@ use prometheus_client::metrics::{MetricType, TypedMetric};
 use prometheus_client::registry::{Registry, Unit};
 use typhon_live_core::{Event, GaugeValue, LaneId, NameId};
 
-use crate::otlp::settings::Signal;
-use crate::update::Update;
+use typhon_live_reader::owned::Update;
 use typhon_live_reader::Names;
 
 /// Span names per source with a histogram of their own; further names'
@@ -235,7 +234,7 @@ impl Metrics {
             metrics.tick_overruns.clone(),
         );
         registry.register(
-            "gauge",
+            "reading",
             "The last reading of each of a source's gauges",
             metrics.gauges.clone(),
         );
@@ -387,12 +386,11 @@ impl Metrics {
         self.otlp_drops.inc();
     }
 
-    /// A collector rejected `items` of a `signal` export it took.
-    pub fn otlp_rejected(&self, signal: Signal, items: u64) {
+    /// A collector rejected `items` of an export it took, of the signal
+    /// named `signal` (`metrics`, `traces`).
+    pub fn otlp_rejected(&self, signal: &'static str, items: u64) {
         self.otlp_rejected
-            .get_or_create(&SignalLabel {
-                signal: signal.name(),
-            })
+            .get_or_create(&SignalLabel { signal })
             .inc_by(items);
     }
 
@@ -400,12 +398,45 @@ impl Metrics {
         self.index.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// The OpenMetrics text of every metric, as a scrape takes it.
+    /// The OpenMetrics text of every metric, as Prometheus scrapes it.
     pub fn encode(&self) -> String {
+        self.encode_as(Format::OpenMetrics)
+    }
+
+    /// The text of every metric in `format`.
+    pub fn encode_as(&self, format: Format) -> String {
         let mut text = String::new();
-        prometheus_client::encoding::text::encode(&mut text, &self.registry)
-            .expect("writing to a String does not fail");
+        match format {
+            Format::OpenMetrics => {
+                prometheus_client::encoding::text::encode(&mut text, &self.registry)
+            }
+            Format::Text004 => {
+                prometheus_client::encoding::prometheus_text::encode(&mut text, &self.registry)
+            }
+        }
+        .expect("writing to a String does not fail");
         text
+    }
+}
+
+/// The text formats the metrics are served in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// OpenMetrics 1.0.0: what Prometheus asks for first. A counter's
+    /// family is named without its `_total`, its sample with it.
+    OpenMetrics,
+    /// Prometheus's text format 0.0.4: what a client that names neither
+    /// gets, and what `promtool check metrics` reads.
+    Text004,
+}
+
+impl Format {
+    /// Its `Content-Type`.
+    pub fn content_type(self) -> &'static str {
+        match self {
+            Format::OpenMetrics => "application/openmetrics-text; version=1.0.0; charset=utf-8",
+            Format::Text004 => prometheus_client::encoding::prometheus_text::CONTENT_TYPE,
+        }
     }
 }
 
@@ -659,7 +690,7 @@ impl SourceMetrics {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::update::Reader;
+    use typhon_live_reader::owned::Reader;
     use typhon_live_tests::{each_frame, nested_stream};
 
     /// The value of the series of `text` whose line starts with `series`.

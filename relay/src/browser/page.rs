@@ -28,7 +28,7 @@ macro_rules! asset {
         Asset {
             path: $path,
             content_type: $type,
-            gzip: include_bytes!(concat!("../../web/dist/", $file, ".gz")),
+            gzip: include_bytes!(concat!("../../../web/dist/", $file, ".gz")),
         }
     };
 }
@@ -55,7 +55,7 @@ pub fn bundle_bytes() -> usize {
 }
 
 /// The page's routes: `GET /` and its files. Serve them behind a
-/// [`typhon_live_http::Guard`], beside [`crate::tabs::routes`].
+/// [`typhon_live_http::Guard`], beside a stream's route.
 pub fn routes() -> Router {
     ASSETS.iter().fold(Router::new(), |router, asset| {
         router.route(
@@ -65,8 +65,8 @@ pub fn routes() -> Router {
     })
 }
 
-/// Serves the page and `stream` (the tabs' route: [`crate::tabs`] or
-/// [`crate::replay`]) on `address` behind a new token: on loopback over
+/// Serves the page and `stream` (the route its stream comes by: the
+/// live tabs', or a recorded file's replay) on `address` behind a new token: on loopback over
 /// HTTP, or, given the relay's `security`, anywhere over HTTPS and to its
 /// public hosts too. Returns the URL to open, the token in it, printed
 /// once by the caller. The server runs on a thread of its own; `who`

@@ -15,8 +15,8 @@ use opentelemetry_proto::tonic::metrics::v1::{
     ScopeMetrics,
 };
 use prost::Message;
-use typhon_live_relay::otlp::client::Client;
-use typhon_live_relay::otlp::settings::{Compression, Target};
+use typhon_live_monitoring::otlp::client::Client;
+use typhon_live_monitoring::otlp::settings::{Compression, Target};
 use typhon_live_tests::collector::Collector;
 use typhon_live_tests::tls::Authority;
 

@@ -13,10 +13,10 @@
 //! the rasterizer, say) would otherwise see its lag grow without end
 //! while its queue here stayed empty. So:
 //! - frames go out only while the tab has less than
-//!   [`LIVE_WINDOW`] bytes unread ([`crate::in_flight`]); the rest wait
+//!   [`LIVE_WINDOW`] bytes unread ([`super::in_flight`]); the rest wait
 //!   in its queue;
 //! - once a tab is behind for good, a Block or Catch-up that waited
-//!   there too long ([`crate::late`]) is dropped whole, its number
+//!   there too long ([`super::late`]) is dropped whole, its number
 //!   skipped, as the queue's byte bound drops them: the page counts the
 //!   gap and marks it where it happened.
 
@@ -29,9 +29,9 @@ use typhon_live_http::axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
 use typhon_live_http::axum::routing::get;
 use typhon_live_http::axum::Router;
 
+use super::in_flight::{Heard, InFlight, LIVE_WINDOW, MAX_MESSAGE};
+use super::late::Lateness;
 use crate::fanout::{Ending, Input, Queue, TabQueue, WRITE_TIMEOUT};
-use crate::in_flight::{Heard, InFlight, LIVE_WINDOW, MAX_MESSAGE};
-use crate::late::Lateness;
 use crate::merge::MergedFrame;
 
 /// The route of the tabs' stream, `GET /stream` (a WebSocket), whose

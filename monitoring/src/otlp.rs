@@ -36,9 +36,9 @@ use typhon_live_reader::State;
 
 use crate::failures::Failures;
 use crate::metrics::{DurationsSnapshot, Metrics, SourceSnapshot, BOUNDS};
-use crate::update::Update;
 use client::Client;
 use settings::Signal;
+use typhon_live_reader::owned::Update;
 
 /// Exports waiting for the posting thread; more are dropped.
 pub const QUEUED_EXPORTS: usize = 64;
@@ -108,7 +108,7 @@ pub fn post_all(
             Ok(answer) => match answer::rejected(signal, &answer) {
                 None => failures.worked(),
                 Some(rejected) => {
-                    metrics.otlp_rejected(signal, rejected.items);
+                    metrics.otlp_rejected(signal.name(), rejected.items);
                     failures.failed(&rejected.why, Instant::now())
                 }
             },
@@ -264,7 +264,7 @@ pub fn metrics_request(
                     s.events_dropped,
                 ),
                 metric(
-                    "typhon.gauge",
+                    "typhon.reading",
                     "The last reading of each of the source's gauges",
                     "1",
                     metric::Data::Gauge(Gauge {

@@ -5,7 +5,7 @@
 //! the reader's `read N` messages do. A sender sends only while fewer
 //! than its window of bytes are unread: [`LIVE_WINDOW`] for the tabs'
 //! writer, whose frames wait in its queue and may be dropped there
-//! ([`crate::tabs`]), and [`FILE_WINDOW`] for a recorded file's.
+//! (the tabs' stream), and [`FILE_WINDOW`] for a recorded file's.
 
 use std::time::Duration;
 
