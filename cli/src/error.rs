@@ -114,3 +114,76 @@ impl From<RelayError> for CliError {
         CliError::Relay(e)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use super::*;
+
+    /// One error of every kind the command returns.
+    fn every_kind() -> Vec<CliError> {
+        let (addr, reason, path) = (String::new(), String::new(), PathBuf::new());
+        vec![
+            CliError::Connect(ConnectError::Unreachable {
+                addr: addr.clone(),
+                reason: reason.clone(),
+            }),
+            CliError::NotTyphon {
+                addr: addr.clone(),
+                reason: reason.clone(),
+            },
+            CliError::ConnectionLost {
+                addr: addr.clone(),
+                reason: reason.clone(),
+            },
+            CliError::File {
+                path: path.clone(),
+                reason: reason.clone(),
+            },
+            CliError::BadTrace {
+                path: path.clone(),
+                reason: reason.clone(),
+            },
+            CliError::Relay(RelayError::ConfigUnreadable {
+                path: path.clone(),
+                reason: reason.clone(),
+            }),
+            CliError::Relay(RelayError::BadConfig {
+                path,
+                reason: reason.clone(),
+            }),
+            CliError::Relay(RelayError::BadSettings(reason.clone())),
+            CliError::Relay(RelayError::CannotListen {
+                addr: addr.clone(),
+                reason: reason.clone(),
+            }),
+            CliError::BadSettings(reason.clone()),
+            CliError::Profiler(reason.clone()),
+            CliError::Terminal(reason.clone()),
+            CliError::Remote {
+                addr,
+                error: typhon_live_remote::RemoteError::Refused(reason),
+            },
+        ]
+    }
+
+    #[test]
+    fn the_exit_code_table_is_complete() {
+        let doc = include_str!("../../docs/COMMANDS.md");
+        let table = doc
+            .split("## Exit codes")
+            .nth(1)
+            .expect("an exit codes section");
+        let documented: BTreeSet<u8> = table
+            .lines()
+            .filter_map(|line| line.strip_prefix("| `")?.split('`').next()?.parse().ok())
+            .collect();
+        // 0 is success, and 2 is also clap's code for a usage error.
+        let returned: BTreeSet<u8> = [0, 2]
+            .into_iter()
+            .chain(every_kind().iter().map(CliError::exit_code))
+            .collect();
+        assert_eq!(documented, returned);
+    }
+}

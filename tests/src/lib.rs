@@ -5,6 +5,8 @@
 pub mod browser;
 pub mod collector;
 pub mod http_attack;
+#[cfg(doctest)]
+pub mod snippets;
 pub mod tls;
 
 use typhon_live_core::init::{ArchetypeView, ComponentView};

@@ -20,7 +20,7 @@
 //! Blocks go out packed, without LZ4: a pump drains a few dozen events, in
 //! which LZ4 finds little to repeat, and compressing would cost a 16 KiB
 //! table and a [`WORK_LEN`]-byte buffer of RAM. [`Telemetry::compressed`]
-//! (the firmware's `lz4` feature) turns `Auto` on; the README states the
+//! (the firmware's `lz4` feature) turns `Auto` on; docs/EMBEDDED.md states the
 //! footprint both ways. [`WORK_LEN`] says why its buffer is not sized for
 //! the worst case, which `typhon_live_core::block::encoding_buffer_len`
 //! gives.
