@@ -299,6 +299,7 @@ fn timeline_draw_ms(model: &typhon_live_model::Model, window: Option<u64>) -> f6
         start,
         end: inputs.now,
         now: inputs.now,
+        open_tasks: &inputs.open_tasks,
     };
     let area = Rect::new(0, 0, 200, 40);
     let mut times = Vec::new();

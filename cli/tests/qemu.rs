@@ -315,9 +315,15 @@ fn decode(bytes: &[u8]) -> Stream {
                 for item in unpacked.events(&block).expect("columns") {
                     let (lane, event) = item.expect("event");
                     let id = match event {
-                        Event::Span { name, .. } | Event::Instant { name, .. } => Some(name),
+                        Event::Span { name, .. }
+                        | Event::Instant { name, .. }
+                        | Event::Poll { name, .. }
+                        | Event::TaskBegin { name, .. }
+                        | Event::TaskEnd { name, .. } => Some(name),
                         Event::Gauge { gauge, .. } => Some(gauge),
-                        Event::TickStart { .. } | Event::TickEnd { .. } => None,
+                        Event::TickStart { .. } | Event::TickEnd { .. } | Event::Unknown { .. } => {
+                            None
+                        }
                     };
                     let name = id.map_or(String::new(), |id| {
                         names.get(&id).cloned().expect("every name is in the Init")

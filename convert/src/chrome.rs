@@ -1,6 +1,7 @@
-//! Chrome Trace Event JSON: spans `X`, instants `i`, counters `C`, thread
-//! names `M`; what chrome://tracing and ui.perfetto.dev's legacy importer
-//! open.
+//! Chrome Trace Event JSON: spans and polls `X`, instants `i`, counters
+//! `C`, thread names `M`, task spans as nestable async pairs `b` and `e`
+//! (category `task`, their task id as id); what chrome://tracing and
+//! ui.perfetto.dev's legacy importer open.
 
 use serde_json::{json, Value};
 use typhon_live_core::{Event, GaugeValue};
@@ -43,7 +44,7 @@ pub fn chrome_trace(bytes: &[u8]) -> Converted<Value> {
             }
             Update::Event { lane, event } => {
                 let pid = pid(state);
-                out.push(match event {
+                let event = match event {
                     Event::Span { start, duration, name: id, arg, .. } => {
                         let mut e = json!({ "ph": "X", "name": name(state, id), "ts": us(start), "dur": us(duration), "pid": pid, "tid": lane });
                         if let Some(arg) = arg {
@@ -62,7 +63,17 @@ pub fn chrome_trace(bytes: &[u8]) -> Converted<Value> {
                     }
                     Event::TickStart { time, tick } => json!({ "ph": "i", "s": "t", "name": "tick start", "ts": us(time), "pid": pid, "tid": lane, "args": { "tick": tick } }),
                     Event::TickEnd { time, tick, overrun } => json!({ "ph": "i", "s": "t", "name": "tick end", "ts": us(time), "pid": pid, "tid": lane, "args": { "tick": tick, "overrun": overrun } }),
-                });
+                    Event::Poll { start, duration, name: id, task, .. } => json!({ "ph": "X", "name": name(state, id), "ts": us(start), "dur": us(duration), "pid": pid, "tid": lane, "args": { "poll of task": task } }),
+                    // Its end says all of it: a task whose begin was lost
+                    // is still whole.
+                    Event::TaskEnd { time, name: id, task, wall, busy } => {
+                        let name = name(state, id);
+                        out.push(json!({ "ph": "b", "cat": "task", "id": task, "name": name, "ts": us(time.saturating_sub(wall)), "pid": pid, "tid": lane }));
+                        json!({ "ph": "e", "cat": "task", "id": task, "name": name, "ts": us(time), "pid": pid, "tid": lane, "args": { "busy_us": us(busy), "idle_us": us(wall.saturating_sub(busy)) } })
+                    }
+                    Event::TaskBegin { .. } | Event::Unknown { .. } => return,
+                };
+                out.push(event);
             }
             _ => {}
         })

@@ -30,7 +30,7 @@ use crate::codec::{self, Codec, Compression, Lz4Table, MAX_EVENTS_LEN};
 use crate::column::{ColumnReader, Layout, MAX_HEADER_LEN, MAX_ROUNDING};
 use crate::cursor::{Reader, Writer, MAX_VARINT_LEN};
 use crate::error::{DecodeError, EncodeError};
-use crate::event::{kind, Event, GaugeValue, LaneId, SpanId};
+use crate::event::{kind, Event, GaugeValue, LaneId, SpanId, TaskId};
 use crate::frame::{write_frame_with_flags, FrameKind, OVERHEAD};
 
 const FIXED_HEADER: usize = 22;
@@ -102,12 +102,34 @@ const MAX_GROUP_WIRE: usize = 2 + 5 + MAX_VARINT_LEN + col::COUNT * (MAX_HEADER_
 /// bits keep a lane's codes close together (a span with and without a
 /// parent differ by 2, not 16), so the kind column packs narrow.
 const KIND_SHIFT: u8 = 2;
-/// Record code flags: span has an argument / gauge is a float / tick overran.
+/// Record code flags: span has an argument / gauge is a float / tick
+/// overran / a reserved kind's record has an argument.
 const FLAG_A: u8 = 0x01;
-/// Span has a parent.
+/// Span or poll has a parent span / task has a parent task / a reserved
+/// kind's record has a duration.
 const FLAG_B: u8 = 0x02;
-/// Flags each kind may carry, by kind.
-const KIND_FLAGS: [u8; 8] = [0, FLAG_A | FLAG_B, 0, FLAG_A, 0, FLAG_A, 0, 0];
+/// Flags each kind may carry, by kind (FORMAT.md, "Records"): kinds 0 to
+/// 15, of which 9 to 15 are reserved and read by one shape.
+const KIND_FLAGS: [u8; 16] = [
+    0,
+    FLAG_A | FLAG_B,
+    0,
+    FLAG_A,
+    0,
+    FLAG_A,
+    FLAG_B,
+    FLAG_B,
+    0,
+    FLAG_A | FLAG_B,
+    FLAG_A | FLAG_B,
+    FLAG_A | FLAG_B,
+    FLAG_A | FLAG_B,
+    FLAG_A | FLAG_B,
+    FLAG_A | FLAG_B,
+    FLAG_A | FLAG_B,
+];
+/// Record codes are below this: 16 kinds of 4 flag combinations.
+const CODES: u8 = 64;
 
 /// The code of a record of `kind` with `flags`.
 const fn code(kind: u8, flags: u8) -> u8 {
@@ -185,6 +207,7 @@ struct Group {
     prev_span: SpanId,
     prev_tick: u64,
     prev_gauge: i64,
+    prev_task: TaskId,
 }
 
 impl Group {
@@ -308,7 +331,7 @@ impl<'s> BlockBuilder<'s> {
         let mut g = self.group;
         let gap = zigzag(time.wrapping_sub(g.prev_end) as i64);
         g.prev_end = time;
-        if !matches!(event, Event::Span { .. }) {
+        if !matches!(event, Event::Span { .. } | Event::Poll { .. }) {
             self.put::<{ col::POINT_GAP }>(gap);
         }
         let code = match *event {
@@ -320,16 +343,7 @@ impl<'s> BlockBuilder<'s> {
                 arg,
                 ..
             } => {
-                self.put::<{ col::SPAN_GAP }>(gap);
-                self.put::<{ col::NAME }>(u64::from(name));
-                let id_delta = id.wrapping_sub(g.prev_span) as i32;
-                self.put::<{ col::SPAN }>(u64::from(((id_delta << 1) ^ (id_delta >> 31)) as u32));
-                g.prev_span = id;
-                let mut code = code(kind::SPAN, 0);
-                if parent != 0 {
-                    self.put::<{ col::PARENT }>(u64::from(id.wrapping_sub(parent)));
-                    code |= FLAG_B;
-                }
+                let mut code = code(kind::SPAN, self.put_span(&mut g, gap, name, id, parent));
                 self.put::<{ col::DURATION }>(duration);
                 if let Some(arg) = arg {
                     self.put::<{ col::ARG }>(arg);
@@ -369,6 +383,54 @@ impl<'s> BlockBuilder<'s> {
                 g.prev_tick = tick;
                 code(kind::TICK_END, if overrun { FLAG_A } else { 0 })
             }
+            Event::TaskBegin {
+                name, task, parent, ..
+            } => {
+                self.put::<{ col::NAME }>(u64::from(name));
+                self.put::<{ col::VALUE }>(zigzag(task.wrapping_sub(g.prev_task) as i64));
+                g.prev_task = task;
+                if parent != 0 {
+                    self.put::<{ col::ARG }>(parent);
+                    code(kind::TASK_BEGIN, FLAG_B)
+                } else {
+                    code(kind::TASK_BEGIN, 0)
+                }
+            }
+            Event::Poll {
+                duration,
+                name,
+                id,
+                parent,
+                task,
+                ..
+            } => {
+                let code = code(kind::POLL, self.put_span(&mut g, gap, name, id, parent));
+                self.put::<{ col::DURATION }>(duration);
+                self.put::<{ col::VALUE }>(zigzag(task.wrapping_sub(g.prev_task) as i64));
+                g.prev_task = task;
+                g.prev_end = time.wrapping_add(duration);
+                code
+            }
+            Event::TaskEnd {
+                name,
+                task,
+                wall,
+                busy,
+                ..
+            } => {
+                self.put::<{ col::NAME }>(u64::from(name));
+                self.put::<{ col::VALUE }>(zigzag(task.wrapping_sub(g.prev_task) as i64));
+                g.prev_task = task;
+                self.put::<{ col::DURATION }>(wall);
+                self.put::<{ col::ARG }>(busy);
+                code(kind::TASK_END, 0)
+            }
+            Event::Unknown { kind, .. } => {
+                // The reserved kinds' shape, with nothing in it.
+                self.put::<{ col::NAME }>(0);
+                self.put::<{ col::VALUE }>(0);
+                code(kind.clamp(kind::FIRST_RESERVED, kind::LAST_RESERVED), 0)
+            }
         };
         self.put::<{ col::CODE }>(u64::from(code));
         g.count += 1;
@@ -377,6 +439,22 @@ impl<'s> BlockBuilder<'s> {
         self.first = self.first.min(time);
         self.last = self.last.max(event.end_time());
         true
+    }
+
+    /// What spans and polls share before their duration: time, name, id
+    /// and parent; the flags that says (B: has a parent).
+    #[inline(always)]
+    fn put_span(&mut self, g: &mut Group, gap: u64, name: u32, id: SpanId, parent: SpanId) -> u8 {
+        self.put::<{ col::SPAN_GAP }>(gap);
+        self.put::<{ col::NAME }>(u64::from(name));
+        let id_delta = id.wrapping_sub(g.prev_span) as i32;
+        self.put::<{ col::SPAN }>(u64::from(((id_delta << 1) ^ (id_delta >> 31)) as u32));
+        g.prev_span = id;
+        if parent == 0 {
+            return 0;
+        }
+        self.put::<{ col::PARENT }>(u64::from(id.wrapping_sub(parent)));
+        FLAG_B
     }
 
     /// Appends `v` to column `C`; room was checked by `has_room`.
@@ -1061,7 +1139,7 @@ fn record_code(v: u64) -> Result<u8, DecodeError> {
         .ok()
         .filter(|&code| {
             let flags = code & ((1 << KIND_SHIFT) - 1);
-            code < 32 && flags & !KIND_FLAGS[usize::from(code >> KIND_SHIFT)] == 0
+            code < CODES && flags & !KIND_FLAGS[usize::from(code >> KIND_SHIFT)] == 0
         })
         .ok_or(DecodeError::Malformed {
             what: "record kind or flags",
@@ -1086,6 +1164,35 @@ fn decode_span<const CLAIMED: bool>(
     c: &mut [ColumnReader<'_>; col::COUNT],
     g: &mut Group,
 ) -> Result<Event, DecodeError> {
+    let (name, id, parent, duration) = span_fields::<CLAIMED>(code, start, c, g)?;
+    let arg = if code & FLAG_A != 0 {
+        Some(if CLAIMED {
+            c[col::ARG].take()?
+        } else {
+            c[col::ARG].next()?
+        })
+    } else {
+        None
+    };
+    Ok(Event::Span {
+        start,
+        duration,
+        name,
+        id,
+        parent,
+        arg,
+    })
+}
+
+/// What spans and polls share after their time: name, id, parent (if
+/// flag B) and duration; the group's previous end moves to the span's.
+#[inline(always)]
+fn span_fields<const CLAIMED: bool>(
+    code: u8,
+    start: u64,
+    c: &mut [ColumnReader<'_>; col::COUNT],
+    g: &mut Group,
+) -> Result<(u32, SpanId, SpanId, u64), DecodeError> {
     let mut get = |column: usize| {
         if CLAIMED {
             c[column].take()
@@ -1106,19 +1213,7 @@ fn decode_span<const CLAIMED: bool>(
     };
     let duration = get(col::DURATION)?;
     g.prev_end = start.wrapping_add(duration);
-    let arg = if code & FLAG_A != 0 {
-        Some(get(col::ARG)?)
-    } else {
-        None
-    };
-    Ok(Event::Span {
-        start,
-        duration,
-        name,
-        id,
-        parent,
-        arg,
-    })
+    Ok((name, id, parent, duration))
 }
 
 /// `out.len()` spans of code `code` into `out`, if their columns hold
@@ -1184,7 +1279,7 @@ fn decode_fields(
     g: &mut Group,
 ) -> Result<Event, DecodeError> {
     let kind = code >> KIND_SHIFT;
-    let gap = c[if kind == kind::SPAN {
+    let gap = c[if kind == kind::SPAN || kind == kind::POLL {
         col::SPAN_GAP
     } else {
         col::POINT_GAP
@@ -1227,10 +1322,65 @@ fn decode_fields(
                 }
             }
         }
+        kind::TASK_BEGIN => {
+            let name = narrow(c[col::NAME].next()?, "task name")?;
+            let task = next_task(c, g)?;
+            let parent = if code & FLAG_B != 0 {
+                c[col::ARG].next()?
+            } else {
+                0
+            };
+            Event::TaskBegin {
+                time,
+                name,
+                task,
+                parent,
+            }
+        }
+        kind::POLL => {
+            let (name, id, parent, duration) = span_fields::<false>(code, time, c, g)?;
+            Event::Poll {
+                start: time,
+                duration,
+                name,
+                id,
+                parent,
+                task: next_task(c, g)?,
+            }
+        }
+        kind::TASK_END => Event::TaskEnd {
+            time,
+            name: narrow(c[col::NAME].next()?, "task name")?,
+            task: next_task(c, g)?,
+            wall: c[col::DURATION].next()?,
+            busy: c[col::ARG].next()?,
+        },
+        kind::FIRST_RESERVED..=kind::LAST_RESERVED => {
+            // Read by the shape reserved kinds share, and skipped.
+            c[col::NAME].next()?;
+            c[col::VALUE].next()?;
+            if flag_a {
+                c[col::ARG].next()?;
+            }
+            if code & FLAG_B != 0 {
+                c[col::DURATION].next()?;
+            }
+            Event::Unknown { time, kind }
+        }
         _ => {
             return Err(DecodeError::Malformed {
                 what: "unknown record kind",
             })
         }
     })
+}
+
+/// A task id: the group's previous one plus a zigzag delta.
+#[inline(always)]
+fn next_task(c: &mut [ColumnReader<'_>; col::COUNT], g: &mut Group) -> Result<TaskId, DecodeError> {
+    let task = g
+        .prev_task
+        .wrapping_add(unzigzag(c[col::VALUE].next()?) as u64);
+    g.prev_task = task;
+    Ok(task)
 }

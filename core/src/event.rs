@@ -14,6 +14,11 @@ pub type LaneId = u16;
 /// Span id, unique within its lane for the session; 0 means "no span".
 pub type SpanId = u32;
 
+/// Task id: a span that crosses an `.await` (a task span, FORMAT.md
+/// "Tasks"), unique in its process for the session, whatever lanes it ran
+/// on; 0 means "no task".
+pub type TaskId = u64;
+
 /// What kind of thread a lane stands for; only used to label and group lanes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
@@ -69,6 +74,12 @@ pub(crate) mod kind {
     pub const GAUGE: u8 = 3;
     pub const TICK_START: u8 = 4;
     pub const TICK_END: u8 = 5;
+    pub const TASK_BEGIN: u8 = 6;
+    pub const POLL: u8 = 7;
+    pub const TASK_END: u8 = 8;
+    /// Kinds 9 to 15: reserved for additions a version 4 reader skips.
+    pub const FIRST_RESERVED: u8 = 9;
+    pub const LAST_RESERVED: u8 = 15;
 }
 
 /// One recorded event. Timestamps are in host clock ticks (see
@@ -125,27 +136,315 @@ pub enum Event {
         /// The tick took longer than its budget.
         overrun: bool,
     },
+    /// A task span began: a span that may run in several polls, on any
+    /// lanes, between its creation and its close (an `async` request).
+    TaskBegin {
+        /// Tick at which the task span was created.
+        time: u64,
+        /// Name of the task span.
+        name: NameId,
+        /// The task's id (never 0).
+        task: TaskId,
+        /// The task span it was created inside, 0 for none.
+        parent: TaskId,
+    },
+    /// One poll of a task span on this lane: a span of the lane (it nests
+    /// like one, and the lane's spans inside it name it as parent) that
+    /// belongs to `task` and does not count as a span of its own name.
+    Poll {
+        /// Tick at which the poll began.
+        start: u64,
+        /// Length of the poll in ticks.
+        duration: u64,
+        /// Name of the task span.
+        name: NameId,
+        /// Id of the poll among the lane's spans (never 0).
+        id: SpanId,
+        /// Id of the enclosing span in the same lane, 0 for none.
+        parent: SpanId,
+        /// The task it is a poll of.
+        task: TaskId,
+    },
+    /// A task span closed.
+    TaskEnd {
+        /// Tick at which the task span closed.
+        time: u64,
+        /// Name of the task span (it may differ from its begin's: a name
+        /// built from fields recorded later).
+        name: NameId,
+        /// The task's id.
+        task: TaskId,
+        /// From its creation to its close, in ticks.
+        wall: u64,
+        /// The sum of its polls, in ticks.
+        busy: u64,
+    },
+    /// A record of a kind this version of the format reserves for later
+    /// additions (9 to 15): it was read and skipped. Readers ignore it.
+    Unknown {
+        /// Its time.
+        time: u64,
+        /// Its kind.
+        kind: u8,
+    },
 }
 
 impl Event {
     /// The event's timestamp: the start for a span, the point otherwise.
     pub const fn time(&self) -> u64 {
         match *self {
-            Event::Span { start, .. } => start,
+            Event::Span { start, .. } | Event::Poll { start, .. } => start,
             Event::Instant { time, .. }
             | Event::Gauge { time, .. }
             | Event::TickStart { time, .. }
-            | Event::TickEnd { time, .. } => time,
+            | Event::TickEnd { time, .. }
+            | Event::TaskBegin { time, .. }
+            | Event::TaskEnd { time, .. }
+            | Event::Unknown { time, .. } => time,
         }
     }
 
-    /// The last tick the event covers: start + duration for a span.
+    /// The last tick the event covers: start + duration for a span or a
+    /// poll. A task's end is a point: its time is its close.
     pub const fn end_time(&self) -> u64 {
         match *self {
             Event::Span {
                 start, duration, ..
+            }
+            | Event::Poll {
+                start, duration, ..
             } => start.saturating_add(duration),
             _ => self.time(),
+        }
+    }
+
+    /// The span its lane ran, for a poll (its task left out), for readers
+    /// that show what each lane ran; any other event as it is.
+    pub const fn lane_span(self) -> Event {
+        match self {
+            Event::Poll {
+                start,
+                duration,
+                name,
+                id,
+                parent,
+                ..
+            } => Event::Span {
+                start,
+                duration,
+                name,
+                id,
+                parent,
+                arg: None,
+            },
+            other => other,
+        }
+    }
+
+    /// A span as a poll of task `task` named `name` (its argument left
+    /// out); any other event as it is.
+    pub const fn into_poll(self, task: TaskId, name: NameId) -> Event {
+        match self {
+            Event::Span {
+                start,
+                duration,
+                id,
+                parent,
+                ..
+            } => Event::Poll {
+                start,
+                duration,
+                name,
+                id,
+                parent,
+                task,
+            },
+            other => other,
+        }
+    }
+
+    /// The event with each point in time mapped by `point`: a span's and
+    /// a poll's duration, and a task's wall time, become the distance
+    /// between their mapped ends (so that a child that ends with its
+    /// parent still does); a task's busy time is mapped by `length`.
+    pub fn map_times(self, point: impl Fn(u64) -> u64, length: impl Fn(u64) -> u64) -> Event {
+        let between = |from: u64, to: u64| point(to).saturating_sub(point(from));
+        match self {
+            Event::Span {
+                start,
+                duration,
+                name,
+                id,
+                parent,
+                arg,
+            } => Event::Span {
+                start: point(start),
+                duration: between(start, start.saturating_add(duration)),
+                name,
+                id,
+                parent,
+                arg,
+            },
+            Event::Poll {
+                start,
+                duration,
+                name,
+                id,
+                parent,
+                task,
+            } => Event::Poll {
+                start: point(start),
+                duration: between(start, start.saturating_add(duration)),
+                name,
+                id,
+                parent,
+                task,
+            },
+            Event::TaskEnd {
+                time,
+                name,
+                task,
+                wall,
+                busy,
+            } => Event::TaskEnd {
+                time: point(time),
+                name,
+                task,
+                wall: between(time.saturating_sub(wall), time),
+                busy: length(busy),
+            },
+            Event::Instant {
+                time,
+                name,
+                payload,
+            } => Event::Instant {
+                time: point(time),
+                name,
+                payload,
+            },
+            Event::Gauge { time, gauge, value } => Event::Gauge {
+                time: point(time),
+                gauge,
+                value,
+            },
+            Event::TickStart { time, tick } => Event::TickStart {
+                time: point(time),
+                tick,
+            },
+            Event::TickEnd {
+                time,
+                tick,
+                overrun,
+            } => Event::TickEnd {
+                time: point(time),
+                tick,
+                overrun,
+            },
+            Event::TaskBegin {
+                time,
+                name,
+                task,
+                parent,
+            } => Event::TaskBegin {
+                time: point(time),
+                name,
+                task,
+                parent,
+            },
+            Event::Unknown { time, kind } => Event::Unknown {
+                time: point(time),
+                kind,
+            },
+        }
+    }
+}
+
+impl Event {
+    /// The event with its name ids mapped by `name` (a gauge's by
+    /// `gauge`) and its task ids by `task`, as a merger of several
+    /// streams renumbers them.
+    pub fn map_ids(
+        self,
+        name: impl Fn(NameId) -> NameId,
+        gauge: impl Fn(NameId) -> NameId,
+        task: impl Fn(TaskId) -> TaskId,
+    ) -> Event {
+        match self {
+            Event::Span {
+                start,
+                duration,
+                name: n,
+                id,
+                parent,
+                arg,
+            } => Event::Span {
+                start,
+                duration,
+                name: name(n),
+                id,
+                parent,
+                arg,
+            },
+            Event::Instant {
+                time,
+                name: n,
+                payload,
+            } => Event::Instant {
+                time,
+                name: name(n),
+                payload,
+            },
+            Event::Gauge {
+                time,
+                gauge: g,
+                value,
+            } => Event::Gauge {
+                time,
+                gauge: gauge(g),
+                value,
+            },
+            Event::TaskBegin {
+                time,
+                name: n,
+                task: t,
+                parent,
+            } => Event::TaskBegin {
+                time,
+                name: name(n),
+                task: task(t),
+                parent: task(parent),
+            },
+            Event::Poll {
+                start,
+                duration,
+                name: n,
+                id,
+                parent,
+                task: t,
+            } => Event::Poll {
+                start,
+                duration,
+                name: name(n),
+                id,
+                parent,
+                task: task(t),
+            },
+            Event::TaskEnd {
+                time,
+                name: n,
+                task: t,
+                wall,
+                busy,
+            } => Event::TaskEnd {
+                time,
+                name: name(n),
+                task: task(t),
+                wall,
+                busy,
+            },
+            other @ (Event::TickStart { .. } | Event::TickEnd { .. } | Event::Unknown { .. }) => {
+                other
+            }
         }
     }
 }

@@ -13,10 +13,11 @@ use crate::names::NameSource;
 use crate::section::{self, tag, Count, Entries, LaneTable, Names, Sections};
 
 /// The format version this crate writes.
-pub const FORMAT_VERSION: u16 = 3;
+pub const FORMAT_VERSION: u16 = 4;
 /// The oldest format version this crate reads: version 3 only added the
 /// Block's LZ4 flag, so a version 2 stream reads as one whose Blocks are
-/// all packed.
+/// all packed; version 4 only added record kinds, which older streams do
+/// not hold.
 pub const OLDEST_READ_VERSION: u16 = 2;
 
 /// A field of a component layout.

@@ -386,16 +386,25 @@ impl<const N: usize> LaneHandle<'_, N> {
     /// Ends a span at tick `now` and records it whole; `false` if dropped.
     #[inline]
     pub fn end(&self, token: SpanToken, now: u64, arg: Option<u64>) -> bool {
+        self.record(&self.close(token, now, arg))
+    }
+
+    /// Ends a span at tick `now` without recording it: its record, for the
+    /// caller to record on this lane later, as a span or as the
+    /// [`Event::Poll`] of a task. The `tracing` layer decides which only
+    /// when the span closes or is entered again.
+    #[inline]
+    pub fn close(&self, token: SpanToken, now: u64, arg: Option<u64>) -> Event {
         self.lane.current.store(token.parent, Ordering::Relaxed);
         self.lane.open.pop();
-        self.record(&Event::Span {
+        Event::Span {
             start: token.start,
             duration: now.saturating_sub(token.start),
             name: token.name,
             id: token.id,
             parent: token.parent,
             arg,
-        })
+        }
     }
 
     /// Records a point event.

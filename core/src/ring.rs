@@ -376,6 +376,46 @@ fn to_words(event: &Event) -> [u64; WORDS] {
             ]
         }
         Event::TickStart { time, tick } => [u64::from(kind::TICK_START), time, 0, 0, tick],
+        Event::TaskBegin {
+            time,
+            name,
+            task,
+            parent,
+        } => [
+            u64::from(kind::TASK_BEGIN) | (u64::from(name) << SHIFT_NAME),
+            time,
+            parent,
+            0,
+            task,
+        ],
+        Event::Poll {
+            start,
+            duration,
+            name,
+            id,
+            parent,
+            task,
+        } => [
+            u64::from(kind::POLL) | (u64::from(name) << SHIFT_NAME),
+            start,
+            duration,
+            u64::from(id) | (u64::from(parent) << 32),
+            task,
+        ],
+        Event::TaskEnd {
+            time,
+            name,
+            task,
+            wall,
+            busy,
+        } => [
+            u64::from(kind::TASK_END) | (u64::from(name) << SHIFT_NAME),
+            time,
+            wall,
+            busy,
+            task,
+        ],
+        Event::Unknown { time, kind } => [u64::from(kind), time, 0, 0, 0],
         Event::TickEnd {
             time,
             tick,
@@ -424,6 +464,28 @@ fn from_words(w: [u64; WORDS]) -> Option<Event> {
             tick: w[4],
             overrun: flag,
         },
+        kind::TASK_BEGIN => Event::TaskBegin {
+            time,
+            name,
+            task: w[4],
+            parent: w[2],
+        },
+        kind::POLL => Event::Poll {
+            start: time,
+            duration: w[2],
+            name,
+            id: w[3] as u32,
+            parent: (w[3] >> 32) as u32,
+            task: w[4],
+        },
+        kind::TASK_END => Event::TaskEnd {
+            time,
+            name,
+            task: w[4],
+            wall: w[2],
+            busy: w[3],
+        },
+        code @ kind::FIRST_RESERVED..=kind::LAST_RESERVED => Event::Unknown { time, kind: code },
         _ => return None,
     })
 }

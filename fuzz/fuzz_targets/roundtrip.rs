@@ -18,6 +18,10 @@ enum Input {
     GaugeFloat { time: u64, gauge: u32, bits: u64 },
     TickStart { time: u64, tick: u64 },
     TickEnd { time: u64, tick: u64, overrun: bool },
+    TaskBegin { time: u64, name: u32, task: u64, parent: u64 },
+    Poll { start: u64, duration: u64, name: u32, id: u32, parent: u32, task: u64 },
+    TaskEnd { time: u64, name: u32, task: u64, wall: u64, busy: u64 },
+    Unknown { time: u64, kind: u8 },
 }
 
 impl Input {
@@ -29,6 +33,11 @@ impl Input {
             Input::GaugeFloat { time, gauge, bits } => Event::Gauge { time, gauge, value: GaugeValue::Float(f64::from_bits(bits)) },
             Input::TickStart { time, tick } => Event::TickStart { time, tick },
             Input::TickEnd { time, tick, overrun } => Event::TickEnd { time, tick, overrun },
+            Input::TaskBegin { time, name, task, parent } => Event::TaskBegin { time, name, task, parent },
+            Input::Poll { start, duration, name, id, parent, task } => Event::Poll { start, duration, name, id, parent, task },
+            Input::TaskEnd { time, name, task, wall, busy } => Event::TaskEnd { time, name, task, wall, busy },
+            // The reserved kinds, 9 to 15.
+            Input::Unknown { time, kind } => Event::Unknown { time, kind: 9 + kind % 7 },
         }
     }
 }

@@ -40,6 +40,28 @@ pub struct SpanRecord {
     pub lane: u16,
     /// It carries an argument.
     pub has_arg: bool,
+    /// It is a poll of a task span (FORMAT.md, "Tasks"): drawn on its
+    /// lane like a span, with the task's id in `arg`; it is not a span of
+    /// its name in the statistics, its task is.
+    pub poll: bool,
+}
+
+/// A task span kept, once its end arrived: a span that may have run in
+/// several polls on several lanes, from its creation to its close.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TaskRecord {
+    /// Host tick it was created.
+    pub start: u64,
+    /// From its creation to its close, in host ticks.
+    pub wall: u64,
+    /// The sum of its polls, in host ticks; the rest of `wall` it waited.
+    pub busy: u64,
+    /// Its id.
+    pub task: u64,
+    /// Name id.
+    pub name: u32,
+    /// The lane it closed on.
+    pub lane: u16,
 }
 
 /// An instant kept.
@@ -104,7 +126,9 @@ pub struct Chunk {
     pub gauges: Vec<GaugeRecord>,
     /// Its ticks.
     pub ticks: Vec<TickRecord>,
-    /// Per span name, its spans' totals.
+    /// Its task spans, in the order they ended.
+    pub tasks: Vec<TaskRecord>,
+    /// Per span name, its spans' and task spans' totals.
     pub totals: Totals,
     /// The lanes its spans are on, and its longest span: a view zoomed
     /// out so far that the chunk is narrower than a cell draws it as one
@@ -124,13 +148,34 @@ impl Chunk {
             instants: Vec::with_capacity(like.instants.len()),
             gauges: Vec::with_capacity(like.gauges.len()),
             ticks: Vec::with_capacity(like.ticks.len()),
+            tasks: Vec::with_capacity(like.tasks.len()),
             ..Chunk::default()
         }
     }
 
     /// Records in it.
     pub fn records(&self) -> usize {
-        self.spans.len() + self.instants.len() + self.gauges.len() + self.ticks.len()
+        self.spans.len()
+            + self.instants.len()
+            + self.gauges.len()
+            + self.ticks.len()
+            + self.tasks.len()
+    }
+
+    /// The durations of name `name` the statistics count: its spans' (not
+    /// the polls of tasks), and its task spans' wall times.
+    pub fn durations(&self, name: u32) -> impl Iterator<Item = u64> + '_ {
+        let spans = self.spans.iter().filter(move |s| s.name == name && !s.poll);
+        let tasks = self.tasks.iter().filter(move |t| t.name == name);
+        spans.map(|s| s.duration).chain(tasks.map(|t| t.wall))
+    }
+
+    /// Every counted duration with its name: [`Chunk::durations`] of all
+    /// names at once.
+    pub fn named_durations(&self) -> impl Iterator<Item = (u32, u64)> + '_ {
+        let spans = self.spans.iter().filter(|s| !s.poll);
+        let spans = spans.map(|s| (s.name, s.duration));
+        spans.chain(self.tasks.iter().map(|t| (t.name, t.wall)))
     }
 
     /// Bytes it holds, its per-name totals counted at a hash map entry's
@@ -142,6 +187,7 @@ impl Chunk {
             + self.instants.capacity() * size_of::<InstantRecord>()
             + self.gauges.capacity() * size_of::<GaugeRecord>()
             + self.ticks.capacity() * size_of::<TickRecord>()
+            + self.tasks.capacity() * size_of::<TaskRecord>()
             + self.totals.capacity() * (size_of::<u32>() + size_of::<NameTotals>() + 1)
             + self.lanes.capacity() * size_of::<u16>()
     }
@@ -162,10 +208,13 @@ impl Chunk {
             self.earliest_start = span.start;
         }
         self.note_time(end);
-        self.totals
-            .entry(span.name)
-            .or_default()
-            .add_span(span.start, span.duration, self_time);
+        if !span.poll {
+            self.totals.entry(span.name).or_default().add_span(
+                span.start,
+                span.duration,
+                self_time,
+            );
+        }
         if !self.lanes.contains(&span.lane) {
             self.lanes.push(span.lane);
         }
@@ -189,6 +238,17 @@ impl Chunk {
     pub fn push_tick(&mut self, tick: TickRecord) {
         self.note_time(tick.end);
         self.ticks.push(tick);
+    }
+
+    /// Adds a task span whose polls took `self_time` outside the spans
+    /// inside them.
+    pub fn push_task(&mut self, task: TaskRecord, self_time: u64) {
+        self.note_time(task.start.saturating_add(task.wall));
+        self.totals
+            .entry(task.name)
+            .or_default()
+            .add_task(task.start, task.wall, task.busy, self_time);
+        self.tasks.push(task);
     }
 }
 
@@ -234,6 +294,7 @@ impl History {
         fit(&mut chunk.instants);
         fit(&mut chunk.gauges);
         fit(&mut chunk.ticks);
+        fit(&mut chunk.tasks);
         chunk.totals.shrink_to_fit();
         chunk.lanes.shrink_to_fit();
         self.bytes += chunk.bytes();
@@ -339,24 +400,21 @@ pub fn tick_at<'a>(chunks: impl Iterator<Item = &'a Chunk>, time: u64) -> Option
 /// The exact distribution of span name `name`'s durations over `chunks`.
 pub fn distribution<'a>(chunks: impl Iterator<Item = &'a Chunk>, name: u32) -> Distribution {
     let mut durations = Vec::new();
-    let (mut self_time, mut max, mut max_at) = (0u64, 0u64, 0u64);
+    let (mut self_time, mut busy, mut max, mut max_at) = (0u64, 0u64, 0u64, 0u64);
     for chunk in chunks {
         let Some(t) = chunk.totals.get(&name) else {
             continue;
         };
         self_time = self_time.saturating_add(t.self_time);
+        busy = busy.saturating_add(t.busy);
         if durations.is_empty() || t.max > max {
             (max, max_at) = (t.max, t.max_at);
         }
-        durations.extend(
-            chunk
-                .spans
-                .iter()
-                .filter(|s| s.name == name)
-                .map(|s| s.duration),
-        );
+        durations.extend(chunk.durations(name));
     }
-    Distribution::of(&mut durations, self_time, max_at)
+    let mut d = Distribution::of(&mut durations, self_time, max_at);
+    d.busy = busy;
+    d
 }
 
 #[cfg(test)]
@@ -373,6 +431,7 @@ mod tests {
             name,
             lane: 0,
             has_arg: false,
+            poll: false,
         }
     }
 

@@ -1,5 +1,5 @@
 //! A Block's events into the model: each lane's counts and self times,
-//! the history's chunk being filled, ticks and gauges.
+//! the history's chunk being filled, ticks, gauges and task spans.
 
 use std::time::Duration;
 
@@ -20,6 +20,12 @@ impl Model {
                 parent,
                 duration,
                 ..
+            }
+            | Event::Poll {
+                id,
+                parent,
+                duration,
+                ..
             } = *event
             {
                 self_time = row.span_ended(id, parent, duration);
@@ -27,7 +33,21 @@ impl Model {
         }
         self.keep(lane, event, self_time);
         match *event {
-            Event::Span { .. } => {}
+            Event::Span { .. } | Event::Unknown { .. } => {}
+            Event::TaskBegin {
+                time,
+                name,
+                task,
+                parent,
+            } => self.task_begun(task, name, time, parent),
+            Event::Poll { task, .. } => self.task_polled(task, self_time),
+            Event::TaskEnd {
+                time,
+                name,
+                task,
+                wall,
+                busy,
+            } => self.task_ended(lane, task, name, time, wall, busy),
             Event::Gauge { gauge, value, .. } => {
                 let v = match value {
                     GaugeValue::Int(v) => v as f64,
@@ -103,6 +123,28 @@ impl Model {
                     name,
                     lane,
                     has_arg: arg.is_some(),
+                    poll: false,
+                },
+                self_time,
+            ),
+            Event::Poll {
+                start,
+                duration,
+                name,
+                id,
+                parent,
+                task,
+            } => self.chunk.push_span(
+                SpanRecord {
+                    start,
+                    duration,
+                    arg: task,
+                    id,
+                    parent,
+                    name,
+                    lane,
+                    has_arg: false,
+                    poll: true,
                 },
                 self_time,
             ),
@@ -124,7 +166,12 @@ impl Model {
                 },
                 name: gauge,
             }),
-            Event::TickStart { .. } | Event::TickEnd { .. } => {}
+            // Ticks go in at their end, task spans at theirs.
+            Event::TickStart { .. }
+            | Event::TickEnd { .. }
+            | Event::TaskBegin { .. }
+            | Event::TaskEnd { .. }
+            | Event::Unknown { .. } => {}
         }
         if self.chunk.records() >= history::CHUNK_RECORDS {
             self.close_chunk();

@@ -7,6 +7,7 @@
 //! - [`session`]: the connection, new sessions, restarts and reconnects,
 //!   and the host clock;
 //! - [`lanes`]: a row per lane, and each span's self time;
+//! - [`tasks`]: task spans, which run in polls on any lanes;
 //! - [`ingest`]: a Block's events into the history, ticks and gauges;
 //! - [`history`]: every record of the last stretch, in chunks within a
 //!   byte budget;
@@ -25,9 +26,11 @@ pub mod model;
 pub mod session;
 pub mod stats;
 pub mod summary;
+pub mod tasks;
 
 pub use limits::{
-    Limits, Refused, MAX_GAUGES, MAX_LANES, MAX_NAMES, MAX_NAME_BYTES, MAX_OPEN_TICKS, MAX_TICKS,
+    Limits, Refused, MAX_GAUGES, MAX_LANES, MAX_NAMES, MAX_NAME_BYTES, MAX_OPEN_TASKS,
+    MAX_OPEN_TICKS, MAX_TICKS,
 };
 pub use model::Model;
 pub use session::Connection;
@@ -35,6 +38,7 @@ pub use summary::{
     GaugeSummary, HistorySummary, LaneSummary, OpenSummary, SpanStats, SpanTotal, Summary,
     TimelineInputs, PERCENTILE_SPANS,
 };
+pub use tasks::{task_tracks, OpenTask, PollMark, TaskBar, TaskTracks};
 
 /// Host time the sliding windows cover (tick durations, top spans: the
 /// latter from the per-name totals of the history's chunks that end in

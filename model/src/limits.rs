@@ -10,6 +10,8 @@ pub const MAX_GAUGES: usize = 1024;
 pub const MAX_OPEN_TICKS: usize = 1024;
 /// Ticks kept in the window at most.
 pub const MAX_TICKS: usize = 100_000;
+/// Task spans begun and not yet ended, kept at most.
+pub const MAX_OPEN_TASKS: usize = 16_384;
 
 /// What the viewer refused to keep because a cap was reached.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
@@ -22,6 +24,8 @@ pub struct Refused {
     pub gauges: u64,
     /// Ticks past [`MAX_OPEN_TICKS`] or [`MAX_TICKS`].
     pub ticks: u64,
+    /// Task spans begun past [`MAX_OPEN_TASKS`] open ones.
+    pub tasks: u64,
 }
 
 impl Refused {
@@ -43,6 +47,8 @@ pub struct Limits {
     pub gauges: usize,
     /// [`MAX_TICKS`].
     pub ticks: usize,
+    /// [`MAX_OPEN_TASKS`].
+    pub open_tasks: usize,
 }
 
 pub(crate) const LIMITS: Limits = Limits {
@@ -51,4 +57,5 @@ pub(crate) const LIMITS: Limits = Limits {
     lanes: MAX_LANES,
     gauges: MAX_GAUGES,
     ticks: MAX_TICKS,
+    open_tasks: MAX_OPEN_TASKS,
 };

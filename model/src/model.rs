@@ -15,6 +15,7 @@ use crate::lanes::Lane;
 use crate::limits::Refused;
 use crate::marks::{MarkKind, Marks};
 use crate::session::Connection;
+use crate::tasks::OpenTasks;
 use crate::{ns, NS_PER_SECOND};
 
 /// A viewer's running state.
@@ -47,6 +48,8 @@ pub struct Model {
     pub(crate) host_now: u64,
     pub(crate) host_now_at: Option<Duration>,
     pub(crate) tick_starts: HashMap<u64, u64>,
+    /// Task spans begun and not yet ended.
+    pub(crate) open_tasks: OpenTasks,
     /// (tick, start, duration, overrun), newest last.
     pub(crate) ticks: VecDeque<(u64, u64, u64, bool)>,
     pub(crate) gauges: BTreeMap<u32, VecDeque<f64>>,
@@ -89,6 +92,7 @@ impl Model {
             host_now: 0,
             host_now_at: None,
             tick_starts: HashMap::default(),
+            open_tasks: OpenTasks::default(),
             ticks: VecDeque::new(),
             gauges: BTreeMap::new(),
             rates: VecDeque::new(),

@@ -15,6 +15,9 @@ pub struct NameTotals {
     pub total: u64,
     /// Their self times (duration minus their children's), summed.
     pub self_time: u64,
+    /// The time they ran, summed: a span's duration, a task span's polls;
+    /// `total - busy` is the time task spans waited between polls.
+    pub busy: u64,
     /// The longest duration.
     pub max: u64,
     /// The start of the longest span.
@@ -25,11 +28,19 @@ impl NameTotals {
     /// Counts one span of `duration` starting at `start`, `self_time` of it
     /// outside its children.
     pub fn add_span(&mut self, start: u64, duration: u64, self_time: u64) {
+        self.add_task(start, duration, duration, self_time);
+    }
+
+    /// Counts one task span created at `start`, of `wall` from its
+    /// creation to its close, `busy` of it in its polls, and `self_time`
+    /// of those outside the spans inside them.
+    pub fn add_task(&mut self, start: u64, wall: u64, busy: u64, self_time: u64) {
         self.count += 1;
-        self.total = self.total.saturating_add(duration);
+        self.total = self.total.saturating_add(wall);
+        self.busy = self.busy.saturating_add(busy);
         self.self_time = self.self_time.saturating_add(self_time);
-        if duration > self.max || self.count == 1 {
-            self.max = duration;
+        if wall > self.max || self.count == 1 {
+            self.max = wall;
             self.max_at = start;
         }
     }
@@ -45,6 +56,7 @@ pub fn add(sum: &mut Totals, part: &Totals) {
         s.count += t.count;
         s.total = s.total.saturating_add(t.total);
         s.self_time = s.self_time.saturating_add(t.self_time);
+        s.busy = s.busy.saturating_add(t.busy);
         if t.max > s.max || s.count == t.count {
             s.max = t.max;
             s.max_at = t.max_at;
@@ -61,6 +73,7 @@ pub fn subtract(sum: &mut Totals, part: &Totals) {
             s.count = s.count.saturating_sub(t.count);
             s.total = s.total.saturating_sub(t.total);
             s.self_time = s.self_time.saturating_sub(t.self_time);
+            s.busy = s.busy.saturating_sub(t.busy);
             if s.count == 0 {
                 sum.remove(name);
             }
@@ -77,6 +90,10 @@ pub struct Distribution {
     pub total: u64,
     /// Self times summed.
     pub self_time: u64,
+    /// Time run, summed (task spans: their polls); `total - busy` waited.
+    /// [`Distribution::of`] counts every duration as run; the history's
+    /// distribution takes it from its totals.
+    pub busy: u64,
     /// Mean duration.
     pub mean: f64,
     /// Nearest-rank percentiles: the smallest duration with at least that
@@ -126,6 +143,7 @@ impl Distribution {
             count: count as u64,
             total,
             self_time,
+            busy: total,
             mean: total as f64 / count as f64,
             p50: rank(0.5),
             p90: rank(0.9),

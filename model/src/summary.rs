@@ -13,6 +13,7 @@ use crate::history::Chunk;
 use crate::limits::{Limits, Refused, LIMITS};
 use crate::marks::Mark;
 use crate::session::Connection;
+use crate::tasks::OpenTask;
 use crate::{ns, stats, Model, NS_PER_SECOND, WINDOW_SECONDS};
 
 impl Model {
@@ -59,6 +60,8 @@ impl Model {
                 count: t.count,
                 total_ms: ms(t.total),
                 self_ms: ms(t.self_time),
+                busy_ms: ms(t.busy),
+                idle_ms: ms(t.total.saturating_sub(t.busy)),
                 mean_ms: ms(t.total) / t.count.max(1) as f64,
                 max_ms: ms(max.get(&name).copied().unwrap_or(0)),
                 p50_ms: None,
@@ -76,12 +79,13 @@ impl Model {
     /// them for the selected name only).
     pub fn fill_percentiles(&self, stats: &mut [SpanStats]) {
         let chunks = self.history.chunks();
-        if chunks.iter().map(|c| c.spans.len()).sum::<usize>() > PERCENTILE_SPANS {
+        let held = chunks.iter().map(|c| c.spans.len() + c.tasks.len());
+        if held.sum::<usize>() > PERCENTILE_SPANS {
             return;
         }
         let mut durations: HashMap<u32, Vec<u64>> = HashMap::default();
-        for span in chunks.iter().flat_map(|c| c.spans.iter()) {
-            durations.entry(span.name).or_default().push(span.duration);
+        for (name, duration) in chunks.iter().flat_map(|c| c.named_durations()) {
+            durations.entry(name).or_default().push(duration);
         }
         let ms = |ticks: u64| self.seconds(ticks) * 1e3;
         for s in stats {
@@ -118,6 +122,7 @@ impl Model {
             now: self.host_time(now),
             ticks_per_second: NS_PER_SECOND,
             marks: self.marks.iter().copied().collect(),
+            open_tasks: self.open_tasks.iter().map(|(id, t)| (id, *t)).collect(),
         }
     }
 
@@ -405,6 +410,8 @@ pub struct TimelineInputs {
     pub ticks_per_second: u64,
     /// Where the stream lost something or started over, oldest first.
     pub marks: Vec<Mark>,
+    /// Task spans begun and not ended: id and what is known of them.
+    pub open_tasks: Vec<(u64, OpenTask)>,
 }
 
 /// What the viewer keeps of the stream, as `--json` reports it.
@@ -436,6 +443,12 @@ pub struct SpanStats {
     pub total_ms: f64,
     /// Their time outside their child spans, in milliseconds.
     pub self_ms: f64,
+    /// The time they ran, in milliseconds: all of a span's, a task
+    /// span's polls (FORMAT.md, "Tasks").
+    pub busy_ms: f64,
+    /// The time task spans waited between their polls, in milliseconds:
+    /// `total_ms - busy_ms`.
+    pub idle_ms: f64,
     /// The mean duration, in milliseconds.
     pub mean_ms: f64,
     /// The longest, in milliseconds.

@@ -599,7 +599,14 @@ impl SourceMetrics {
         // The reader gives times in ns.
         let seconds = |ns: u64| ns as f64 / 1e9;
         match event {
-            Event::Span { duration, name, .. } => {
+            // A task span's latency is its wall time; its polls are not
+            // spans of its name.
+            Event::Span { duration, name, .. }
+            | Event::TaskEnd {
+                wall: duration,
+                name,
+                ..
+            } => {
                 let histogram = match self.spans.get(&name) {
                     Some(histogram) => histogram,
                     None => {
@@ -682,7 +689,10 @@ impl SourceMetrics {
                     self.count(&self.metrics.tick_overruns, 1);
                 }
             }
-            Event::Instant { .. } => {}
+            Event::Instant { .. }
+            | Event::TaskBegin { .. }
+            | Event::Poll { .. }
+            | Event::Unknown { .. } => {}
         }
     }
 }

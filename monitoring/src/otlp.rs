@@ -406,6 +406,8 @@ impl TickTracer {
     }
 
     fn event(&mut self, lane: LaneId, event: Event) {
+        // A poll is what its lane ran, among the spans of a slow tick.
+        let event = event.lane_span();
         match event {
             Event::Span {
                 start,
@@ -449,7 +451,12 @@ impl TickTracer {
                     }
                 }
             }
-            Event::Instant { .. } | Event::Gauge { .. } => {}
+            Event::Instant { .. }
+            | Event::Gauge { .. }
+            | Event::Poll { .. }
+            | Event::TaskBegin { .. }
+            | Event::TaskEnd { .. }
+            | Event::Unknown { .. } => {}
         }
     }
 

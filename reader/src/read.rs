@@ -377,7 +377,7 @@ impl Reader {
             };
             state.tally.events += 1;
             if state.open_spans > 0 {
-                if let Event::Span { id, .. } = event {
+                if let Event::Span { id, .. } | Event::Poll { id, .. } = event {
                     state.ended(lane, id);
                 }
             }
@@ -437,53 +437,8 @@ impl Reader {
     }
 }
 
-/// `event` with its times and duration in ns.
+/// `event` with its times and durations in ns.
 fn in_ns(event: Event, clock: Clock) -> Event {
     let ns = |t| clock.ns(t);
-    match event {
-        Event::Span {
-            start,
-            duration,
-            name,
-            id,
-            parent,
-            arg,
-        } => Event::Span {
-            start: ns(start),
-            // The end converted, not the duration: a child that ends with
-            // its parent in ticks does so in ns too.
-            duration: ns(start.saturating_add(duration)) - ns(start),
-            name,
-            id,
-            parent,
-            arg,
-        },
-        Event::Instant {
-            time,
-            name,
-            payload,
-        } => Event::Instant {
-            time: ns(time),
-            name,
-            payload,
-        },
-        Event::Gauge { time, gauge, value } => Event::Gauge {
-            time: ns(time),
-            gauge,
-            value,
-        },
-        Event::TickStart { time, tick } => Event::TickStart {
-            time: ns(time),
-            tick,
-        },
-        Event::TickEnd {
-            time,
-            tick,
-            overrun,
-        } => Event::TickEnd {
-            time: ns(time),
-            tick,
-            overrun,
-        },
-    }
+    event.map_times(ns, ns)
 }

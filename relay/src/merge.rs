@@ -41,7 +41,7 @@ use typhon_live_core::frame::{frame_around, HEADER_LEN, OVERHEAD, TRAILER_LEN};
 use typhon_live_core::init::write_init;
 use typhon_live_core::{
     BlockBuilder, Event, LaneId, LaneInfo, LaneKind, Metadata, NameId, NameSource, OpenLane,
-    OpenSpan,
+    OpenSpan, TaskId,
 };
 
 use typhon_live_reader::owned::{self, Update};
@@ -565,7 +565,11 @@ impl Merger {
             // Past the cap, unknown ids show as name 0 (the cap's).
             let room = state.names.len() + state.gauges.len() < MAX_NAMES;
             match *event {
-                Event::Span { name, .. } | Event::Instant { name, .. } => {
+                Event::Span { name, .. }
+                | Event::Instant { name, .. }
+                | Event::Poll { name, .. }
+                | Event::TaskBegin { name, .. }
+                | Event::TaskEnd { name, .. } => {
                     if room || state.names.contains_key(&name) {
                         state
                             .names
@@ -583,7 +587,10 @@ impl Merger {
                         .entry(gauge)
                         .or_insert_with(|| names.intern(&format!("{}{text}", state.prefix), quota));
                 }
-                Event::Gauge { .. } | Event::TickStart { .. } | Event::TickEnd { .. } => {}
+                Event::Gauge { .. }
+                | Event::TickStart { .. }
+                | Event::TickEnd { .. }
+                | Event::Unknown { .. } => {}
             }
         }
         if lanes_changed || self.names.count() > self.names_sent {
@@ -599,6 +606,7 @@ impl Merger {
             .collect();
         let at = |t: u64| u64::try_from((i128::from(t) + offset).max(0)).unwrap_or(u64::MAX);
         let name_of = |id: NameId| state.names.get(&id).copied().unwrap_or(0);
+        let task_of = |task: TaskId| relay_task(source, task);
         let out = &mut self.out;
         let mut builder = BlockBuilder::new(&mut self.scratch);
         let mut flush = |builder: &BlockBuilder<'_>, drops: &mut Vec<(LaneId, u32)>| {
@@ -612,51 +620,11 @@ impl Merger {
                 self.refused_events += 1;
                 continue;
             };
-            let moved = match event {
-                Event::Span {
-                    start,
-                    duration,
-                    name,
-                    id,
-                    parent,
-                    arg,
-                } => Event::Span {
-                    start: at(start),
-                    duration,
-                    name: name_of(name),
-                    id,
-                    parent,
-                    arg,
-                },
-                Event::Instant {
-                    time,
-                    name,
-                    payload,
-                } => Event::Instant {
-                    time: at(time),
-                    name: name_of(name),
-                    payload,
-                },
-                Event::Gauge { time, gauge, value } => Event::Gauge {
-                    time: at(time),
-                    gauge: state.gauges.get(&gauge).copied().unwrap_or(0),
-                    value,
-                },
-                Event::TickStart { time, tick } => Event::TickStart {
-                    time: at(time),
-                    tick,
-                },
-                Event::TickEnd {
-                    time,
-                    tick,
-                    overrun,
-                } => Event::TickEnd {
-                    time: at(time),
-                    tick,
-                    overrun,
-                },
-            };
-            if let Event::Span { id, .. } = moved {
+            let gauge_of = |id: NameId| state.gauges.get(&id).copied().unwrap_or(0);
+            let moved = event
+                .map_times(at, |length| length)
+                .map_ids(name_of, gauge_of, task_of);
+            if let Event::Span { id, .. } | Event::Poll { id, .. } = moved {
                 // Ended: no longer open, whatever the last Catch-up said.
                 if let Some(open) = self.open.get_mut(usize::from(relay)) {
                     if let Some(at) = open.spans.iter().position(|s| s.id == id) {
@@ -681,6 +649,19 @@ impl Merger {
     fn frame(&self, n: usize) -> MergedFrame {
         frame_of(&self.out[..n])
     }
+}
+
+/// Bits of a source's task id the merged stream keeps: the bits above
+/// say which source it came from, so two processes' tasks never share
+/// an id (a process would need 2^56 tasks to wrap).
+const TASK_BITS: u32 = 56;
+
+/// The merged stream's id of `source`'s task `task` (0 stays "none").
+fn relay_task(source: usize, task: TaskId) -> TaskId {
+    if task == 0 {
+        return 0;
+    }
+    (task & ((1 << TASK_BITS) - 1)) | ((source as u64 + 1) << TASK_BITS)
 }
 
 /// The relay lane of `source`'s `lane`, a new one if need be (none past

@@ -1,8 +1,12 @@
-//! Prints the worked example of docs/FORMAT.md as a hex dump, one frame a
-//! paragraph: `cargo run -p typhon-live-tests --example format_example`.
+//! Prints a worked example of docs/FORMAT.md as a hex dump, one frame a
+//! paragraph: `cargo run -p typhon-live-tests --example format_example`
+//! for the first, `... -- tasks` for the second (a task span).
 
 fn main() {
-    let stream = typhon_live_tests::format_example();
+    let stream = match std::env::args().nth(1).as_deref() {
+        Some("tasks") => typhon_live_tests::task_example(),
+        _ => typhon_live_tests::format_example(),
+    };
     let mut at = 0;
     while at + 16 <= stream.len() {
         let len =

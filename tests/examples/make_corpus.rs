@@ -1,5 +1,5 @@
 //! Writes the fuzzers' seed corpus into `fuzz/corpus/decode/`: valid
-//! streams, and one whose second Block is issue 21's, stating four billion
+//! streams (one with task records), and one whose second Block is issue 21's, stating four billion
 //! records in 58 bytes. `cargo run -p typhon-live-tests --example make_corpus`.
 
 use std::fs;
@@ -37,6 +37,8 @@ fn main() -> std::io::Result<()> {
                 &typhon_live_tests::over_bound_block(OVER_BOUND_SEQ),
             ),
         ),
+        // Task records (kinds 6 to 8).
+        ("task-span.tlt", typhon_live_tests::task_stream()),
     ];
     for (name, bytes) in seeds {
         fs::write(dir.join(name), &bytes)?;

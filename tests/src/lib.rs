@@ -5,6 +5,7 @@
 pub mod browser;
 pub mod collector;
 pub mod http_attack;
+pub mod service;
 #[cfg(doctest)]
 pub mod snippets;
 pub mod tls;
@@ -671,6 +672,94 @@ pub fn format_example() -> Vec<u8> {
         events_dropped: 3,
     };
     let n = shutdown.write(&mut out, 2).expect("fits");
+    stream.extend(&out[..n]);
+    stream
+}
+
+/// The events of FORMAT.md's second worked example: a task span (task 5,
+/// name 2) created at 1000 on lane 1, polled twice, closed at 1340.
+pub fn task_example_events() -> [Event; 4] {
+    [
+        Event::TaskBegin {
+            time: 1000,
+            name: 2,
+            task: 5,
+            parent: 0,
+        },
+        Event::Poll {
+            start: 1010,
+            duration: 40,
+            name: 2,
+            id: 1,
+            parent: 0,
+            task: 5,
+        },
+        Event::Poll {
+            start: 1300,
+            duration: 30,
+            name: 2,
+            id: 2,
+            parent: 0,
+            task: 5,
+        },
+        Event::TaskEnd {
+            time: 1340,
+            name: 2,
+            task: 5,
+            wall: 340,
+            busy: 70,
+        },
+    ]
+}
+
+/// FORMAT.md's second worked example: [`task_example_events`] in one
+/// packed Block, sequence number 3, on lane 1.
+pub fn task_example() -> Vec<u8> {
+    task_block(3)
+}
+
+/// [`task_example_events`] in one packed Block numbered `seq`.
+fn task_block(seq: u32) -> Vec<u8> {
+    use typhon_live_core::block::block_scratch_len;
+    use typhon_live_core::{BlockBuilder, Compression};
+
+    let mut scratch = [0u8; block_scratch_len(4)];
+    let mut block = BlockBuilder::new(&mut scratch);
+    for event in task_example_events() {
+        assert!(block.push(1, &event));
+    }
+    block_frame(&block, seq, &[], Compression::Off)
+}
+
+/// A whole stream of one task span: an Init naming lanes 0 and 1 and
+/// the task's name (id 2, "GET /a"), the Block of
+/// [`task_example_events`], and a Shutdown.
+pub fn task_stream() -> Vec<u8> {
+    use typhon_live_core::init::write_init;
+    use typhon_live_core::{LaneKind, Metadata, NameTable, Shutdown};
+
+    let mut names: NameTable<4, 64> = NameTable::new();
+    for name in ["main", "worker", "GET /a"] {
+        names.intern(name).expect("room");
+    }
+    let lanes = [(0, 0, LaneKind::Main), (1, 1, LaneKind::Worker)]
+        .map(|(id, name, kind)| LaneInfo { id, name, kind });
+    let meta = Metadata {
+        ticks_per_second: 1_000_000,
+        process_name: "service",
+        ..Metadata::default()
+    };
+    let mut out = vec![0u8; 4096];
+    let n = write_init(&mut out, 0, &meta, &names, lanes.into_iter()).expect("fits");
+    let mut stream = out[..n].to_vec();
+    stream.extend(task_block(0));
+    let shutdown = Shutdown {
+        time: 2000,
+        frames_sent: 1,
+        frames_dropped: 0,
+        events_dropped: 0,
+    };
+    let n = shutdown.write(&mut out, 1).expect("fits");
     stream.extend(&out[..n]);
     stream
 }

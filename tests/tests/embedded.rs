@@ -161,9 +161,15 @@ where
                     let (lane, event) = item.expect("event");
                     // Empty: a name id this reader was never told.
                     let name = match event {
-                        Event::Span { name, .. } | Event::Instant { name, .. } => names.get(&name),
+                        Event::Span { name, .. }
+                        | Event::Instant { name, .. }
+                        | Event::Poll { name, .. }
+                        | Event::TaskBegin { name, .. }
+                        | Event::TaskEnd { name, .. } => names.get(&name),
                         Event::Gauge { gauge, .. } => names.get(&gauge),
-                        Event::TickStart { .. } | Event::TickEnd { .. } => None,
+                        Event::TickStart { .. } | Event::TickEnd { .. } | Event::Unknown { .. } => {
+                            None
+                        }
                     };
                     let name = name.cloned().unwrap_or_else(|| match event {
                         Event::TickStart { .. } => "tick start".into(),

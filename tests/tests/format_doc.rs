@@ -5,24 +5,49 @@ use std::fs;
 use std::path::Path;
 
 use typhon_live_core::{Event, LaneKind};
-use typhon_live_tests::{format_example, frames, read_stream, Owned};
+use typhon_live_tests::{
+    format_example, frames, read_stream, task_example, task_example_events, Owned,
+};
 
-#[test]
-fn the_worked_example_is_what_the_encoder_writes() {
+/// The bytes of the hex dump between `<!-- NAME:begin -->` and
+/// `<!-- NAME:end -->` in docs/FORMAT.md.
+fn documented(name: &str) -> Vec<u8> {
     let doc = fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/FORMAT.md"))
         .expect("docs/FORMAT.md");
     let begin = doc
-        .find("<!-- example:begin -->")
+        .find(&format!("<!-- {name}:begin -->"))
         .expect("example begin marker");
     let end = doc
-        .find("<!-- example:end -->")
+        .find(&format!("<!-- {name}:end -->"))
         .expect("example end marker");
-    let documented: Vec<u8> = doc[begin..end]
+    doc[begin..end]
         .lines()
         .filter(|l| !l.starts_with("<!--") && !l.starts_with("```"))
         .flat_map(str::split_whitespace)
         .map(|h| u8::from_str_radix(h, 16).expect("hex byte"))
-        .collect();
+        .collect()
+}
+
+#[test]
+fn the_task_example_is_what_the_encoder_writes() {
+    let written = task_example();
+    assert_eq!(
+        documented("tasks-example"),
+        written,
+        "FORMAT.md's task example is stale: regenerate it with `cargo run -p typhon-live-tests --example format_example -- tasks`"
+    );
+    let got = frames(read_stream(&written, &[], 4096));
+    let [Owned::Block { events, drops, .. }] = &got[..] else {
+        panic!("unexpected frames {got:?}");
+    };
+    assert!(drops.is_empty());
+    let expected: Vec<(u16, Event)> = task_example_events().map(|e| (1, e)).to_vec();
+    assert_eq!(events, &expected);
+}
+
+#[test]
+fn the_worked_example_is_what_the_encoder_writes() {
+    let documented = documented("example");
     let written = format_example();
     assert_eq!(
         documented, written,

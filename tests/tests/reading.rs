@@ -558,6 +558,39 @@ fn definitions_without_a_section_change_nothing_of_it() {
     assert_eq!(parse(&[8, 2, 0, 0, 0, 0, 0]), (0, Some(0)));
 }
 
+/// A record of a reserved kind (9 to 15) is read by the shape they share
+/// and skipped: the records after it stand.
+#[test]
+fn a_record_of_a_reserved_kind_is_skipped() {
+    let mut payload = Vec::new();
+    payload.extend(3u32.to_le_bytes()); // three records
+    payload.extend([0; 16]); // first and last timestamps
+    payload.extend(0u16.to_le_bytes()); // no drop entries
+    payload.extend([1, 0, 0, 3, 0]); // one group: lane 0, 3 records, at 0
+                                     // Kind: tick start (16), kind 9 with flags A and B (39), tick start.
+    payload.extend([3, 8, 0, 0, 16, 39, 16]);
+    payload.extend([0]); // span time: empty
+    payload.extend([1, 0, 5]); // name: the reserved record's
+    payload.extend([0, 0]); // span id, parent: empty
+    payload.extend([1, 0, 7]); // duration: the reserved record's (B)
+    payload.extend([1, 0, 9]); // argument: the reserved record's (A)
+    payload.extend([3, 0, 0]); // point time: three gaps of 0
+    payload.extend([3, 8, 0, 0, 2, 11, 2]); // value: z(1), 11, z(1)
+    let block = BlockView::parse(&payload, 0).expect("the header reads");
+    let mut events = Vec::new();
+    BlockBuffer::new()
+        .each_event(&block, |_, event| events.push(event))
+        .expect("no damage");
+    assert_eq!(
+        events,
+        [
+            Event::TickStart { time: 0, tick: 1 },
+            Event::Unknown { time: 0, kind: 9 },
+            Event::TickStart { time: 0, tick: 2 },
+        ]
+    );
+}
+
 /// Question 14: a record of a kind the reader does not know ends the
 /// Block there: the events before it (in record order) stand, the rest
 /// of the stated records are events lost to the damage.
@@ -568,8 +601,8 @@ fn a_record_of_unknown_kind_ends_the_block_there() {
     payload.extend([0; 16]); // first and last timestamps
     payload.extend(0u16.to_le_bytes()); // no drop entries
     payload.extend([1, 0, 0, 3, 0]); // one group: lane 0, 3 records, at 0
-                                     // Kind: width 8, no escapes: tick start (16), tick start, kind 6 (24).
-    payload.extend([3, 8, 0, 0, 16, 16, 24]);
+                                     // Kind: width 8, no escapes: tick start (16), tick start, kind 0 (0).
+    payload.extend([3, 8, 0, 0, 16, 16, 0]);
     payload.extend([0; 6]); // span time to argument: empty
     payload.extend([3, 0, 0]); // point time: three gaps of 0
     payload.extend([2, 0, 2]); // value: the two tick numbers' z(1)

@@ -141,7 +141,46 @@ fn event() -> impl Strategy<Value = Event> {
             tick,
             overrun
         }),
+        (time(), any::<u32>(), task(), task()).prop_map(|(time, name, task, parent)| {
+            Event::TaskBegin {
+                time,
+                name,
+                task,
+                parent,
+            }
+        }),
+        (
+            time(),
+            any::<u64>(),
+            any::<u32>(),
+            any::<u32>(),
+            any::<u32>(),
+            task()
+        )
+            .prop_map(|(start, duration, name, id, parent, task)| Event::Poll {
+                start,
+                duration,
+                name,
+                id,
+                parent,
+                task
+            }),
+        (time(), any::<u32>(), task(), any::<u64>(), any::<u64>()).prop_map(
+            |(time, name, task, wall, busy)| Event::TaskEnd {
+                time,
+                name,
+                task,
+                wall,
+                busy
+            }
+        ),
+        (time(), 9u8..=15).prop_map(|(time, kind)| Event::Unknown { time, kind }),
     ]
+}
+
+/// Task ids: mostly a process's counter, sometimes anything.
+fn task() -> impl Strategy<Value = u64> {
+    prop_oneof![4 => 0u64..1000, 1 => any::<u64>()]
 }
 
 fn batch() -> impl Strategy<Value = Vec<(LaneId, Event)>> {

@@ -1,17 +1,14 @@
 //! The `tracing` layer end to end: spans, nesting, a field recorded later,
-//! events, and a span entered on two threads all come back through the
-//! decoder with their names. One test per binary: the subscriber is the
+//! events, and a span entered on two threads (a task span of two polls)
+//! all come back through the decoder with their names. One test per binary: the subscriber is the
 //! process's global default and the profiler is one per process.
 
 use std::collections::HashMap;
 
-use tracing_subscriber::layer::SubscriberExt;
-use tracing_subscriber::util::SubscriberInitExt;
-use typhon_live_core::{Event, LaneId, Metadata};
-use typhon_live_std::config::ProfilerConfig;
-use typhon_live_std::Profiler;
+use typhon_live_core::{Event, LaneId};
 use typhon_live_tests::{frames, read_stream, Owned};
-use typhon_live_tracing::TyphonLayer;
+
+mod layer;
 
 /// Every event of the trace, with its name spelled out.
 fn named_events(frames: &[Owned]) -> Vec<(LaneId, String, Event)> {
@@ -25,7 +22,11 @@ fn named_events(frames: &[Owned]) -> Vec<(LaneId, String, Event)> {
             Owned::Block { events, .. } => {
                 for (lane, event) in events {
                     let name = match *event {
-                        Event::Span { name, .. } | Event::Instant { name, .. } => name,
+                        Event::Span { name, .. }
+                        | Event::Instant { name, .. }
+                        | Event::Poll { name, .. }
+                        | Event::TaskBegin { name, .. }
+                        | Event::TaskEnd { name, .. } => name,
                         _ => continue,
                     };
                     let name = names.get(&name).cloned().unwrap_or_default();
@@ -40,15 +41,7 @@ fn named_events(frames: &[Owned]) -> Vec<(LaneId, String, Event)> {
 
 #[test]
 fn tracing_spans_and_events_come_back_with_their_names() {
-    let path = std::env::temp_dir().join(format!("typhon-live-tracing-{}.tlt", std::process::id()));
-    let config = ProfilerConfig {
-        trace: Some(path.clone()),
-        ..ProfilerConfig::default()
-    };
-    let profiler = Profiler::start(&config, &Metadata::default()).expect("profiler");
-    tracing_subscriber::registry()
-        .with(TyphonLayer::new())
-        .init();
+    let (profiler, path) = layer::record("tracing");
 
     {
         let frame = tracing::info_span!("Frame", entities = 42u64);
@@ -62,13 +55,17 @@ fn tracing_spans_and_events_come_back_with_their_names() {
         let _load = load.enter();
         load.record("bytes", 4096u64);
     }
-    // An async task's span, polled on this thread and then on another.
+    // Closed before this thread runs anything else: an ordinary span.
+    drop(load);
+    // An async task's span, polled on this thread and then on another,
+    // nothing else running in between.
     let task = tracing::info_span!("Task");
     drop(task.enter());
     let moved = task.clone();
     std::thread::spawn(move || drop(moved.enter()))
         .join()
         .expect("thread");
+    drop(task);
     for i in 0..2u64 {
         tracing::info!(step = i, "step {}", i);
     }
@@ -137,9 +134,44 @@ fn tracing_spans_and_events_come_back_with_their_names() {
         panic!("one Load span: {events:?}");
     };
     assert_eq!(load_arg, Some(4096), "a field recorded inside the span");
-    let task_lanes: Vec<LaneId> = spans("Task").iter().map(|(lane, _)| *lane).collect();
-    assert_eq!(task_lanes.len(), 2, "one lane span per entry");
-    assert_ne!(task_lanes[0], task_lanes[1], "entered on two threads");
+    assert!(spans("Task").is_empty(), "a task span is not a lane span");
+    let polls: Vec<(LaneId, u64, u64, u64)> = (events.iter())
+        .filter_map(|(lane, name, e)| match *e {
+            Event::Poll {
+                start,
+                duration,
+                task,
+                ..
+            } if name == "Task" => Some((*lane, start, duration, task)),
+            _ => None,
+        })
+        .collect();
+    let [(lane_a, start_a, run_a, task_a), (lane_b, _, run_b, task_b)] = polls[..] else {
+        panic!("two polls of Task: {events:?}");
+    };
+    assert_ne!(lane_a, lane_b, "polled on two threads");
+    assert_eq!(task_a, task_b, "polls of one task");
+    let ends: Vec<(u64, u64, u64, u64)> = (events.iter())
+        .filter_map(|(_, name, e)| match *e {
+            Event::TaskEnd {
+                time,
+                task,
+                wall,
+                busy,
+                ..
+            } if name == "Task" => Some((time, task, wall, busy)),
+            _ => None,
+        })
+        .collect();
+    let [(end, task, wall, busy)] = ends[..] else {
+        panic!("one end of Task: {events:?}");
+    };
+    assert_eq!(task, task_a);
+    assert_eq!(busy, run_a + run_b, "busy is the sum of its polls");
+    assert!(
+        wall >= busy && end - wall <= start_a,
+        "from its first poll to its close"
+    );
     // Named once per call site, after its first message.
     assert_eq!(instants("INFO step 0"), [0, 1]);
 }

@@ -12,9 +12,18 @@
 //! ```
 //!
 //! What becomes what:
-//! - Each time a span is entered and exited on a thread, that thread's lane
-//!   gets a span named after the `tracing` span. A span entered on several
-//!   threads (an async task that moves) gives one lane span per entry.
+//! - A span entered once, on one thread, and closed becomes a span of
+//!   that thread's lane, from its enter to its exit.
+//! - A span that crosses an `.await` (it is entered again, or its thread
+//!   runs something else before it closes) becomes a *task span*
+//!   (FORMAT.md, "Tasks"): one span from its creation to its close,
+//!   whatever threads polled it, with its busy time (its polls) and its
+//!   idle time; each poll is a span of the lane it ran on. The layer
+//!   learns this per call site, from the first such span: from then on
+//!   the call site's spans are task spans from their creation.
+//! - A span named from its fields: `otel.name`; else the method and
+//!   `http.route`; else the method and the URI's path (tower-http's
+//!   `TraceLayer`), capped per call site ([`naming`]).
 //! - A span's first integer field is its argument (negative values keep
 //!   their two's-complement bits); a later `record` of an integer field
 //!   replaces it.
@@ -24,68 +33,144 @@
 //! Names are interned once per call site, never per call: a span's name
 //! when its call site registers, an event's on the call site's first event
 //! (a message with formatted arguments is named after that first one).
-//! Recording costs one lookup in the subscriber's span registry per enter;
-//! with no profiler running, nothing is recorded.
+//! With no profiler running, nothing is recorded.
 #![deny(missing_docs)]
 
-use std::cell::RefCell;
-use std::collections::HashMap;
-use std::fmt;
-use std::sync::{PoisonError, RwLock};
+mod first_run;
+pub mod naming;
+mod site;
+mod thread;
 
-use tracing_core::callsite::Identifier;
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use tracing_core::field::{Field, Visit};
 use tracing_core::span::{Attributes, Id, Record};
 use tracing_core::subscriber::Interest;
 use tracing_core::{Event, Metadata, Subscriber};
 use tracing_subscriber::layer::{Context, Layer};
-use tracing_subscriber::registry::LookupSpan;
-use typhon_live_std::runtime::{self, SpanGuard};
+use tracing_subscriber::registry::{LookupSpan, SpanRef};
+use typhon_live_std::{runtime, tasks};
 
-/// Name id of an interned name (the core's `NameId`).
-type NameId = u32;
+use crate::naming::{NamingVisitor, Values};
+use crate::site::{NameId, Site};
+use crate::thread::{Entered, Pending};
 
 /// The layer: add it to a `tracing_subscriber::registry()`.
 #[derive(Default)]
 pub struct TyphonLayer {
-    /// Name per call site, interned once.
-    names: RwLock<HashMap<Identifier, NameId>>,
+    _private: (),
 }
 
 /// A span's argument, kept in the registry's extensions; only spans with
 /// an integer field get one (an extension costs an allocation).
 struct SpanArg(u64);
 
-thread_local! {
-    /// Spans entered on this thread and not yet exited, innermost last.
-    static ENTERED: RefCell<Vec<(Id, SpanGuard)>> = const { RefCell::new(Vec::new()) };
+/// A span's name built from its fields, when it differs from its call
+/// site's.
+struct SpanName(NameId);
+
+/// A task span's state, in its extensions.
+struct Task {
+    id: u64,
+    /// When it was created, on the profiler's clock: the start of its
+    /// first poll when it was not known to be a task at its creation.
+    created: AtomicU64,
+    /// Its polls so far, in ns.
+    busy: AtomicU64,
 }
+
+impl Task {
+    fn new(id: u64, created: u64, busy: u64) -> Task {
+        Task {
+            id,
+            created: AtomicU64::new(created),
+            busy: AtomicU64::new(busy),
+        }
+    }
+}
+
+/// A span closed on another thread than the one where its first run
+/// waits to be recorded: that run was all of it.
+struct Closed;
 
 impl TyphonLayer {
     /// A layer with no call site seen yet.
     pub fn new() -> Self {
         TyphonLayer::default()
     }
+}
 
-    fn cached(&self, callsite: &Identifier) -> Option<NameId> {
-        let names = self.names.read().unwrap_or_else(PoisonError::into_inner);
-        names.get(callsite).copied()
+/// The site of a span's call site.
+fn span_site(meta: &'static Metadata<'static>) -> &'static Site {
+    site::of(meta, || meta.name().to_owned())
+}
+
+/// The task of the span `span` was created in, if that one is a task.
+fn parent_task<S>(span: &SpanRef<'_, S>) -> u64
+where
+    S: for<'a> LookupSpan<'a>,
+{
+    span.parent()
+        .and_then(|parent| parent.extensions().get::<Task>().map(|t| t.id))
+        .unwrap_or(0)
+}
+
+/// The first run of a span, waiting on this thread: the span closed,
+/// so it was an ordinary span; or this thread moved on, so it is a task.
+fn resolve<S>(pending: Pending, ctx: &Context<'_, S>)
+where
+    S: Subscriber + for<'a> LookupSpan<'a>,
+{
+    first_run::clear(&pending.id);
+    let Some(span) = ctx.span(&pending.id) else {
+        // Closed and gone on another thread, never entered again.
+        return pending.ended.record();
+    };
+    pending.site.learnt_async();
+    let mut extensions = span.extensions_mut();
+    if extensions.get_mut::<Closed>().is_some() {
+        drop(extensions);
+        return pending.ended.record();
     }
-
-    /// The call site's name id, interning `name()` the first time.
-    fn name_of(
-        &self,
-        meta: &'static Metadata<'static>,
-        name: impl FnOnce() -> String,
-    ) -> Option<NameId> {
-        let callsite = meta.callsite();
-        if let Some(id) = self.cached(&callsite) {
-            return Some(id);
+    let (busy, start) = (pending.ended.duration(), pending.ended.start());
+    let task = match extensions.get_mut::<Task>() {
+        // Another thread made it a task first.
+        Some(task) => {
+            task.busy.fetch_add(busy, Ordering::Relaxed);
+            task.created.fetch_min(start, Ordering::Relaxed);
+            task.id
         }
-        let id = runtime::intern(&name())?;
-        let mut names = self.names.write().unwrap_or_else(PoisonError::into_inner);
-        Some(*names.entry(callsite).or_insert(id))
+        None => {
+            // Its creation was not timed (it was not known to be a task
+            // then): its first run's start stands for it.
+            let id = tasks::new_task();
+            extensions.insert(Task::new(id, start, busy));
+            drop(extensions);
+            tasks::begin(id, pending.name, start, parent_task(&span));
+            id
+        }
+    };
+    pending.ended.record_poll(task, pending.name);
+}
+
+/// The span `span`, entered here while its first run waits on another
+/// thread, is a task: made one here unless that thread did first.
+fn promote_here<S>(span: &SpanRef<'_, S>, site: &'static Site, name: NameId) -> u64
+where
+    S: for<'a> LookupSpan<'a>,
+{
+    site.learnt_async();
+    let mut extensions = span.extensions_mut();
+    if let Some(task) = extensions.get_mut::<Task>() {
+        return task.id;
     }
+    let (id, created) = (tasks::new_task(), runtime::now());
+    extensions.insert(Task::new(id, created, 0));
+    drop(extensions);
+    first_run::promote(&span.id());
+    tasks::begin(id, name, created, parent_task(span));
+    id
 }
 
 impl<S> Layer<S> for TyphonLayer
@@ -94,37 +179,90 @@ where
 {
     fn register_callsite(&self, meta: &'static Metadata<'static>) -> Interest {
         if meta.is_span() {
-            self.name_of(meta, || meta.name().to_owned());
+            span_site(meta);
         }
         Interest::always()
     }
 
     fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
+        if !runtime::is_enabled() {
+            return;
+        }
+        let site = span_site(attrs.metadata());
         let mut fields = Fields::default();
         attrs.record(&mut fields);
-        if let (Some(arg), Some(span)) = (fields.integer, ctx.span(id)) {
-            span.extensions_mut().insert(SpanArg(arg));
+        let mut values = Values::default();
+        if site.naming.is_some() {
+            attrs.record(&mut NamingVisitor(&mut values));
+        }
+        let built = (site.naming.as_ref())
+            .filter(|_| values.any())
+            .and_then(|naming| naming.name(&values))
+            .filter(|&name| Some(name) != site.name);
+        if fields.integer.is_none() && built.is_none() && !site.is_async() {
+            // An ordinary span: nothing to keep.
+            return;
+        }
+        let Some(span) = ctx.span(id) else {
+            return;
+        };
+        let task = site.is_async().then(|| (tasks::new_task(), runtime::now()));
+        let mut extensions = span.extensions_mut();
+        if let Some(arg) = fields.integer {
+            extensions.insert(SpanArg(arg));
+        }
+        if let Some(name) = built {
+            extensions.insert(SpanName(name));
+        }
+        if let Some((task, created)) = task {
+            extensions.insert(Task::new(task, created, 0));
+            drop(extensions);
+            if let Some(name) = built.or(site.name) {
+                tasks::begin(task, name, created, parent_task(&span));
+            }
         }
     }
 
     fn on_record(&self, id: &Id, values: &Record<'_>, ctx: Context<'_, S>) {
         let mut fields = Fields::default();
         values.record(&mut fields);
-        let Some(arg) = fields.integer else {
+        let mut naming = Values::default();
+        let Some(span) = ctx.span(id) else {
             return;
         };
-        if let Some(span) = ctx.span(id) {
+        let site = span_site(span.metadata());
+        if site.naming.is_some() {
+            values.record(&mut NamingVisitor(&mut naming));
+        }
+        let built = (site.naming.as_ref())
+            .filter(|_| naming.any())
+            .and_then(|n| n.name(&naming));
+        if fields.integer.is_none() && built.is_none() {
+            return;
+        }
+        {
             let mut extensions = span.extensions_mut();
-            match extensions.get_mut::<SpanArg>() {
-                Some(SpanArg(old)) => *old = arg,
-                None => extensions.insert(SpanArg(arg)),
+            if let Some(arg) = fields.integer {
+                match extensions.get_mut::<SpanArg>() {
+                    Some(SpanArg(old)) => *old = arg,
+                    None => extensions.insert(SpanArg(arg)),
+                }
+            }
+            if let Some(name) = built {
+                match extensions.get_mut::<SpanName>() {
+                    Some(SpanName(old)) => *old = name,
+                    None => extensions.insert(SpanName(name)),
+                }
             }
         }
-        // Already entered here: the argument goes out when it exits.
-        let _ = ENTERED.try_with(|entered| {
-            for (entered_id, guard) in entered.borrow_mut().iter_mut() {
-                if entered_id == id {
-                    guard.set_arg(arg);
+        // Already entered here: the argument and name go out when it exits.
+        thread::with(|thread| {
+            for entered in thread.entered.iter_mut().filter(|e| &e.id == id) {
+                if let Some(arg) = fields.integer {
+                    entered.guard.set_arg(arg);
+                }
+                if let Some(name) = built {
+                    entered.name = name;
                 }
             }
         });
@@ -134,30 +272,135 @@ where
         if !runtime::is_enabled() {
             return;
         }
+        // This thread moves on: the span that waits is a task.
+        if let Some(pending) = thread::with(|thread| thread.pending.take()).flatten() {
+            resolve(pending, &ctx);
+        }
         let Some(span) = ctx.span(id) else {
             return;
         };
-        let meta = span.metadata();
-        let Some(name) = self.name_of(meta, || meta.name().to_owned()) else {
+        let site = span_site(span.metadata());
+        let (name, arg, task) = {
+            let extensions = span.extensions();
+            let name = extensions.get::<SpanName>().map(|n| n.0).or(site.name);
+            let arg = extensions.get::<SpanArg>().map(|a| a.0);
+            (name, arg, extensions.get::<Task>().map(|t| t.id))
+        };
+        let Some(name) = name else {
             return;
         };
+        let task = match task {
+            None if first_run::is_marked(id) => Some(promote_here(&span, site, name)),
+            task => task,
+        };
         let mut guard = runtime::span(name);
-        if let Some(SpanArg(arg)) = span.extensions().get::<SpanArg>() {
-            guard.set_arg(*arg);
+        if let Some(arg) = arg {
+            guard.set_arg(arg);
         }
-        let _ = ENTERED.try_with(|entered| entered.borrow_mut().push((id.clone(), guard)));
+        let id = id.clone();
+        thread::with(move |thread| {
+            thread.entered.push(Entered {
+                id,
+                guard,
+                task,
+                name,
+                site,
+            })
+        });
     }
 
-    fn on_exit(&self, id: &Id, _ctx: Context<'_, S>) {
-        let _ = ENTERED.try_with(|entered| {
-            let mut entered = entered.borrow_mut();
-            // Usually the innermost; exits out of order are tolerated.
-            if let Some(at) = entered.iter().rposition(|(entered_id, _)| entered_id == id) {
-                let (_, guard) = entered.remove(at);
-                drop(entered);
-                drop(guard); // records the span
+    fn on_exit(&self, id: &Id, ctx: Context<'_, S>) {
+        /// What an exit leaves to do outside the thread's state.
+        enum Exited {
+            /// A poll of a known task, to record.
+            Poll(Entered),
+            /// A run that now waits for its close, in the place of one
+            /// that waited before it.
+            Waits { id: Id, earlier: Option<Pending> },
+        }
+        // Usually the innermost; exits out of order are tolerated.
+        let exited = thread::with(|thread| {
+            let at = thread.entered.iter().rposition(|e| &e.id == id)?;
+            let entered = thread.entered.remove(at);
+            if entered.task.is_some() {
+                return Some(Exited::Poll(entered));
             }
-        });
+            let ended = entered.guard.end_later()?;
+            first_run::mark(&entered.id);
+            let waits = Pending {
+                id: entered.id.clone(),
+                ended,
+                name: entered.name,
+                site: entered.site,
+            };
+            let earlier = thread.pending.replace(waits);
+            Some(Exited::Waits {
+                id: entered.id,
+                earlier,
+            })
+        })
+        .flatten();
+        match exited {
+            Some(Exited::Poll(entered)) => {
+                let Some(ended) = entered.guard.end_later() else {
+                    return;
+                };
+                if let Some(span) = ctx.span(id) {
+                    if let Some(state) = span.extensions().get::<Task>() {
+                        state.busy.fetch_add(ended.duration(), Ordering::Relaxed);
+                    }
+                }
+                if let Some(task) = entered.task {
+                    ended.record_poll(task, entered.name);
+                }
+            }
+            Some(Exited::Waits {
+                id,
+                earlier: Some(inner),
+            }) if inner.id == id => {
+                // The same span entered inside itself: two nested runs.
+                inner.ended.record();
+            }
+            // A span that exited before this one and is still open: a task.
+            Some(Exited::Waits {
+                earlier: Some(earlier),
+                ..
+            }) => resolve(earlier, &ctx),
+            _ => {}
+        }
+    }
+
+    fn on_close(&self, id: Id, ctx: Context<'_, S>) {
+        let pending = thread::with(|thread| match &thread.pending {
+            Some(p) if p.id == id => thread.pending.take(),
+            _ => None,
+        })
+        .flatten();
+        if let Some(pending) = pending {
+            if !first_run::clear(&id) {
+                // Closed right after its one run, here: an ordinary span.
+                return pending.ended.record();
+            }
+            // Another thread polled it meanwhile: a task, ending here.
+            resolve(pending, &ctx);
+        }
+        let Some(span) = ctx.span(&id) else {
+            return;
+        };
+        let site = span_site(span.metadata());
+        let mut extensions = span.extensions_mut();
+        let Some(task) = extensions.get_mut::<Task>() else {
+            // Its first run may wait on another thread: it was all of it.
+            extensions.insert(Closed);
+            return;
+        };
+        let created = task.created.load(Ordering::Relaxed);
+        let (task, busy) = (task.id, task.busy.load(Ordering::Relaxed));
+        let name = extensions.get_mut::<SpanName>().map(|n| n.0).or(site.name);
+        drop(extensions);
+        if let Some(name) = name {
+            tasks::end(task, name, created, busy);
+        }
     }
 
     fn on_event(&self, event: &Event<'_>, _ctx: Context<'_, S>) {
@@ -166,29 +409,25 @@ where
         }
         let meta = event.metadata();
         let mut fields = Fields::default();
-        let name = match self.cached(&meta.callsite()) {
-            Some(name) => {
-                event.record(&mut fields);
-                name
-            }
-            None => {
-                // First event of this call site: keep its message too.
-                fields.message = Some(String::new());
-                event.record(&mut fields);
-                let message = fields.message.take().filter(|m| !m.is_empty());
-                let Some(name) = self.name_of(meta, || {
-                    format!(
-                        "{} {}",
-                        meta.level(),
-                        message.as_deref().unwrap_or(meta.name())
-                    )
-                }) else {
-                    return;
-                };
-                name
-            }
-        };
-        runtime::instant(name, fields.integer.unwrap_or(0));
+        let mut first = false;
+        let site = site::of(meta, || {
+            // First event of this call site: named after its message.
+            first = true;
+            fields.message = Some(String::new());
+            event.record(&mut fields);
+            let message = fields.message.take().filter(|m| !m.is_empty());
+            format!(
+                "{} {}",
+                meta.level(),
+                message.as_deref().unwrap_or(meta.name())
+            )
+        });
+        if !first {
+            event.record(&mut fields);
+        }
+        if let Some(name) = site.name {
+            runtime::instant(name, fields.integer.unwrap_or(0));
+        }
     }
 }
 

@@ -30,6 +30,7 @@ mod file;
 pub mod metadata;
 pub mod runtime;
 mod session;
+pub mod tasks;
 mod tcp;
 
 pub use session::{Profiler, StartError, Stats, SHUTDOWN_WAIT};

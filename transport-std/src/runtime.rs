@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
 use typhon_live_core::{
-    GaugeValue, LaneHandle, LaneKind, Lanes, NameId, NameTable, SpanToken,
+    Event, GaugeValue, LaneHandle, LaneKind, Lanes, NameId, NameTable, SpanToken, TaskId,
     DEFAULT_RING_EVENTS as CORE_DEFAULT_RING_EVENTS,
 };
 
@@ -33,7 +33,7 @@ pub fn valid_ring_events(events: usize) -> bool {
 }
 
 /// The rings' storage, in events.
-const RING_EVENTS: usize = MAX_RING_EVENTS;
+pub(crate) const RING_EVENTS: usize = MAX_RING_EVENTS;
 /// Distinct names a process can intern.
 pub const MAX_NAMES: usize = 16_384;
 /// Bytes of name text a process can intern.
@@ -160,7 +160,7 @@ fn claim(name: &str, kind: LaneKind) -> Option<LaneHandle<'static, RING_EVENTS>>
 }
 
 #[inline]
-fn with_lane<R>(f: impl FnOnce(&LaneHandle<'static, RING_EVENTS>) -> R) -> Option<R> {
+pub(crate) fn with_lane<R>(f: impl FnOnce(&LaneHandle<'static, RING_EVENTS>) -> R) -> Option<R> {
     LANE.try_with(|lane| lane.get_or_init(claim_for_this_thread).as_ref().map(f))
         .ok()
         .flatten()
@@ -187,7 +187,7 @@ fn recorded(ok: Option<bool>) {
 /// Records through this thread's lane with `f`, and wakes the exporter if
 /// that took the lane's ring past half full.
 #[inline]
-fn record(f: impl FnOnce(&LaneHandle<'static, RING_EVENTS>) -> bool) {
+pub(crate) fn record(f: impl FnOnce(&LaneHandle<'static, RING_EVENTS>) -> bool) {
     recorded(with_lane(|lane| {
         let ok = f(lane);
         if lane.passed_half() {
@@ -245,6 +245,58 @@ impl SpanGuard {
     /// Attaches an argument (entity count, bytes, query id...) to the span.
     pub fn set_arg(&mut self, arg: u64) {
         self.arg = Some(arg);
+    }
+
+    /// Ends the span now without recording it yet: whoever holds the
+    /// [`Ended`] records it, on this thread, as a span or as a task's
+    /// poll. `None` for a guard that records nothing.
+    #[inline]
+    pub fn end_later(mut self) -> Option<Ended> {
+        let token = self.token.take()?;
+        let arg = self.arg;
+        let event = with_lane(|lane| lane.close(token, now(), arg))?;
+        Some(Ended {
+            event,
+            _same_thread: PhantomData,
+        })
+    }
+}
+
+/// A span ended on this thread's lane and not yet recorded
+/// ([`SpanGuard::end_later`]). Dropping it loses the span. Not `Send`:
+/// it is recorded on the lane it ran on.
+#[derive(Debug)]
+pub struct Ended {
+    event: Event,
+    _same_thread: PhantomData<*const ()>,
+}
+
+impl Ended {
+    /// When it began, on the profiler's clock.
+    pub fn start(&self) -> u64 {
+        self.event.time()
+    }
+
+    /// How long it ran.
+    pub fn duration(&self) -> u64 {
+        match self.event {
+            Event::Span { duration, .. } => duration,
+            _ => 0,
+        }
+    }
+
+    /// Records it as the span it was.
+    #[inline]
+    pub fn record(self) {
+        record(|lane| lane.record(&self.event));
+    }
+
+    /// Records it as a poll of `task` (a task span's time on this lane),
+    /// named `name`.
+    #[inline]
+    pub fn record_poll(self, task: TaskId, name: NameId) {
+        let poll = self.event.into_poll(task, name);
+        record(|lane| lane.record(&poll));
     }
 }
 

@@ -112,6 +112,7 @@ impl Screen {
                 start,
                 end,
                 now: inputs.now,
+                open_tasks: &inputs.open_tasks,
             },
             status: self.ui.status(&scene),
             spans: SpanTable {
@@ -356,6 +357,7 @@ mod tests {
                 start,
                 end,
                 now: inputs.now,
+                open_tasks: &inputs.open_tasks,
             };
             let area = Rect::new(0, 0, 100, 12);
             let mut buf = Buffer::empty(area);

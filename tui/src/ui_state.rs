@@ -334,6 +334,7 @@ mod tests {
                     name: 3,
                     lane: 0,
                     has_arg: false,
+                    poll: false,
                 },
                 duration,
             );
@@ -370,6 +371,8 @@ mod tests {
                 count: 1,
                 total_ms: 1.0,
                 self_ms: 1.0,
+                busy_ms: 1.0,
+                idle_ms: 0.0,
                 mean_ms: 1.0,
                 max_ms: 1.0,
                 p50_ms: None,
@@ -449,6 +452,7 @@ mod with_a_model {
             start,
             end,
             now: inputs.now,
+            open_tasks: &inputs.open_tasks,
         };
         let area = Rect::new(0, 0, 94, 4);
         let mut buf = Buffer::empty(area);

@@ -406,6 +406,9 @@ impl Page {
                 .filter(|b| matches!(b.kind, BarKind::Open(_)))
                 .count(),
             overrun_ticks: self.layout.ticks.iter().filter(|t| t.2.overrun).count(),
+            task_bars: self.layout.tasks.bars.len(),
+            task_polls: self.layout.tasks.polls.len(),
+            task_rows: self.layout.tasks.rows,
             selected: self.selection.as_ref().map(|s| Selected {
                 name: self.model.name(s.name),
                 count: s.distribution.count,
@@ -449,6 +452,12 @@ struct Hook {
     bars: usize,
     open_bars: usize,
     overrun_ticks: usize,
+    /// Task spans drawn, their polls, and the rows they take.
+    task_bars: usize,
+    /// See `task_bars`.
+    task_polls: usize,
+    /// See `task_bars`.
+    task_rows: usize,
     selected: Option<Selected>,
     listed: Vec<(String, [f32; 4])>,
     /// Where egui last saw the pointer.
@@ -711,6 +720,22 @@ mod tests {
         let n = write_block(&mut out, 0, &block, &[]).unwrap();
         stream.extend_from_slice(&out[..n]);
         stream
+    }
+
+    #[test]
+    fn task_spans_are_laid_out_on_their_tracks() {
+        let stream = typhon_live_tests::task_stream();
+        let mut page = Page::new(64 << 20);
+        page.connected("test".into());
+        page.take(&stream, Duration::ZERO);
+        let ctx = Context::default();
+        frame(&mut page, &ctx, Duration::ZERO, Vec::new());
+        let hook = hook(&mut page);
+        assert_eq!(
+            (&hook["task_bars"], &hook["task_polls"], &hook["task_rows"]),
+            (&Value::from(1), &Value::from(2), &Value::from(1)),
+            "{hook}"
+        );
     }
 
     #[test]

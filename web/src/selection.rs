@@ -80,6 +80,7 @@ mod tests {
                     name: if i % 2 == 0 { 1 } else { 2 },
                     lane: 0,
                     has_arg: false,
+                    poll: false,
                 };
                 chunk.push_span(span, d);
             }

@@ -9,6 +9,11 @@
 //! pass; a chunk narrower than a pixel whose longest span is too is one
 //! mark per lane, its spans not read; spans narrower than a pixel fold
 //! into one bar with their count (Tracy's folding).
+//!
+//! Above the lanes, under the heading "tasks", the task spans (spans
+//! that crossed an `.await`) as the model packs them in rows
+//! ([`task_tracks`]): each from its creation to its close, dim where it
+//! waited, in its colour where its polls ran.
 
 use std::collections::HashMap;
 
@@ -16,7 +21,7 @@ use egui::{Align2, Color32, FontId, Painter, Pos2, Rect, Stroke, StrokeKind};
 use typhon_live_core::OpenSpan;
 use typhon_live_model::history::{InstantRecord, SpanRecord, TickRecord};
 use typhon_live_model::marks::{Mark, MarkKind};
-use typhon_live_model::TimelineInputs;
+use typhon_live_model::{task_tracks, TaskTracks, TimelineInputs};
 
 use crate::view::Window;
 
@@ -28,6 +33,8 @@ pub const ROW: f32 = 18.0;
 pub const GAUGE_ROW: f32 = 40.0;
 /// Depths drawn at most per lane; deeper spans are drawn at the last.
 const MAX_DEPTH: u16 = 32;
+/// Rows the task tracks take at most.
+const MAX_TASK_ROWS: usize = 8;
 
 /// What a bar stands for.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -96,6 +103,8 @@ pub struct Layout {
     pub gauges: Vec<GaugeRow>,
     /// Marks in the window, at their x.
     pub marks: Vec<(f32, Mark)>,
+    /// The task spans in the window, packed in rows.
+    pub tasks: TaskTracks,
     /// Spans read to lay it out, and bars made.
     pub spans_read: usize,
     /// See `spans_read`.
@@ -109,6 +118,13 @@ pub fn lay_out(inputs: &TimelineInputs, window: Window, width: f32) -> Layout {
     let mut layout = Layout {
         window: Some(window),
         width,
+        tasks: task_tracks(
+            &inputs.chunks,
+            &inputs.open_tasks,
+            (window.start, window.end),
+            inputs.now,
+            MAX_TASK_ROWS,
+        ),
         ..Layout::default()
     };
     let mut row_of: HashMap<u16, usize> = HashMap::new();
@@ -346,6 +362,85 @@ pub struct Style<'a> {
     pub any_highlight: bool,
 }
 
+/// Paints the task tracks from `top`; returns their bottom.
+fn paint_tasks(painter: &Painter, rect: Rect, top: f32, layout: &Layout, style: &Style<'_>) -> f32 {
+    let (left, font) = (rect.left(), FontId::proportional(11.0));
+    let tasks = &layout.tasks;
+    let x = |t: u64| match layout.window {
+        Some(window) => {
+            let scale = layout.width as f64 / window.len().max(1) as f64;
+            ((t as f64 - window.start as f64) * scale) as f32
+        }
+        None => 0.0,
+    };
+    painter.line_segment(
+        [Pos2::new(left, top), Pos2::new(rect.right(), top)],
+        Stroke::new(1.0, Color32::from_gray(50)),
+    );
+    let heading = match tasks.hidden {
+        0 => "tasks".to_owned(),
+        n => format!("tasks ({n} more overlap, not drawn)"),
+    };
+    painter.text(
+        Pos2::new(left + 4.0, top + 1.0),
+        Align2::LEFT_TOP,
+        heading,
+        font.clone(),
+        Color32::from_gray(170),
+    );
+    let row_top = |row: usize| top + LANE_LABEL + row as f32 * ROW;
+    let bar_rect = |row: usize, x0: f32, x1: f32| {
+        Rect::from_min_max(
+            Pos2::new(left + x0.max(-1.0), row_top(row)),
+            Pos2::new(
+                left + x1.min(layout.width + 1.0).max(x0 + MIN_BAR),
+                row_top(row) + ROW - 2.0,
+            ),
+        )
+    };
+    for bar in &tasks.bars {
+        let r = bar_rect(bar.row, x(bar.start), x(bar.end));
+        let dim = style.any_highlight && !(style.highlight)(bar.name);
+        let fill = colour_of(bar.name).gamma_multiply(if dim { 0.1 } else { 0.35 });
+        painter.rect_filled(r, 1.0, fill);
+        if bar.open {
+            painter.rect_stroke(r, 1.0, Stroke::new(1.5, OPEN), StrokeKind::Inside);
+        }
+    }
+    for poll in &tasks.polls {
+        let r = bar_rect(poll.row, x(poll.start), x(poll.end));
+        let name = tasks
+            .bars
+            .iter()
+            .find(|b| b.row == poll.row && b.start <= poll.start && poll.start <= b.end)
+            .map_or(0, |b| b.name);
+        painter.rect_filled(r, 0.0, colour_of(name));
+    }
+    for bar in &tasks.bars {
+        let r = bar_rect(bar.row, x(bar.start), x(bar.end));
+        if r.width() > 24.0 {
+            let label = if bar.open {
+                format!("{} (open)", (style.name)(bar.name))
+            } else {
+                format!(
+                    "{} {}",
+                    (style.name)(bar.name),
+                    duration(bar.end - bar.start)
+                )
+            };
+            let visible = r.intersect(rect);
+            painter.with_clip_rect(visible).text(
+                Pos2::new(visible.left() + 3.0, r.center().y),
+                Align2::LEFT_CENTER,
+                label,
+                font.clone(),
+                Color32::from_gray(235),
+            );
+        }
+    }
+    row_top(tasks.rows)
+}
+
 /// Paints `layout` into `rect`; returns where each lane went.
 pub fn paint(painter: &Painter, rect: Rect, layout: &Layout, style: &Style<'_>) -> Geometry {
     let painter = painter.with_clip_rect(rect);
@@ -387,6 +482,9 @@ pub fn paint(painter: &Painter, rect: Rect, layout: &Layout, style: &Style<'_>) 
         lanes: Vec::with_capacity(layout.lanes.len()),
     };
     let mut y = ruler.bottom() + 2.0;
+    if layout.tasks.rows > 0 {
+        y = paint_tasks(&painter, rect, y, layout, style) + 2.0;
+    }
     for lane in &layout.lanes {
         let top = y;
         let bottom = top + LANE_LABEL + f32::from(lane.depths) * ROW;

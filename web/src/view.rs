@@ -158,6 +158,7 @@ mod tests {
             now,
             ticks_per_second: 1_000_000_000,
             marks: Vec::new(),
+            open_tasks: Vec::new(),
         }
     }
 

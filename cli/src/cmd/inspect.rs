@@ -108,6 +108,10 @@ fn report(path: &Path) -> Result<(String, bool), CliError> {
                     Event::Instant { .. } => "instants",
                     Event::Gauge { .. } => "gauges",
                     Event::TickStart { .. } | Event::TickEnd { .. } => "tick markers",
+                    Event::TaskBegin { .. } => "task begins",
+                    Event::Poll { .. } => "polls",
+                    Event::TaskEnd { .. } => "task ends",
+                    Event::Unknown { .. } => "records of reserved kinds",
                 };
                 *events.entry(kind).or_default() += 1;
             }

@@ -377,7 +377,15 @@ impl TraceWriter {
         }
         // Times are in ns: the reader converted them.
         self.last_time = self.last_time.max(event.time());
+        // A poll is what its lane ran: a slice of the lane's track. Task
+        // spans have no track of their own here yet (Perfetto's async
+        // tracks would hold them).
+        let event = event.lane_span();
         match event {
+            Event::Poll { .. }
+            | Event::TaskBegin { .. }
+            | Event::TaskEnd { .. }
+            | Event::Unknown { .. } => {}
             Event::Span {
                 start,
                 duration,

@@ -2,7 +2,10 @@
 //! as bars at their depth, names inside where they fit, tick starts on a
 //! ruler with overrunning ticks in red, instants as markers, and spans
 //! still open drawn up to "now" in a warning style, so a live stall
-//! stands out.
+//! stands out. Above the lanes, under the heading "tasks", the task spans
+//! (spans that crossed an `.await`) packed in rows by the model
+//! ([`task_tracks`]): each from its creation to its close, dim where it
+//! waited, in its colour where its polls ran.
 //!
 //! A span arrives when it ends, after its children, so its depth is not
 //! in the stream: it is worked out here, for the visible spans only, from
@@ -21,12 +24,19 @@ use typhon_live_core::OpenSpan;
 use typhon_live_reader::Names;
 
 use typhon_live_model::history::{Chunk, SpanRecord};
-use typhon_live_model::TimelineInputs;
+use typhon_live_model::{task_tracks, OpenTask, TaskBar, TimelineInputs};
 
 /// Columns of the lane labels.
 const LABEL: u16 = 14;
 /// Rows one lane takes at most.
 const MAX_DEPTH_ROWS: usize = 6;
+/// Rows the task tracks take at most.
+const MAX_TASK_ROWS: usize = 4;
+/// What is still open: a live stall stands out.
+const OPEN: Style = Style::new()
+    .fg(Color::White)
+    .bg(Color::Red)
+    .add_modifier(Modifier::BOLD);
 /// Bar colours, picked by name id.
 const COLOURS: [Color; 6] = [
     Color::Blue,
@@ -74,6 +84,8 @@ pub struct Timeline<'a> {
     pub end: u64,
     /// Host time now: open spans are drawn up to it.
     pub now: u64,
+    /// Task spans begun and not ended.
+    pub open_tasks: &'a [(u64, OpenTask)],
 }
 
 /// A span placed on the timeline.
@@ -211,6 +223,7 @@ impl Widget for &Timeline<'_> {
         };
         self.render_ruler(plot, buf);
         let mut y = area.y + 1;
+        y += self.render_tasks(area, plot, y, buf);
         let lanes_left = |y: u16| area.bottom().saturating_sub(y) as usize;
         for (i, lane) in self.lanes.iter().enumerate() {
             if y >= area.bottom() {
@@ -275,16 +288,6 @@ impl Timeline<'_> {
     fn render_bar(&self, plot: Rect, y: u16, bar: &Bar, buf: &mut Buffer) {
         let x0 = self.column(plot, bar.start).max(plot.x as i64);
         let x1 = self.column(plot, bar.end).min(plot.right() as i64);
-        let style = if bar.open {
-            Style::default()
-                .fg(Color::White)
-                .bg(Color::Red)
-                .add_modifier(Modifier::BOLD)
-        } else {
-            Style::default()
-                .fg(Color::Black)
-                .bg(COLOURS[bar.name as usize % COLOURS.len()])
-        };
         if x1 <= x0 {
             // Narrower than a cell: folded into a mark.
             if (plot.x as i64..plot.right() as i64).contains(&x0) {
@@ -295,11 +298,32 @@ impl Timeline<'_> {
             }
             return;
         }
+        let style = if bar.open {
+            OPEN
+        } else {
+            Style::default()
+                .fg(Color::Black)
+                .bg(COLOURS[bar.name as usize % COLOURS.len()])
+        };
+        self.render_named(y, (x0, x1), bar.name, bar.open, style, buf);
+    }
+
+    /// Cells `x0..x1` of row `y` in `style`, named inside where the name
+    /// fits, "(open)" after it for what is still open.
+    fn render_named(
+        &self,
+        y: u16,
+        (x0, x1): (i64, i64),
+        name: u32,
+        open: bool,
+        style: Style,
+        buf: &mut Buffer,
+    ) {
         for x in x0..x1 {
             buf[(x as u16, y)].set_char(' ').set_style(style);
         }
-        let name = self.names.get(bar.name).unwrap_or("");
-        let label = if bar.open {
+        let name = self.names.get(name).unwrap_or("");
+        let label = if open {
             format!("{name} (open)")
         } else {
             name.to_owned()
@@ -308,6 +332,78 @@ impl Timeline<'_> {
         if room >= 2 {
             buf.set_stringn(x0 as u16, y, &label, room, style);
         }
+    }
+
+    /// The task tracks from row `y`, leaving a row for each lane; the
+    /// rows they took.
+    fn render_tasks(&self, area: Rect, plot: Rect, y: u16, buf: &mut Buffer) -> u16 {
+        let room = (area.bottom().saturating_sub(y) as usize).saturating_sub(self.lanes.len());
+        let max_rows = MAX_TASK_ROWS.min(room);
+        if max_rows == 0 {
+            return 0;
+        }
+        let tracks = task_tracks(
+            self.chunks,
+            self.open_tasks,
+            (self.start, self.end),
+            self.now,
+            max_rows,
+        );
+        if tracks.rows == 0 {
+            return 0;
+        }
+        let heading = Style::default().add_modifier(Modifier::BOLD);
+        buf.set_stringn(area.x, y, "tasks", (LABEL - 1) as usize, heading);
+        if tracks.hidden > 0 {
+            let more = format!("+{} more", tracks.hidden);
+            let last = y + tracks.rows as u16 - 1;
+            let row = if tracks.rows > 1 { last } else { y };
+            let at = if tracks.rows > 1 { area.x } else { area.x + 6 };
+            buf.set_stringn(
+                at,
+                row,
+                &more,
+                (LABEL - 1) as usize,
+                Style::default().fg(Color::DarkGray),
+            );
+        }
+        for bar in &tracks.bars {
+            self.render_task(plot, y + bar.row as u16, bar, buf);
+        }
+        for poll in &tracks.polls {
+            let bar_colour = tracks
+                .bars
+                .iter()
+                .find(|b| b.row == poll.row && b.start <= poll.start && poll.start <= b.end)
+                .map_or(COLOURS[0], |b| COLOURS[b.name as usize % COLOURS.len()]);
+            let x0 = self.column(plot, poll.start).max(plot.x as i64);
+            let x1 = self
+                .column(plot, poll.end)
+                .min(plot.right() as i64)
+                .max(x0 + 1);
+            for x in x0..x1.min(plot.right() as i64) {
+                buf[(x as u16, y + poll.row as u16)].set_bg(bar_colour);
+            }
+        }
+        tracks.rows as u16
+    }
+
+    /// A task span: dim from its creation to its close, its name inside.
+    fn render_task(&self, plot: Rect, y: u16, bar: &TaskBar, buf: &mut Buffer) {
+        let x0 = self.column(plot, bar.start).max(plot.x as i64);
+        let x1 = self
+            .column(plot, bar.end)
+            .min(plot.right() as i64)
+            .max(x0 + 1);
+        if x0 >= plot.right() as i64 {
+            return;
+        }
+        let style = if bar.open {
+            OPEN
+        } else {
+            Style::default().fg(Color::White).bg(Color::DarkGray)
+        };
+        self.render_named(y, (x0, x1), bar.name, bar.open, style, buf);
     }
 
     fn render_instants(&self, plot: Rect, y: u16, lane: u16, buf: &mut Buffer) {
@@ -354,6 +450,7 @@ mod tests {
             name,
             lane: 0,
             has_arg: false,
+            poll: false,
         }
     }
 
@@ -418,6 +515,7 @@ mod tests {
             start: 0,
             end: 1_000,
             now: 1_000,
+            open_tasks: &[],
         };
         // 50 columns of plot: 20 host ticks a column.
         let area = Rect::new(0, 0, LABEL + 50, 5);
@@ -486,6 +584,7 @@ mod tests {
                 start,
                 end,
                 now: u64::MAX,
+                open_tasks: &[],
             };
             for area in [
                 Rect::new(0, 0, 60, 10),
@@ -527,6 +626,7 @@ mod tests {
             start: 0,
             end: 20_000,
             now: 20_000,
+            open_tasks: &[],
         };
         // 40 columns of 500 µs: every chunk (100 µs) is narrower than one.
         let area = Rect::new(0, 0, LABEL + 40, 3);
@@ -567,5 +667,68 @@ mod tests {
         assert_eq!(depth_of(20, &parents, &open, &mut known), 0);
         // Parent 5 is open, second in the stack: depth 2.
         assert_eq!(depth_of(30, &parents, &open, &mut known), 2);
+    }
+
+    #[test]
+    fn task_spans_are_packed_under_their_heading_with_their_polls() {
+        use typhon_live_model::history::TaskRecord;
+        let mut chunk = Chunk::default();
+        let task = |task, start, wall| TaskRecord {
+            start,
+            wall,
+            busy: 100,
+            task,
+            name: 1,
+            lane: 0,
+        };
+        chunk.push_task(task(1, 0, 500), 0);
+        chunk.push_task(task(2, 200, 600), 0);
+        let mut poll = span(7, 0, 1, 400, 500);
+        (poll.poll, poll.arg) = (true, 2);
+        chunk.push_span(poll, 100);
+        let open = [(
+            3,
+            OpenTask {
+                name: 2,
+                start: 600,
+                ..OpenTask::default()
+            },
+        )];
+        let names = names_of(&[(1, "GET /a"), (2, "GET /b")]);
+        let lanes = [TimelineLane {
+            id: 0,
+            name: "worker",
+            open: &[],
+        }];
+        let chunks = [Arc::new(chunk)];
+        let timeline = Timeline {
+            chunks: &chunks,
+            lanes: &lanes,
+            names: &names,
+            start: 0,
+            end: 1_000,
+            now: 1_000,
+            open_tasks: &open,
+        };
+        // 50 columns of plot: 20 host ticks a column.
+        let area = Rect::new(0, 0, LABEL + 50, 4);
+        let mut buf = Buffer::empty(area);
+        (&timeline).render(area, &mut buf);
+        let rows = rows(&buf);
+        assert!(rows[1].starts_with("tasks"), "{rows:#?}");
+        // Task 1 from column 0, task 3 (open) after it in the same row,
+        // task 2 in the second row.
+        assert_eq!(&rows[1][LABEL as usize..LABEL as usize + 6], "GET /a");
+        assert_eq!(
+            &rows[1][LABEL as usize + 30..LABEL as usize + 43],
+            "GET /b (open)"
+        );
+        assert_eq!(&rows[2][LABEL as usize + 10..LABEL as usize + 16], "GET /a");
+        assert!(rows[3].starts_with("worker"));
+        // Waiting is dim; the poll (400..500, columns 20 to 24) in colour.
+        let dim = buf[(LABEL + 12, 2)].bg;
+        assert_eq!(dim, Color::DarkGray);
+        assert_eq!(buf[(LABEL + 21, 2)].bg, COLOURS[1]);
+        assert_eq!(buf[(LABEL + 31, 1)].bg, Color::Red);
     }
 }
