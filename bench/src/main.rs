@@ -15,6 +15,7 @@ mod formats;
 mod live;
 mod relay;
 mod relay_attack;
+mod service;
 mod web;
 
 use std::hint::black_box;
@@ -590,6 +591,10 @@ struct Options {
     /// Only the compression, wire-size and decoder rows.
     #[arg(long)]
     codecs: bool,
+    /// Only an axum service under load: requests per second with no
+    /// subscriber, with typhon-live's `tracing` layer, with tracing-tracy's.
+    #[arg(long)]
+    service: bool,
 }
 
 fn main() {
@@ -656,6 +661,10 @@ fn main() {
     }
     if options.codecs {
         print_table(quick, codec_rows(quick));
+        return;
+    }
+    if options.service {
+        service::print(quick);
         return;
     }
     let settings = Settings {

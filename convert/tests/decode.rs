@@ -589,3 +589,33 @@ fn a_peer_claiming_every_event_lost_after_a_damaged_block_saturates_the_totals()
     let last = read.counters.iter().rfind(|c| c.track == "events lost");
     assert_eq!(last.map(|c| c.value.as_str()), Some("9223372036854775807"));
 }
+
+#[test]
+fn task_spans_are_slices_on_task_tracks_and_their_polls_on_their_lanes() {
+    let stream = typhon_live_tests::task_stream();
+    let (bytes, stats) = convert(&[&stream]);
+    let read = read(&bytes);
+    assert_eq!((stats.tasks, stats.tasks_refused), (1, 0));
+    let tasks: Vec<&Slice> = read.slices.iter().filter(|s| s.track == "tasks").collect();
+    let [task] = tasks[..] else {
+        panic!("one task slice: {:?}", read.slices);
+    };
+    // FORMAT.md's task example, at 1 MHz: created at 1000, closed at 1340.
+    assert_eq!(
+        (task.name.as_str(), task.start, task.end),
+        ("GET /a", 1_000_000, 1_340_000)
+    );
+    let arg = |name: &str| {
+        (task.args.iter())
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.clone())
+    };
+    assert_eq!(arg("busy_ns").as_deref(), Some("70000"));
+    assert_eq!(arg("idle_ns").as_deref(), Some("270000"));
+    assert_eq!(arg("task").as_deref(), Some("5"));
+    let polls: Vec<(u64, u64)> = (read.slices.iter())
+        .filter(|s| s.track == "worker")
+        .map(|s| (s.start, s.end))
+        .collect();
+    assert_eq!(polls, [(1_010_000, 1_050_000), (1_300_000, 1_330_000)]);
+}

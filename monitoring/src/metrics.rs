@@ -218,7 +218,7 @@ impl Metrics {
         };
         registry.register_with_unit(
             "span_duration",
-            "Durations of a source's spans, by name",
+            "Durations of a source's spans, by name (a task span's from its creation to its close)",
             Unit::Seconds,
             metrics.span_duration.clone(),
         );

@@ -32,7 +32,7 @@ fn render(route: &'static str) -> u64 {
 }
 
 /// The service on `listener`, until `stop` says so (or is dropped).
-pub async fn serve(listener: TcpListener, stop: oneshot::Receiver<()>) -> std::io::Result<()> {
+async fn serve(listener: TcpListener, stop: oneshot::Receiver<()>) -> std::io::Result<()> {
     let app = Router::new()
         .route("/a", get(|| async { query("a").await.to_string() }))
         .route("/b", get(|| async { query("b").await.to_string() }))
@@ -42,6 +42,36 @@ pub async fn serve(listener: TcpListener, stop: oneshot::Receiver<()>) -> std::i
             let _ = stop.await;
         })
         .await
+}
+
+/// The service running on a loopback port of its own.
+pub struct Running {
+    /// Where it listens.
+    pub addr: SocketAddr,
+    stop: oneshot::Sender<()>,
+    server: tokio::task::JoinHandle<std::io::Result<()>>,
+}
+
+/// Starts the service on an ephemeral port of 127.0.0.1, on the current
+/// tokio runtime.
+pub async fn start() -> std::io::Result<Running> {
+    let listener = TcpListener::bind("127.0.0.1:0").await?;
+    let addr = listener.local_addr()?;
+    let (stop, stopped) = oneshot::channel();
+    let server = tokio::spawn(serve(listener, stopped));
+    Ok(Running { addr, stop, server })
+}
+
+impl Running {
+    /// Stops it, gracefully, within `wait`; whether it stopped in time
+    /// and cleanly.
+    pub async fn stop(self, wait: Duration) -> bool {
+        let _ = self.stop.send(());
+        matches!(
+            tokio::time::timeout(wait, self.server).await,
+            Ok(Ok(Ok(())))
+        )
+    }
 }
 
 /// `clients` clients each sending `per_client` requests to the service at

@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use typhon_live_model::SpanStats;
-use typhon_live_tests::service::{load, serve, SLEEP};
+use typhon_live_tests::service::{self, load, SLEEP};
 
 mod layer;
 
@@ -34,22 +34,15 @@ fn an_axum_service_under_load_has_one_span_per_request_named_by_route() {
         .build()
         .expect("runtime");
     let served = runtime.block_on(async {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        let service = service::start().await.expect("the service starts");
+        let load = load(service.addr, CLIENTS, PER_CLIENT);
+        let served = tokio::time::timeout(Duration::from_secs(120), load)
             .await
-            .expect("bind");
-        let addr = listener.local_addr().expect("addr");
-        let (stop, stopped) = tokio::sync::oneshot::channel();
-        let server = tokio::spawn(serve(listener, stopped));
-        let served =
-            tokio::time::timeout(Duration::from_secs(120), load(addr, CLIENTS, PER_CLIENT))
-                .await
-                .expect("the load finishes");
-        let _ = stop.send(());
-        tokio::time::timeout(Duration::from_secs(30), server)
-            .await
-            .expect("the server stops")
-            .expect("server")
-            .expect("served");
+            .expect("the load finishes");
+        assert!(
+            service.stop(Duration::from_secs(30)).await,
+            "the service stops"
+        );
         served
     });
     runtime.shutdown_timeout(Duration::from_secs(10));

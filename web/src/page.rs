@@ -349,7 +349,7 @@ impl Page {
                 let d = &selected.distribution;
                 ui.heading(model.name(selected.name));
                 egui::Grid::new("stats").show(ui, |ui| {
-                    for (what, value) in [
+                    let mut rows = vec![
                         ("count", d.count.to_string()),
                         ("p50", duration(d.p50)),
                         ("p90", duration(d.p90)),
@@ -357,7 +357,13 @@ impl Page {
                         ("max", duration(d.max)),
                         ("mean", duration(d.mean as u64)),
                         ("total", duration(d.total)),
-                    ] {
+                    ];
+                    if d.busy < d.total {
+                        // Task spans: the time their polls ran, and waited.
+                        rows.push(("busy", duration(d.busy)));
+                        rows.push(("idle", duration(d.total - d.busy)));
+                    }
+                    for (what, value) in rows {
                         ui.label(what);
                         ui.label(value);
                         ui.end_row();

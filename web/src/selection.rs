@@ -29,15 +29,27 @@ impl Selection {
     pub fn of(name: u32, chunks: &[Arc<Chunk>]) -> Selection {
         let distribution = history::distribution(chunks.iter().map(|c| &**c), name);
         let mut longest: Vec<SpanRecord> = Vec::with_capacity(LONGEST + 1);
-        for span in chunks
-            .iter()
-            .flat_map(|c| c.spans.iter())
-            .filter(|s| s.name == name)
-        {
+        // A task span is listed from its creation, on the lane it closed
+        // on; a poll is not an occurrence of its name.
+        let tasks = chunks.iter().flat_map(|c| c.tasks.iter());
+        let tasks = tasks.filter(|t| t.name == name).map(|t| SpanRecord {
+            start: t.start,
+            duration: t.wall,
+            arg: t.task,
+            id: 0,
+            parent: 0,
+            name,
+            lane: t.lane,
+            has_arg: false,
+            poll: false,
+        });
+        let spans = chunks.iter().flat_map(|c| c.spans.iter());
+        let spans = spans.filter(|s| s.name == name && !s.poll).copied();
+        for span in spans.chain(tasks) {
             if longest.len() < LONGEST || longest.last().is_some_and(|l| span.duration > l.duration)
             {
                 let at = longest.partition_point(|l| l.duration >= span.duration);
-                longest.insert(at, *span);
+                longest.insert(at, span);
                 longest.truncate(LONGEST);
             }
         }
@@ -95,5 +107,39 @@ mod tests {
         assert!(s.is_for(2, &chunks));
         assert!(!s.is_for(1, &chunks));
         assert!(!s.is_for(2, &chunks[..2]));
+    }
+
+    #[test]
+    fn a_task_name_lists_its_task_spans_not_its_polls() {
+        use typhon_live_model::history::TaskRecord;
+        let mut chunk = Chunk::default();
+        let poll = SpanRecord {
+            start: 10,
+            duration: 5_000,
+            arg: 1,
+            id: 1,
+            parent: 0,
+            name: 3,
+            lane: 0,
+            has_arg: false,
+            poll: true,
+        };
+        chunk.push_span(poll, 5_000);
+        for (task, wall) in [(1, 6_000), (2, 900)] {
+            let record = TaskRecord {
+                start: 0,
+                wall,
+                busy: 100,
+                task,
+                name: 3,
+                lane: 1,
+            };
+            chunk.push_task(record, 100);
+        }
+        let s = Selection::of(3, &[Arc::new(chunk)]);
+        assert_eq!(s.distribution.count, 2);
+        assert_eq!((s.distribution.total, s.distribution.busy), (6_900, 200));
+        let longest: Vec<(u64, u64)> = s.longest.iter().map(|l| (l.arg, l.duration)).collect();
+        assert_eq!(longest, [(1, 6_000), (2, 900)]);
     }
 }

@@ -11,6 +11,8 @@
 //! | a session (Init) | a process track: `ProcessDescriptor` with the process's pid and name; a new session id, or the same id with the clock gone back over 1 s (a device that rebooted), is a new one |
 //! | a lane | a thread track: `ThreadDescriptor` with the lane's name; a lane reused under another name gets a new track |
 //! | a span | a slice: `TYPE_SLICE_BEGIN` / `TYPE_SLICE_END` on its lane's track, nesting kept; its argument as the debug annotation `arg` |
+//! | a poll of a task span | a slice on its lane's track, nested as a span |
+//! | a task span (its end) | a slice from its creation to its close on one of the process's "tasks" tracks (at most [`MAX_TASK_TRACKS`], packed: a track's slices never overlap), with `task`, `busy_ns` and `idle_ns` |
 //! | an instant | `TYPE_INSTANT` on its lane's track, with `payload` |
 //! | a gauge | a counter track under the process, `counter_value` or `double_counter_value` |
 //! | a tick | a slice `tick` (or `overrun tick`) on the process's "Ticks" track, with `tick` and `overrun` |
@@ -41,7 +43,9 @@ use std::io::Write;
 use crate::Converted;
 
 pub use sequence::SEQUENCE_ID;
-pub use writer::{TraceWriter, WriterStats, MAX_COUNTERS, MAX_HELD, MAX_LANES, SUBSTITUTE_PID};
+pub use writer::{
+    TraceWriter, WriterStats, MAX_COUNTERS, MAX_HELD, MAX_LANES, MAX_TASK_TRACKS, SUBSTITUTE_PID,
+};
 
 /// Writes the Perfetto trace of a trace file's `bytes` to `sink`, the
 /// packets of each frame as it is read; what was written and lost. An

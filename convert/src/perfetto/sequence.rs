@@ -37,15 +37,24 @@ pub(crate) enum Annotation {
     Frames = 5,
     /// Events lost.
     Events = 6,
+    /// A task span's busy time, ns.
+    Busy = 7,
+    /// A task span's idle time, ns.
+    Idle = 8,
+    /// A task span's id.
+    Task = 9,
 }
 
-const ARGS: [(Annotation, &str); 6] = [
+const ARGS: [(Annotation, &str); 9] = [
     (Annotation::Arg, "arg"),
     (Annotation::Payload, "payload"),
     (Annotation::Tick, "tick"),
     (Annotation::Overrun, "overrun"),
     (Annotation::Frames, "frames"),
     (Annotation::Events, "events"),
+    (Annotation::Busy, "busy_ns"),
+    (Annotation::Idle, "idle_ns"),
+    (Annotation::Task, "task"),
 ];
 
 /// What a track event is: kind, name and value.

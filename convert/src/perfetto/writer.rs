@@ -40,6 +40,10 @@ const OVERRUN_TICK: (u64, &str) = (OWN_NAMES + 2, "overrun tick");
 const TICK_END_LOST: (u64, &str) = (OWN_NAMES + 3, "tick (its end was lost)");
 const TICK_START_LOST: (u64, &str) = (OWN_NAMES + 4, "tick (its start was lost)");
 
+/// Task tracks of a process at most: task spans that overlap more than
+/// this many at once are left out, and counted.
+pub const MAX_TASK_TRACKS: usize = 64;
+
 /// What a [`TraceWriter`] took in and wrote.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
@@ -84,14 +88,18 @@ pub struct WriterStats {
     /// Times a lane's held spans were written before their root ended,
     /// because [`MAX_HELD`] was reached.
     pub early_writes: u64,
+    /// Task spans written as slices on the process's task tracks.
+    pub tasks: u64,
+    /// Task spans left out: more overlapped than [`MAX_TASK_TRACKS`].
+    pub tasks_refused: u64,
 }
 
 impl WriterStats {
     /// One line saying what a Perfetto trace got and what was lost.
     pub fn summary(&self) -> String {
         let mut line = format!(
-            "{} packets, {} spans, {} instants, {} counter values, {} ticks",
-            self.packets, self.spans, self.instants, self.counter_values, self.ticks
+            "{} packets, {} spans, {} task spans, {} instants, {} counter values, {} ticks",
+            self.packets, self.spans, self.tasks, self.instants, self.counter_values, self.ticks
         );
         if self.frames_lost + self.events_lost > 0 {
             line += &format!(
@@ -102,13 +110,15 @@ impl WriterStats {
         let refused = self.names_refused
             + self.gauge_values_refused
             + self.lane_events_refused
+            + self.tasks_refused
             + self.values_not_finite;
         if refused > 0 {
             line += &format!(
-                "; left out {} names, {} gauge readings and {} lane events over the caps, {} non-finite readings",
+                "; left out {} names, {} gauge readings, {} lane events and {} task spans over the caps, {} non-finite readings",
                 self.names_refused,
                 self.gauge_values_refused,
                 self.lane_events_refused,
+                self.tasks_refused,
                 self.values_not_finite
             );
         }
@@ -132,6 +142,10 @@ struct Session {
     frames_lost: u64,
     events_lost: u64,
     ticks_tracks: u32,
+    /// Task tracks: each track's uuid and the end of its last task span.
+    /// A task span goes on the first whose last one ended by its start,
+    /// so that slices on one track never overlap.
+    task_tracks: Vec<(u64, u64)>,
 }
 
 /// A lane of the current session.
@@ -377,9 +391,24 @@ impl TraceWriter {
         }
         // Times are in ns: the reader converted them.
         self.last_time = self.last_time.max(event.time());
-        // A poll is what its lane ran: a slice of the lane's track. Task
-        // spans have no track of their own here yet (Perfetto's async
-        // tracks would hold them).
+        if let Event::TaskEnd {
+            time,
+            name,
+            task,
+            wall,
+            busy,
+        } = event
+        {
+            return self.task(
+                names,
+                (time.saturating_sub(wall), time),
+                name,
+                task,
+                busy,
+                out,
+            );
+        }
+        // A poll is what its lane ran: a slice of the lane's track.
         let event = event.lane_span();
         match event {
             Event::Poll { .. }
@@ -525,6 +554,58 @@ impl TraceWriter {
         };
         self.seq
             .named(out, time, track, Kind::Instant, iid, || text.into(), args);
+    }
+
+    /// A task span from `start` to `end` on the first of the process's task
+    /// tracks free by its start (all named "tasks", which Perfetto shows as
+    /// one group), with its id, busy and idle times as arguments.
+    fn task(
+        &mut self,
+        names: &Names,
+        (start, end): (u64, u64),
+        name: NameId,
+        task: u64,
+        busy: u64,
+        out: &mut Vec<u8>,
+    ) {
+        let free = (self.session.task_tracks.iter()).position(|&(_, last)| last <= start);
+        let at = match free {
+            Some(at) => at,
+            None if self.session.task_tracks.len() < MAX_TASK_TRACKS => {
+                let parent = self.process_track(out);
+                let uuid = self.uuid();
+                self.seq
+                    .descriptor(out, child_track(uuid, parent, "tasks".into(), false));
+                self.session.task_tracks.push((uuid, 0));
+                self.session.task_tracks.len() - 1
+            }
+            None => {
+                self.stats.tasks_refused += 1;
+                return;
+            }
+        };
+        let track = &mut self.session.task_tracks[at];
+        track.1 = end;
+        let track = track.0;
+        self.stats.tasks += 1;
+        let args = [
+            (Annotation::Task, AnnotationValue::Uint(task)),
+            (Annotation::Busy, AnnotationValue::Uint(busy)),
+            (
+                Annotation::Idle,
+                AnnotationValue::Uint(end.saturating_sub(start).saturating_sub(busy)),
+            ),
+        ];
+        self.seq.named(
+            out,
+            start,
+            track,
+            Kind::Begin,
+            iid(name),
+            || names.show(name),
+            &args,
+        );
+        self.seq.event(out, end, track, Kind::End);
     }
 
     /// Writes a lane's held spans and its unended tick.
@@ -727,6 +808,7 @@ impl Session {
             frames_lost: 0,
             events_lost: 0,
             ticks_tracks: 0,
+            task_tracks: Vec::new(),
         }
     }
 }

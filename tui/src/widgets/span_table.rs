@@ -1,5 +1,6 @@
 //! The span names over the history, most total time first, with the
-//! selected one highlighted and the filter in the title.
+//! selected one highlighted and the filter in the title. "idle ms" is
+//! the time task spans waited between their polls (0 for other spans).
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::{Constraint, Rect};
@@ -48,6 +49,7 @@ impl Widget for &SpanTable<'_> {
                     s.count.to_string(),
                     format!("{:.2}", s.total_ms),
                     format!("{:.2}", s.self_ms),
+                    format!("{:.2}", s.idle_ms),
                     format!("{:.2}", s.max_ms),
                 ])
                 .style(style)
@@ -60,12 +62,15 @@ impl Widget for &SpanTable<'_> {
                     Constraint::Length(8),
                     Constraint::Length(10),
                     Constraint::Length(10),
+                    Constraint::Length(10),
                     Constraint::Length(9),
                 ],
             )
             .header(
-                Row::new(vec!["span", "count", "total ms", "self ms", "max ms"])
-                    .style(Style::default().add_modifier(Modifier::BOLD)),
+                Row::new(vec![
+                    "span", "count", "total ms", "self ms", "idle ms", "max ms",
+                ])
+                .style(Style::default().add_modifier(Modifier::BOLD)),
             )
             .block(block),
             area,
