@@ -29,6 +29,7 @@ pub mod config;
 mod file;
 pub mod metadata;
 pub mod runtime;
+pub mod sampling;
 mod session;
 pub mod tasks;
 mod tcp;

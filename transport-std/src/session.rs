@@ -21,6 +21,7 @@ use crate::config::ProfilerConfig;
 use crate::file::TraceFile;
 use crate::metadata::OwnedMetadata;
 use crate::runtime::{self, LANES, MAX_LANES};
+use crate::sampling;
 use crate::tcp::{self, Delivery, TcpSink};
 
 /// How long `stop` waits for the last frames to reach a viewer. `stop`
@@ -452,6 +453,8 @@ fn export(
             if stopping {
                 exporter.stop();
             } else {
+                // Before the drain, so that a reading goes out this cycle.
+                sampling::run_due(cycle);
                 exporter.request_drain();
             }
             while let Some(frame) = poll(&mut exporter, &mut out, clock) {
