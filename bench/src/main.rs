@@ -102,6 +102,17 @@ fn tracing_span(n: u64) {
     }
 }
 
+/// A `tracing` span that crosses two `.await`s: created, entered and
+/// left three times (three polls), then closed.
+fn tracing_task(n: u64) {
+    for _ in 0..n {
+        let span = tracing::info_span!("bench task");
+        for _ in 0..3 {
+            drop(span.enter());
+        }
+    }
+}
+
 /// Nanoseconds per `tracing_span` under `subscriber` on this thread.
 fn per_tracing_span(
     subscriber: impl tracing::Subscriber + Send + Sync + 'static,
@@ -109,6 +120,15 @@ fn per_tracing_span(
     between: impl FnMut(),
 ) -> f64 {
     tracing::subscriber::with_default(subscriber, || per_iteration(samples, tracing_span, between))
+}
+
+/// Nanoseconds per `tracing_task` under `subscriber` on this thread.
+fn per_tracing_task(
+    subscriber: impl tracing::Subscriber + Send + Sync + 'static,
+    samples: usize,
+    between: impl FnMut(),
+) -> f64 {
+    tracing::subscriber::with_default(subscriber, || per_iteration(samples, tracing_task, between))
 }
 
 fn floor(n: u64) {
@@ -595,6 +615,10 @@ struct Options {
     /// subscriber, with typhon-live's `tracing` layer, with tracing-tracy's.
     #[arg(long)]
     service: bool,
+    /// The table's service row alone, as one line of three numbers: the
+    /// table runs it in a process of its own.
+    #[arg(long, hide = true)]
+    service_row: bool,
 }
 
 fn main() {
@@ -667,6 +691,10 @@ fn main() {
         service::print(quick);
         return;
     }
+    if options.service_row {
+        service::print_row(quick);
+        return;
+    }
     let settings = Settings {
         samples: if quick { 101 } else { 1001 },
     };
@@ -679,6 +707,11 @@ fn main() {
         Profiler::start(&ProfilerConfig::default(), &Metadata::default()).expect("typhon profiler");
     let typhon_one = per_iteration(settings.samples, typhon_span, pause);
     let typhon_tracing = per_tracing_span(
+        tracing_subscriber::registry().with(typhon_live_tracing::TyphonLayer::new()),
+        settings.samples,
+        pause,
+    );
+    let typhon_task = per_tracing_task(
         tracing_subscriber::registry().with(typhon_live_tracing::TyphonLayer::new()),
         settings.samples,
         pause,
@@ -711,6 +744,7 @@ fn main() {
     // Before Tracy's client starts: its thread keeps a core busy with the
     // queue that grows without a viewer, and would slow these rows down.
     let codec = codec_rows(quick);
+    let service = service::busy_service_alone(quick);
 
     let _tracy = tracy_client::Client::start();
     // Tracy with nobody attached, 1 M spans/s: its queue grows.
@@ -733,6 +767,11 @@ fn main() {
     let tracy_all =
         per_iteration_all_threads(settings.samples / 8 + 1, || Box::new(tracy_span), || {});
     let tracy_tracing = per_tracing_span(
+        tracing_subscriber::registry().with(tracing_tracy::TracyLayer::default()),
+        settings.samples / 4 + 1,
+        || {},
+    );
+    let tracy_task = per_tracing_task(
         tracing_subscriber::registry().with(tracing_tracy::TracyLayer::default()),
         settings.samples / 4 + 1,
         || {},
@@ -797,6 +836,18 @@ fn main() {
             ns(typhon_one)
         ),
         tracy: format!("{} (tracing-tracy 0.11)", ns(tracy_tracing)),
+        puffin: "-".into(),
+        target: format!("<= 0.7 x tracing-tracy ({:.1})", 0.7 * tracy_tracing),
+        met: Some(typhon_tracing <= 0.7 * tracy_tracing),
+    });
+    rows.push(Row {
+        what: "tracing span of 3 polls via its layer (one task span)",
+        typhon: format!(
+            "{} ({:.2}x tracing-tracy)",
+            ns(typhon_task),
+            typhon_task / tracy_task
+        ),
+        tracy: format!("{} (three zones)", ns(tracy_task)),
         puffin: "-".into(),
         target: "-".into(),
         met: None,
@@ -876,6 +927,23 @@ fn main() {
         met: Some(growth < 1 << 20),
     });
 
+    rows.push(Row {
+        what: "axum service, 32 clients, requests/s via the layer",
+        typhon: format!(
+            "{:.0} ({:.3} x {:.0} with no subscriber)",
+            service.typhon,
+            service.typhon / service.none,
+            service.none
+        ),
+        tracy: format!(
+            "{:.0} ({:.3} x)",
+            service.tracy,
+            service.tracy / service.none
+        ),
+        puffin: "-".into(),
+        target: ">= 0.95 x no subscriber".into(),
+        met: Some(service.typhon >= 0.95 * service.none),
+    });
     print_table(quick, rows);
 }
 

@@ -3,7 +3,8 @@
 //! recorded through the `tracing` layer with the profiler live. The
 //! relay's /metrics must hold a latency histogram per route, and
 //! headless Chromium's page must draw the requests as task spans on the
-//! task tracks, with their polls, named by route. The browser's part is
+//! task tracks, with their polls, named by route; the tokio runtime's
+//! gauges (`typhon-live-tokio`) reach both. The browser's part is
 //! skipped, with the reason, where Chromium is not installed; `.ci/run`
 //! installs it and fails on the skip.
 
@@ -40,6 +41,7 @@ fn an_async_service_is_watched_live_by_route() {
         .enable_all()
         .build()
         .expect("runtime");
+    let _gauges = typhon_live_tokio::RuntimeGauges::watch(runtime.handle()).expect("sampled");
     let service = runtime
         .block_on(service::start())
         .expect("the service starts");
@@ -87,6 +89,11 @@ fn an_async_service_is_watched_live_by_route() {
         mean >= SLEEP.as_secs_f64(),
         "a request lasts at least the sleep: {mean} s"
     );
+
+    // The runtime as the exporter samples it, through the relay.
+    let reading = |gauge: &str| format!("typhon_reading{{source=\"svc\",gauge=\"{gauge}\"}}");
+    wait_for(metrics, &reading("tokio.workers"), |n| n == 2.0);
+    wait_for(metrics, &reading("tokio.alive_tasks"), |n| n >= 1.0);
 
     if let Err(why) = browse(told[1].trim()) {
         skipped(&why);
@@ -145,5 +152,15 @@ fn browse(url: &str) -> Result<(), String> {
         route["idle_ms"].as_f64() > Some(0.0),
         "a request waits: {route}"
     );
+    let gauges = (page["summary"]["gauges"].as_array().cloned()).unwrap_or_default();
+    let workers = gauges
+        .iter()
+        .find(|g| {
+            g["name"]
+                .as_str()
+                .is_some_and(|n| n.ends_with("tokio.workers"))
+        })
+        .unwrap_or_else(|| panic!("the runtime's gauges are shown: {gauges:?}"));
+    assert_eq!(workers["value"].as_f64(), Some(2.0), "{workers}");
     Ok(())
 }
