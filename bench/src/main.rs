@@ -113,22 +113,15 @@ fn tracing_task(n: u64) {
     }
 }
 
-/// Nanoseconds per `tracing_span` under `subscriber` on this thread.
-fn per_tracing_span(
+/// Nanoseconds per `spans` (`tracing_span` or `tracing_task`) under
+/// `subscriber` on this thread.
+fn per_tracing(
     subscriber: impl tracing::Subscriber + Send + Sync + 'static,
+    spans: fn(u64),
     samples: usize,
     between: impl FnMut(),
 ) -> f64 {
-    tracing::subscriber::with_default(subscriber, || per_iteration(samples, tracing_span, between))
-}
-
-/// Nanoseconds per `tracing_task` under `subscriber` on this thread.
-fn per_tracing_task(
-    subscriber: impl tracing::Subscriber + Send + Sync + 'static,
-    samples: usize,
-    between: impl FnMut(),
-) -> f64 {
-    tracing::subscriber::with_default(subscriber, || per_iteration(samples, tracing_task, between))
+    tracing::subscriber::with_default(subscriber, || per_iteration(samples, spans, between))
 }
 
 fn floor(n: u64) {
@@ -706,18 +699,25 @@ fn main() {
     let profiler =
         Profiler::start(&ProfilerConfig::default(), &Metadata::default()).expect("typhon profiler");
     let typhon_one = per_iteration(settings.samples, typhon_span, pause);
-    let typhon_tracing = per_tracing_span(
+    let typhon_tracing = per_tracing(
         tracing_subscriber::registry().with(typhon_live_tracing::TyphonLayer::new()),
+        tracing_span,
         settings.samples,
         pause,
     );
-    let typhon_task = per_tracing_task(
+    let typhon_task = per_tracing(
         tracing_subscriber::registry().with(typhon_live_tracing::TyphonLayer::new()),
+        tracing_task,
         settings.samples,
         pause,
     );
     // The subscriber's own cost, no layer: what any tracing layer adds to.
-    let registry_alone = per_tracing_span(tracing_subscriber::registry(), settings.samples, || {});
+    let registry_alone = per_tracing(
+        tracing_subscriber::registry(),
+        tracing_span,
+        settings.samples,
+        || {},
+    );
     let floor_one = per_iteration(settings.samples, floor, || {});
     let typhon_all =
         per_iteration_all_threads(settings.samples / 4 + 1, || Box::new(typhon_span), pause);
@@ -766,13 +766,15 @@ fn main() {
     let tracy_one = per_iteration(settings.samples / 4 + 1, tracy_span, || {});
     let tracy_all =
         per_iteration_all_threads(settings.samples / 8 + 1, || Box::new(tracy_span), || {});
-    let tracy_tracing = per_tracing_span(
+    let tracy_tracing = per_tracing(
         tracing_subscriber::registry().with(tracing_tracy::TracyLayer::default()),
+        tracing_span,
         settings.samples / 4 + 1,
         || {},
     );
-    let tracy_task = per_tracing_task(
+    let tracy_task = per_tracing(
         tracing_subscriber::registry().with(tracing_tracy::TracyLayer::default()),
+        tracing_task,
         settings.samples / 4 + 1,
         || {},
     );

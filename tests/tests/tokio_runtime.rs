@@ -7,23 +7,20 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use typhon_live_core::Metadata;
-use typhon_live_model::Model;
 use typhon_live_std::config::ProfilerConfig;
 use typhon_live_std::{runtime, Profiler};
 use typhon_live_tokio::{RuntimeGauges, WatchError};
+
+// Its trace file read back as a viewer reads it.
+mod layer;
 
 /// Tasks that wait, alive, while the runtime is sampled.
 const WAITING: usize = 50;
 const PERIOD: Duration = Duration::from_millis(20);
 
 /// Every reading of every gauge in the trace, by name: (time, value).
-fn readings(path: &std::path::Path) -> BTreeMap<String, Vec<(u64, f64)>> {
-    let file = std::fs::read(path).expect("trace file");
-    std::fs::remove_file(path).expect("remove");
-    let mut model = Model::default();
-    let damage = typhon_live_reader::frames(&file, |frame| model.on_frame(frame, Duration::ZERO));
-    assert!(damage.is_empty(), "{damage:?}");
-    model.flush_history();
+fn readings(path: &std::path::PathBuf) -> BTreeMap<String, Vec<(u64, f64)>> {
+    let model = layer::read(path);
     let mut by_name: BTreeMap<String, Vec<(u64, f64)>> = BTreeMap::new();
     for chunk in model.history().chunks() {
         for reading in &chunk.gauges {

@@ -1,7 +1,7 @@
 //! What the `tracing` layer's tests share: a profiler writing a trace
 //! file with the layer as the process's subscriber (one test a binary:
 //! both are one per process), and the file read back as a viewer reads
-//! it.
+//! it (which the tokio runtime's test shares too).
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -16,6 +16,7 @@ use typhon_live_tracing::TyphonLayer;
 
 /// A profiler writing the trace file `typhon-live-NAME-PID.tlt` in the
 /// temporary folder, and `tracing` recording through the layer.
+#[allow(dead_code)] // Not every test records through the layer.
 pub fn record(name: &str) -> (Profiler, PathBuf) {
     let path = std::env::temp_dir().join(format!("typhon-live-{name}-{}.tlt", std::process::id()));
     let config = ProfilerConfig {
