@@ -1,8 +1,9 @@
 //! A `tracing` span through typhon-live's layer and through
 //! tracing-tracy's, side by side in one criterion run, with the
 //! registry alone (what every layer adds to): a synchronous span
-//! (created, entered once, closed), and an async one (created, entered
-//! and exited three times, as three polls, then closed).
+//! (created, entered once, closed), the same with two fields (a number
+//! and a string, both carried), and an async one (created, entered and
+//! exited three times, as three polls, then closed).
 //!
 //! `cargo bench -p typhon-live-bench --bench tracing_layer`
 
@@ -24,6 +25,13 @@ fn sync_spans() {
     }
 }
 
+fn spans_with_fields() {
+    for i in 0..BATCH {
+        let table = if i % 2 == 0 { "users" } else { "orders" };
+        let _span = tracing::info_span!("bench fields", rows = i, table).entered();
+    }
+}
+
 fn async_spans() {
     for _ in 0..BATCH {
         let span = tracing::info_span!("bench task");
@@ -39,7 +47,11 @@ fn layers(c: &mut Criterion) {
     let _tracy = tracy_client::Client::start();
     let mut group = c.benchmark_group("tracing span x1000");
     group.measurement_time(Duration::from_secs(3));
-    for (shape, spans) in [("sync", sync_spans as fn()), ("async 3 polls", async_spans)] {
+    for (shape, spans) in [
+        ("sync", sync_spans as fn()),
+        ("sync, 2 fields", spans_with_fields),
+        ("async 3 polls", async_spans),
+    ] {
         let registry = tracing_subscriber::registry();
         tracing::subscriber::with_default(registry, || {
             group.bench_function(format!("{shape}: registry alone"), |b| b.iter(spans));

@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{relay_value, skipped, typhon, wait_for};
+use common::{middle, relay_value, skipped, typhon, wait_for};
 use serde_json::Value;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
@@ -152,6 +152,36 @@ fn browse(url: &str) -> Result<(), String> {
         route["idle_ms"].as_f64() > Some(0.0),
         "a request waits: {route}"
     );
+    // `query` clicked: its statistics by its `route` field, carried
+    // through the relay.
+    let listed = (page["listed"].as_array().cloned()).unwrap_or_default();
+    let row = (listed.iter())
+        .find(|row| row[0] == "query")
+        .unwrap_or_else(|| panic!("query is not listed: {listed:?}"));
+    let (x, y) = middle(&row[1]);
+    browser.click(x, y).unwrap();
+    let selected = browser
+        .wait_for(HOOK, Duration::from_secs(30), |s| {
+            let fields = &s["page"]["selected"]["fields"];
+            fields[0]["key"] == "route" && fields[0]["groups"].as_array().map(Vec::len) == Some(2)
+        })
+        .unwrap_or_else(|e| panic!("query's fields were not listed by route: {e}"));
+    let fields_png = std::env::temp_dir().join("typhon-live-fields-by-route.png");
+    if let Ok(png) = browser.screenshot() {
+        let _ = std::fs::write(&fields_png, png);
+        eprintln!("screenshot: {}", fields_png.display());
+    }
+    let by_route = &selected["page"]["selected"]["fields"][0];
+    for group in by_route["groups"].as_array().into_iter().flatten() {
+        assert!(
+            ["a", "b"].contains(&group["value"].as_str().unwrap_or("")),
+            "{by_route}"
+        );
+        assert!(
+            group["durations"]["p50"].as_u64() >= Some(SLEEP.as_nanos() as u64),
+            "a query by route lasts at least the sleep: {group}"
+        );
+    }
     let gauges = (page["summary"]["gauges"].as_array().cloned()).unwrap_or_default();
     let workers = gauges
         .iter()

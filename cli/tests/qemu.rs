@@ -319,7 +319,8 @@ fn decode(bytes: &[u8]) -> Stream {
                         | Event::Instant { name, .. }
                         | Event::Poll { name, .. }
                         | Event::TaskBegin { name, .. }
-                        | Event::TaskEnd { name, .. } => Some(name),
+                        | Event::TaskEnd { name, .. }
+                        | Event::Field { key: name, .. } => Some(name),
                         Event::Gauge { gauge, .. } => Some(gauge),
                         Event::TickStart { .. } | Event::TickEnd { .. } | Event::Unknown { .. } => {
                             None

@@ -9,7 +9,7 @@ mod common;
 use std::process::Stdio;
 use std::time::Duration;
 
-use common::{serve_web, skipped, typhon};
+use common::{middle, serve_web, skipped, typhon};
 use serde_json::Value;
 use typhon_live_tests::browser::{colours, Browser};
 
@@ -30,12 +30,6 @@ fn names(list: &Value, key: &str) -> Vec<String> {
         .flatten()
         .filter_map(|item| item[key].as_str().map(str::to_owned))
         .collect()
-}
-
-/// The middle of a rectangle `[x, y, w, h]` the hook reported.
-fn middle(rect: &Value) -> (f64, f64) {
-    let at = |i: usize| rect[i].as_f64().unwrap_or(0.0);
-    (at(0) + at(2) / 2.0, at(1) + at(3) / 2.0)
 }
 
 #[test]

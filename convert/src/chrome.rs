@@ -71,7 +71,10 @@ pub fn chrome_trace(bytes: &[u8]) -> Converted<Value> {
                         out.push(json!({ "ph": "b", "cat": "task", "id": task, "name": name, "ts": us(time.saturating_sub(wall)), "pid": pid, "tid": lane }));
                         json!({ "ph": "e", "cat": "task", "id": task, "name": name, "ts": us(time), "pid": pid, "tid": lane, "args": { "busy_us": us(busy), "idle_us": us(wall.saturating_sub(busy)) } })
                     }
-                    Event::TaskBegin { .. } | Event::Unknown { .. } => return,
+                    // Fields are not written as `args` yet.
+                    Event::TaskBegin { .. } | Event::Field { .. } | Event::Unknown { .. } => {
+                        return
+                    }
                 };
                 out.push(event);
             }

@@ -30,7 +30,7 @@ use crate::codec::{self, Codec, Compression, Lz4Table, MAX_EVENTS_LEN};
 use crate::column::{ColumnReader, Layout, MAX_HEADER_LEN, MAX_ROUNDING};
 use crate::cursor::{Reader, Writer, MAX_VARINT_LEN};
 use crate::error::{DecodeError, EncodeError};
-use crate::event::{kind, Event, GaugeValue, LaneId, SpanId, TaskId};
+use crate::event::{kind, Event, FieldOwner, FieldValue, GaugeValue, LaneId, SpanId, TaskId};
 use crate::frame::{write_frame_with_flags, FrameKind, OVERHEAD};
 
 const FIXED_HEADER: usize = 22;
@@ -103,13 +103,16 @@ const MAX_GROUP_WIRE: usize = 2 + 5 + MAX_VARINT_LEN + col::COUNT * (MAX_HEADER_
 /// parent differ by 2, not 16), so the kind column packs narrow.
 const KIND_SHIFT: u8 = 2;
 /// Record code flags: span has an argument / gauge is a float / tick
-/// overran / a reserved kind's record has an argument.
+/// overran / a field's owner is a task (its id the argument) / a
+/// reserved kind's record has an argument.
 const FLAG_A: u8 = 0x01;
-/// Span or poll has a parent span / task has a parent task / a reserved
-/// kind's record has a duration.
+/// Span or poll has a parent span / task has a parent task / a field's
+/// owner is a span (its id in the duration column) / a reserved kind's
+/// record has a duration.
 const FLAG_B: u8 = 0x02;
 /// Flags each kind may carry, by kind (FORMAT.md, "Records"): kinds 0 to
-/// 15, of which 9 to 15 are reserved and read by one shape.
+/// 15, of which 9 to 11 (fields) and the reserved 12 to 15 are read by
+/// one shape; a field takes exactly one of its two flags.
 const KIND_FLAGS: [u8; 16] = [
     0,
     FLAG_A | FLAG_B,
@@ -424,6 +427,35 @@ impl<'s> BlockBuilder<'s> {
                 self.put::<{ col::DURATION }>(wall);
                 self.put::<{ col::ARG }>(busy);
                 code(kind::TASK_END, 0)
+            }
+            Event::Field {
+                key, value, owner, ..
+            } => {
+                self.put::<{ col::NAME }>(u64::from(key));
+                let kind = match value {
+                    FieldValue::Int(v) => {
+                        self.put::<{ col::VALUE }>(zigzag(v));
+                        kind::FIELD_INT
+                    }
+                    FieldValue::Float(v) => {
+                        self.put::<{ col::VALUE }>(v.to_bits());
+                        kind::FIELD_FLOAT
+                    }
+                    FieldValue::Str(v) => {
+                        self.put::<{ col::VALUE }>(u64::from(v));
+                        kind::FIELD_STR
+                    }
+                };
+                match owner {
+                    FieldOwner::Task(task) => {
+                        self.put::<{ col::ARG }>(task);
+                        code(kind, FLAG_A)
+                    }
+                    FieldOwner::Span(id) => {
+                        self.put::<{ col::DURATION }>(u64::from(id));
+                        code(kind, FLAG_B)
+                    }
+                }
             }
             Event::Unknown { kind, .. } => {
                 // The reserved kinds' shape, with nothing in it.
@@ -1355,6 +1387,32 @@ fn decode_fields(
             wall: c[col::DURATION].next()?,
             busy: c[col::ARG].next()?,
         },
+        kind::FIELD_INT | kind::FIELD_FLOAT | kind::FIELD_STR => {
+            let key = narrow(c[col::NAME].next()?, "field key")?;
+            let raw = c[col::VALUE].next()?;
+            let value = match kind {
+                kind::FIELD_INT => FieldValue::Int(unzigzag(raw)),
+                kind::FIELD_FLOAT => FieldValue::Float(f64::from_bits(raw)),
+                _ => FieldValue::Str(narrow(raw, "field string")?),
+            };
+            let owner = match (flag_a, code & FLAG_B != 0) {
+                (true, false) => FieldOwner::Task(c[col::ARG].next()?),
+                (false, true) => {
+                    FieldOwner::Span(narrow(c[col::DURATION].next()?, "field's span")?)
+                }
+                _ => {
+                    return Err(DecodeError::Malformed {
+                        what: "field without exactly one owner",
+                    })
+                }
+            };
+            Event::Field {
+                time,
+                key,
+                value,
+                owner,
+            }
+        }
         kind::FIRST_RESERVED..=kind::LAST_RESERVED => {
             // Read by the shape reserved kinds share, and skipped.
             c[col::NAME].next()?;

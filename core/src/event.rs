@@ -66,6 +66,28 @@ pub enum GaugeValue {
     Float(f64),
 }
 
+/// A field's value (FORMAT.md, "Fields").
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum FieldValue {
+    /// A signed integer (a `bool` as 0 or 1).
+    Int(i64),
+    /// A floating-point number; carried bit-exact, NaN included.
+    Float(f64),
+    /// A string, interned: its name id.
+    Str(NameId),
+}
+
+/// What a field belongs to: the record right before it on its lane.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum FieldOwner {
+    /// The lane's span (or poll) with this id.
+    Span(SpanId),
+    /// The task span with this id (its end).
+    Task(TaskId),
+}
+
 /// The code of each event kind, shared by the ring's records and the
 /// Block's wire records (FORMAT.md, "Block").
 pub(crate) mod kind {
@@ -77,8 +99,11 @@ pub(crate) mod kind {
     pub const TASK_BEGIN: u8 = 6;
     pub const POLL: u8 = 7;
     pub const TASK_END: u8 = 8;
-    /// Kinds 9 to 15: reserved for additions a version 4 reader skips.
-    pub const FIRST_RESERVED: u8 = 9;
+    pub const FIELD_INT: u8 = 9;
+    pub const FIELD_FLOAT: u8 = 10;
+    pub const FIELD_STR: u8 = 11;
+    /// Kinds 12 to 15: reserved for additions a version 4 reader skips.
+    pub const FIRST_RESERVED: u8 = 12;
     pub const LAST_RESERVED: u8 = 15;
 }
 
@@ -179,8 +204,20 @@ pub enum Event {
         /// The sum of its polls, in ticks.
         busy: u64,
     },
+    /// A field of the span or task span recorded right before it on its
+    /// lane (FORMAT.md, "Fields"): a request's route, a query's rows.
+    Field {
+        /// The owner's start (a span's, or a task's creation).
+        time: u64,
+        /// The field's name, interned.
+        key: NameId,
+        /// Its value.
+        value: FieldValue,
+        /// What it belongs to.
+        owner: FieldOwner,
+    },
     /// A record of a kind this version of the format reserves for later
-    /// additions (9 to 15): it was read and skipped. Readers ignore it.
+    /// additions (12 to 15): it was read and skipped. Readers ignore it.
     Unknown {
         /// Its time.
         time: u64,
@@ -200,6 +237,7 @@ impl Event {
             | Event::TickEnd { time, .. }
             | Event::TaskBegin { time, .. }
             | Event::TaskEnd { time, .. }
+            | Event::Field { time, .. }
             | Event::Unknown { time, .. } => time,
         }
     }
@@ -351,6 +389,17 @@ impl Event {
                 task,
                 parent,
             },
+            Event::Field {
+                time,
+                key,
+                value,
+                owner,
+            } => Event::Field {
+                time: point(time),
+                key,
+                value,
+                owner,
+            },
             Event::Unknown { time, kind } => Event::Unknown {
                 time: point(time),
                 kind,
@@ -441,6 +490,23 @@ impl Event {
                 task: task(t),
                 wall,
                 busy,
+            },
+            Event::Field {
+                time,
+                key,
+                value,
+                owner,
+            } => Event::Field {
+                time,
+                key: name(key),
+                value: match value {
+                    FieldValue::Str(v) => FieldValue::Str(name(v)),
+                    number => number,
+                },
+                owner: match owner {
+                    FieldOwner::Task(t) => FieldOwner::Task(task(t)),
+                    span => span,
+                },
             },
             other @ (Event::TickStart { .. } | Event::TickEnd { .. } | Event::Unknown { .. }) => {
                 other

@@ -114,7 +114,9 @@ pub use codec::{Codec, Compression, Lz4Table};
 pub use decode::{Decoder, Frame, Payload, DEFAULT_MAX_FRAME};
 pub use definitions::DefinitionsView;
 pub use error::{DecodeError, EncodeError};
-pub use event::{Event, GaugeValue, LaneId, LaneKind, NameId, OpenSpan, SpanId, TaskId};
+pub use event::{
+    Event, FieldOwner, FieldValue, GaugeValue, LaneId, LaneKind, NameId, OpenSpan, SpanId, TaskId,
+};
 pub use exporter::{Emitted, Exporter, ReaderId, Totals};
 pub use frame::FrameKind;
 pub use init::{InitView, Metadata, FORMAT_VERSION, OLDEST_READ_VERSION};

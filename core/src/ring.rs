@@ -39,7 +39,7 @@
 
 use core::sync::atomic::{AtomicU32, Ordering};
 
-use crate::event::{kind, Event, GaugeValue};
+use crate::event::{kind, Event, FieldOwner, FieldValue, GaugeValue};
 
 /// Logical 64-bit words in one record.
 const WORDS: usize = 5;
@@ -330,8 +330,9 @@ impl<const N: usize> EventRing<N> {
 }
 
 /// Record layout: word 0 = kind | flags | name << 32; word 1 = time;
-/// word 2 = duration; word 3 = span id | parent << 32; word 4 = argument,
-/// payload, gauge value or tick number.
+/// word 2 = duration; word 3 = span id | parent << 32 (a field's owner);
+/// word 4 = argument, payload, gauge value, tick number or field value.
+/// A field's flag: its owner is a task.
 #[inline(always)]
 fn to_words(event: &Event) -> [u64; WORDS] {
     match *event {
@@ -415,6 +416,29 @@ fn to_words(event: &Event) -> [u64; WORDS] {
             busy,
             task,
         ],
+        Event::Field {
+            time,
+            key,
+            value,
+            owner,
+        } => {
+            let (code, bits) = match value {
+                FieldValue::Int(v) => (kind::FIELD_INT, v as u64),
+                FieldValue::Float(v) => (kind::FIELD_FLOAT, v.to_bits()),
+                FieldValue::Str(v) => (kind::FIELD_STR, u64::from(v)),
+            };
+            let (flag, owner) = match owner {
+                FieldOwner::Span(id) => (0, u64::from(id)),
+                FieldOwner::Task(id) => (FLAG, id),
+            };
+            [
+                u64::from(code) | flag | (u64::from(key) << SHIFT_NAME),
+                time,
+                0,
+                owner,
+                bits,
+            ]
+        }
         Event::Unknown { time, kind } => [u64::from(kind), time, 0, 0, 0],
         Event::TickEnd {
             time,
@@ -484,6 +508,20 @@ fn from_words(w: [u64; WORDS]) -> Option<Event> {
             task: w[4],
             wall: w[2],
             busy: w[3],
+        },
+        code @ (kind::FIELD_INT | kind::FIELD_FLOAT | kind::FIELD_STR) => Event::Field {
+            time,
+            key: name,
+            value: match code {
+                kind::FIELD_INT => FieldValue::Int(w[4] as i64),
+                kind::FIELD_FLOAT => FieldValue::Float(f64::from_bits(w[4])),
+                _ => FieldValue::Str(w[4] as u32),
+            },
+            owner: if flag {
+                FieldOwner::Task(w[3])
+            } else {
+                FieldOwner::Span(w[3] as u32)
+            },
         },
         code @ kind::FIRST_RESERVED..=kind::LAST_RESERVED => Event::Unknown { time, kind: code },
         _ => return None,

@@ -8,7 +8,9 @@ use libfuzzer_sys::fuzz_target;
 use typhon_live_core::block::{
     encode_events, encoding_buffer_len, max_compressed_block_frame_len, write_block_encoded,
 };
-use typhon_live_core::{BlockBuilder, Compression, Decoder, Event, GaugeValue, Lz4Table, Payload};
+use typhon_live_core::{
+    BlockBuilder, Compression, Decoder, Event, FieldOwner, FieldValue, GaugeValue, Lz4Table, Payload,
+};
 
 #[derive(Arbitrary, Debug)]
 enum Input {
@@ -21,6 +23,7 @@ enum Input {
     TaskBegin { time: u64, name: u32, task: u64, parent: u64 },
     Poll { start: u64, duration: u64, name: u32, id: u32, parent: u32, task: u64 },
     TaskEnd { time: u64, name: u32, task: u64, wall: u64, busy: u64 },
+    Field { time: u64, key: u32, kind: u8, raw: u64, task_owner: bool, owner: u64 },
     Unknown { time: u64, kind: u8 },
 }
 
@@ -36,8 +39,18 @@ impl Input {
             Input::TaskBegin { time, name, task, parent } => Event::TaskBegin { time, name, task, parent },
             Input::Poll { start, duration, name, id, parent, task } => Event::Poll { start, duration, name, id, parent, task },
             Input::TaskEnd { time, name, task, wall, busy } => Event::TaskEnd { time, name, task, wall, busy },
-            // The reserved kinds, 9 to 15.
-            Input::Unknown { time, kind } => Event::Unknown { time, kind: 9 + kind % 7 },
+            Input::Field { time, key, kind, raw, task_owner, owner } => Event::Field {
+                time,
+                key,
+                value: match kind % 3 {
+                    0 => FieldValue::Int(raw as i64),
+                    1 => FieldValue::Float(f64::from_bits(raw)),
+                    _ => FieldValue::Str(raw as u32),
+                },
+                owner: if task_owner { FieldOwner::Task(owner) } else { FieldOwner::Span(owner as u32) },
+            },
+            // The reserved kinds, 12 to 15.
+            Input::Unknown { time, kind } => Event::Unknown { time, kind: 12 + kind % 4 },
         }
     }
 }
@@ -48,6 +61,10 @@ fn same(a: &Event, b: &Event) -> bool {
             Event::Gauge { time: ta, gauge: ga, value: GaugeValue::Float(va) },
             Event::Gauge { time: tb, gauge: gb, value: GaugeValue::Float(vb) },
         ) => ta == tb && ga == gb && va.to_bits() == vb.to_bits(),
+        (
+            Event::Field { time: ta, key: ka, value: FieldValue::Float(va), owner: oa },
+            Event::Field { time: tb, key: kb, value: FieldValue::Float(vb), owner: ob },
+        ) => ta == tb && ka == kb && oa == ob && va.to_bits() == vb.to_bits(),
         _ => a == b,
     }
 }

@@ -9,6 +9,7 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
+use super::fields::FieldRecord;
 use super::stats::{self, Distribution, NameTotals, Totals};
 
 /// A chunk closes after this much host time (in seconds) ...
@@ -128,6 +129,8 @@ pub struct Chunk {
     pub ticks: Vec<TickRecord>,
     /// Its task spans, in the order they ended.
     pub tasks: Vec<TaskRecord>,
+    /// Fields of its spans and task spans.
+    pub fields: Vec<FieldRecord>,
     /// Per span name, its spans' and task spans' totals.
     pub totals: Totals,
     /// The lanes its spans are on, and its longest span: a view zoomed
@@ -149,6 +152,7 @@ impl Chunk {
             gauges: Vec::with_capacity(like.gauges.len()),
             ticks: Vec::with_capacity(like.ticks.len()),
             tasks: Vec::with_capacity(like.tasks.len()),
+            fields: Vec::with_capacity(like.fields.len()),
             ..Chunk::default()
         }
     }
@@ -160,6 +164,7 @@ impl Chunk {
             + self.gauges.len()
             + self.ticks.len()
             + self.tasks.len()
+            + self.fields.len()
     }
 
     /// The durations of name `name` the statistics count: its spans' (not
@@ -188,6 +193,7 @@ impl Chunk {
             + self.gauges.capacity() * size_of::<GaugeRecord>()
             + self.ticks.capacity() * size_of::<TickRecord>()
             + self.tasks.capacity() * size_of::<TaskRecord>()
+            + self.fields.capacity() * size_of::<FieldRecord>()
             + self.totals.capacity() * (size_of::<u32>() + size_of::<NameTotals>() + 1)
             + self.lanes.capacity() * size_of::<u16>()
     }
@@ -226,6 +232,12 @@ impl Chunk {
     pub fn push_instant(&mut self, instant: InstantRecord) {
         self.note_time(instant.time);
         self.instants.push(instant);
+    }
+
+    /// Adds a field of the record before it, which began at `time`.
+    pub fn push_field(&mut self, field: FieldRecord, time: u64) {
+        self.note_time(time);
+        self.fields.push(field);
     }
 
     /// Adds a gauge reading.
@@ -295,6 +307,7 @@ impl History {
         fit(&mut chunk.gauges);
         fit(&mut chunk.ticks);
         fit(&mut chunk.tasks);
+        fit(&mut chunk.fields);
         chunk.totals.shrink_to_fit();
         chunk.lanes.shrink_to_fit();
         self.bytes += chunk.bytes();

@@ -3,8 +3,9 @@
 
 use std::time::Duration;
 
-use typhon_live_core::{Event, GaugeValue};
+use typhon_live_core::{Event, FieldOwner, GaugeValue};
 
+use crate::fields::Owner;
 use crate::history::{self, Chunk, GaugeRecord, InstantRecord, SpanRecord, TickRecord};
 use crate::limits::{MAX_GAUGES, MAX_OPEN_TICKS, MAX_TICKS};
 use crate::{ns, Model, GAUGE_HISTORY, WINDOW_SECONDS};
@@ -31,9 +32,16 @@ impl Model {
                 self_time = row.span_ended(id, parent, duration);
             }
         }
+        self.note_owner(lane, event);
         self.keep(lane, event, self_time);
         match *event {
             Event::Span { .. } | Event::Unknown { .. } => {}
+            Event::Field {
+                time,
+                key,
+                value,
+                owner,
+            } => self.field_read(lane, time, key, value, owner),
             Event::TaskBegin {
                 time,
                 name,
@@ -100,6 +108,36 @@ impl Model {
         // A tick whose end never came (dropped frame) must not pile up.
         if self.tick_starts.len() > 1024 {
             self.tick_starts.retain(|_, start| *start >= horizon);
+        }
+    }
+
+    /// What a field read next on `lane` belongs to: `event`, if a span,
+    /// a poll or a task end; a field leaves it as it is; anything else
+    /// ends it (a field comes right after its owner).
+    fn note_owner(&mut self, lane: u16, event: &Event) {
+        let owner = match *event {
+            Event::Field { .. } => return,
+            Event::Span {
+                name, id, duration, ..
+            }
+            | Event::Poll {
+                name, id, duration, ..
+            } => Some(Owner {
+                id: FieldOwner::Span(id),
+                name,
+                duration,
+            }),
+            Event::TaskEnd {
+                name, task, wall, ..
+            } => Some(Owner {
+                id: FieldOwner::Task(task),
+                name,
+                duration: wall,
+            }),
+            _ => None,
+        };
+        if let Some(row) = self.lanes.get_mut(&lane) {
+            (row.last_owner, row.owner_fields) = (owner, 0);
         }
     }
 
@@ -171,6 +209,7 @@ impl Model {
             | Event::TickEnd { .. }
             | Event::TaskBegin { .. }
             | Event::TaskEnd { .. }
+            | Event::Field { .. }
             | Event::Unknown { .. } => {}
         }
         if self.chunk.records() >= history::CHUNK_RECORDS {

@@ -8,6 +8,7 @@
 //!   and the host clock;
 //! - [`lanes`]: a row per lane, and each span's self time;
 //! - [`tasks`]: task spans, which run in polls on any lanes;
+//! - [`fields`]: spans' fields, and statistics grouped by them;
 //! - [`ingest`]: a Block's events into the history, ticks and gauges;
 //! - [`history`]: every record of the last stretch, in chunks within a
 //!   byte budget;
@@ -17,6 +18,7 @@
 //! - [`summary`]: what a view shows, computed on demand.
 #![deny(missing_docs)]
 
+pub mod fields;
 pub mod history;
 pub mod ingest;
 pub mod lanes;
@@ -28,9 +30,10 @@ pub mod stats;
 pub mod summary;
 pub mod tasks;
 
+pub use fields::{FieldGroup, FieldRecord, FieldSummary};
 pub use limits::{
-    Limits, Refused, MAX_GAUGES, MAX_LANES, MAX_NAMES, MAX_NAME_BYTES, MAX_OPEN_TASKS,
-    MAX_OPEN_TICKS, MAX_TICKS,
+    Limits, Refused, MAX_FIELDS_PER_SPAN, MAX_GAUGES, MAX_LANES, MAX_NAMES, MAX_NAME_BYTES,
+    MAX_OPEN_TASKS, MAX_OPEN_TICKS, MAX_TICKS,
 };
 pub use model::Model;
 pub use session::Connection;

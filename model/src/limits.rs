@@ -12,6 +12,9 @@ pub const MAX_OPEN_TICKS: usize = 1024;
 pub const MAX_TICKS: usize = 100_000;
 /// Task spans begun and not yet ended, kept at most.
 pub const MAX_OPEN_TASKS: usize = 16_384;
+/// Fields kept of one span or task span, at most (FORMAT.md, "Fields":
+/// typhon-live's writers send at most 8).
+pub const MAX_FIELDS_PER_SPAN: u32 = 16;
 
 /// What the viewer refused to keep because a cap was reached.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
@@ -26,6 +29,9 @@ pub struct Refused {
     pub ticks: u64,
     /// Task spans begun past [`MAX_OPEN_TASKS`] open ones.
     pub tasks: u64,
+    /// Fields past [`MAX_FIELDS_PER_SPAN`] of one span, or whose span was
+    /// lost (it is not the record before them on their lane).
+    pub fields: u64,
 }
 
 impl Refused {
@@ -49,6 +55,8 @@ pub struct Limits {
     pub ticks: usize,
     /// [`MAX_OPEN_TASKS`].
     pub open_tasks: usize,
+    /// [`MAX_FIELDS_PER_SPAN`].
+    pub fields_per_span: u32,
 }
 
 pub(crate) const LIMITS: Limits = Limits {
@@ -58,4 +66,5 @@ pub(crate) const LIMITS: Limits = Limits {
     gauges: MAX_GAUGES,
     ticks: MAX_TICKS,
     open_tasks: MAX_OPEN_TASKS,
+    fields_per_span: MAX_FIELDS_PER_SPAN,
 };

@@ -692,6 +692,7 @@ impl SourceMetrics {
             Event::Instant { .. }
             | Event::TaskBegin { .. }
             | Event::Poll { .. }
+            | Event::Field { .. }
             | Event::Unknown { .. } => {}
         }
     }

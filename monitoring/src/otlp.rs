@@ -456,6 +456,7 @@ impl TickTracer {
             | Event::Poll { .. }
             | Event::TaskBegin { .. }
             | Event::TaskEnd { .. }
+            | Event::Field { .. }
             | Event::Unknown { .. } => {}
         }
     }

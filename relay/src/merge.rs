@@ -40,8 +40,8 @@ use typhon_live_core::definitions::write_definitions;
 use typhon_live_core::frame::{frame_around, HEADER_LEN, OVERHEAD, TRAILER_LEN};
 use typhon_live_core::init::write_init;
 use typhon_live_core::{
-    BlockBuilder, Event, LaneId, LaneInfo, LaneKind, Metadata, NameId, NameSource, OpenLane,
-    OpenSpan, TaskId,
+    BlockBuilder, Event, FieldValue, LaneId, LaneInfo, LaneKind, Metadata, NameId, NameSource,
+    OpenLane, OpenSpan, TaskId,
 };
 
 use typhon_live_reader::owned::{self, Update};
@@ -564,17 +564,24 @@ impl Merger {
             let (names, quota) = (&mut self.names, &mut state.quota);
             // Past the cap, unknown ids show as name 0 (the cap's).
             let room = state.names.len() + state.gauges.len() < MAX_NAMES;
+            let mut name_used = |name: NameId| {
+                if room || state.names.contains_key(&name) {
+                    state
+                        .names
+                        .entry(name)
+                        .or_insert_with(|| names.intern(&format!("#{name}"), quota));
+                }
+            };
             match *event {
                 Event::Span { name, .. }
                 | Event::Instant { name, .. }
                 | Event::Poll { name, .. }
                 | Event::TaskBegin { name, .. }
-                | Event::TaskEnd { name, .. } => {
-                    if room || state.names.contains_key(&name) {
-                        state
-                            .names
-                            .entry(name)
-                            .or_insert_with(|| names.intern(&format!("#{name}"), quota));
+                | Event::TaskEnd { name, .. } => name_used(name),
+                Event::Field { key, value, .. } => {
+                    name_used(key);
+                    if let FieldValue::Str(value) = value {
+                        name_used(value);
                     }
                 }
                 Event::Gauge { gauge, .. } if room || state.gauges.contains_key(&gauge) => {

@@ -1,10 +1,12 @@
 //! Prints a worked example of docs/FORMAT.md as a hex dump, one frame a
 //! paragraph: `cargo run -p typhon-live-tests --example format_example`
-//! for the first, `... -- tasks` for the second (a task span).
+//! for the first, `... -- tasks` for the second (a task span), `... --
+//! fields` for the third (a span's fields).
 
 fn main() {
     let stream = match std::env::args().nth(1).as_deref() {
         Some("tasks") => typhon_live_tests::task_example(),
+        Some("fields") => typhon_live_tests::fields_example(),
         _ => typhon_live_tests::format_example(),
     };
     let mut at = 0;

@@ -1,5 +1,5 @@
 //! Writes the fuzzers' seed corpus into `fuzz/corpus/decode/`: valid
-//! streams (one with task records), and one whose second Block is issue 21's, stating four billion
+//! streams (one with task records, one with fields), and one whose second Block is issue 21's, stating four billion
 //! records in 58 bytes. `cargo run -p typhon-live-tests --example make_corpus`.
 
 use std::fs;
@@ -39,6 +39,8 @@ fn main() -> std::io::Result<()> {
         ),
         // Task records (kinds 6 to 8).
         ("task-span.tlt", typhon_live_tests::task_stream()),
+        // A span's fields (kinds 9 to 11).
+        ("span-fields.tlt", typhon_live_tests::fields_stream()),
     ];
     for (name, bytes) in seeds {
         fs::write(dir.join(name), &bytes)?;

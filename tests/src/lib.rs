@@ -235,9 +235,10 @@ pub fn frames(seen: Vec<Seen>) -> Vec<Owned> {
         .collect()
 }
 
-/// Whether two events are equal, comparing float gauges bit for bit (so
-/// that NaN equals itself).
+/// Whether two events are equal, comparing float gauges and fields bit
+/// for bit (so that NaN equals itself).
 pub fn same_event(a: &Event, b: &Event) -> bool {
+    use typhon_live_core::FieldValue;
     use typhon_live_core::GaugeValue::Float;
     match (a, b) {
         (
@@ -252,6 +253,20 @@ pub fn same_event(a: &Event, b: &Event) -> bool {
                 value: Float(vb),
             },
         ) => ta == tb && ga == gb && va.to_bits() == vb.to_bits(),
+        (
+            Event::Field {
+                time: ta,
+                key: ka,
+                value: FieldValue::Float(va),
+                owner: oa,
+            },
+            Event::Field {
+                time: tb,
+                key: kb,
+                value: FieldValue::Float(vb),
+                owner: ob,
+            },
+        ) => ta == tb && ka == kb && oa == ob && va.to_bits() == vb.to_bits(),
         _ => a == b,
     }
 }
@@ -720,26 +735,79 @@ pub fn task_example() -> Vec<u8> {
 
 /// [`task_example_events`] in one packed Block numbered `seq`.
 fn task_block(seq: u32) -> Vec<u8> {
+    packed_block(1, &task_example_events(), seq)
+}
+
+/// `events` of `lane` in one packed Block numbered `seq`.
+fn packed_block(lane: LaneId, events: &[Event], seq: u32) -> Vec<u8> {
     use typhon_live_core::block::block_scratch_len;
     use typhon_live_core::{BlockBuilder, Compression};
 
-    let mut scratch = [0u8; block_scratch_len(4)];
+    let mut scratch = vec![0u8; block_scratch_len(events.len())];
     let mut block = BlockBuilder::new(&mut scratch);
-    for event in task_example_events() {
-        assert!(block.push(1, &event));
+    for event in events {
+        assert!(block.push(lane, event));
     }
     block_frame(&block, seq, &[], Compression::Off)
+}
+
+/// The events of FORMAT.md's third worked example: a span "query" (name
+/// 1, id 1) on lane 0 from 1000 for 250, and its two fields: "route"
+/// (name 2) is "a" (name 3), "rows" (name 4) is 42.
+pub fn fields_example_events() -> [Event; 3] {
+    use typhon_live_core::{FieldOwner, FieldValue};
+    let field = |key, value| Event::Field {
+        time: 1000,
+        key,
+        value,
+        owner: FieldOwner::Span(1),
+    };
+    [
+        Event::Span {
+            start: 1000,
+            duration: 250,
+            name: 1,
+            id: 1,
+            parent: 0,
+            arg: None,
+        },
+        field(2, FieldValue::Str(3)),
+        field(4, FieldValue::Int(42)),
+    ]
+}
+
+/// FORMAT.md's third worked example: [`fields_example_events`] in one
+/// packed Block, sequence number 4, on lane 0.
+pub fn fields_example() -> Vec<u8> {
+    fields_block(4)
+}
+
+/// [`fields_example_events`] in one packed Block numbered `seq`.
+fn fields_block(seq: u32) -> Vec<u8> {
+    packed_block(0, &fields_example_events(), seq)
+}
+
+/// A whole stream of a span with fields: an Init naming lane 0 and the
+/// names of [`fields_example_events`], their Block, and a Shutdown.
+pub fn fields_stream() -> Vec<u8> {
+    stream_of(&["main", "query", "route", "a", "rows"], fields_block(0))
 }
 
 /// A whole stream of one task span: an Init naming lanes 0 and 1 and
 /// the task's name (id 2, "GET /a"), the Block of
 /// [`task_example_events`], and a Shutdown.
 pub fn task_stream() -> Vec<u8> {
+    stream_of(&["main", "worker", "GET /a"], task_block(0))
+}
+
+/// An Init naming `names` (from id 0) and lanes 0 ("main", name 0) and
+/// 1 (name 1), the Block `block` (sequence number 0), and a Shutdown.
+fn stream_of(names_from_0: &[&str], block: Vec<u8>) -> Vec<u8> {
     use typhon_live_core::init::write_init;
     use typhon_live_core::{LaneKind, Metadata, NameTable, Shutdown};
 
-    let mut names: NameTable<4, 64> = NameTable::new();
-    for name in ["main", "worker", "GET /a"] {
+    let mut names: NameTable<8, 64> = NameTable::new();
+    for name in names_from_0 {
         names.intern(name).expect("room");
     }
     let lanes = [(0, 0, LaneKind::Main), (1, 1, LaneKind::Worker)]
@@ -752,7 +820,7 @@ pub fn task_stream() -> Vec<u8> {
     let mut out = vec![0u8; 4096];
     let n = write_init(&mut out, 0, &meta, &names, lanes.into_iter()).expect("fits");
     let mut stream = out[..n].to_vec();
-    stream.extend(task_block(0));
+    stream.extend(block);
     let shutdown = Shutdown {
         time: 2000,
         frames_sent: 1,

@@ -85,4 +85,31 @@ fn an_axum_service_under_load_has_one_span_per_request_named_by_route() {
     assert!(open.is_empty(), "every task closed: {open:?}");
     let render = stats(&all, "render");
     assert_eq!(render.count, served as u64, "render runs once a request");
+
+    // Their `route` field, carried: `query`'s (a task span's) and
+    // `render`'s (an ordinary span's) statistics by route.
+    for span in [query, render] {
+        let keys: Vec<(String, bool)> = (model.field_keys(span.id).into_iter())
+            .map(|(key, numeric)| (model.name(key), numeric))
+            .collect();
+        assert_eq!(keys, [("route".to_owned(), false)], "{}", span.name);
+        let route = model.field_keys(span.id)[0].0;
+        let groups: Vec<(String, u64)> = (model.field_groups(span.id, route).into_iter())
+            .map(|g| (g.value, g.durations.count))
+            .collect();
+        let half = served as u64 / 2;
+        assert_eq!(
+            groups,
+            [("a".to_owned(), half), ("b".to_owned(), half)],
+            "{}",
+            span.name
+        );
+    }
+    let query_by_route = model.field_groups(query.id, model.field_keys(query.id)[0].0);
+    for group in &query_by_route {
+        assert!(
+            group.durations.p50 as f64 >= SLEEP.as_nanos() as f64,
+            "a query by route lasts at least the sleep: {group:?}"
+        );
+    }
 }

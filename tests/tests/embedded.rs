@@ -165,7 +165,8 @@ where
                         | Event::Instant { name, .. }
                         | Event::Poll { name, .. }
                         | Event::TaskBegin { name, .. }
-                        | Event::TaskEnd { name, .. } => names.get(&name),
+                        | Event::TaskEnd { name, .. }
+                        | Event::Field { key: name, .. } => names.get(&name),
                         Event::Gauge { gauge, .. } => names.get(&gauge),
                         Event::TickStart { .. } | Event::TickEnd { .. } | Event::Unknown { .. } => {
                             None

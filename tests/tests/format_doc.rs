@@ -6,7 +6,8 @@ use std::path::Path;
 
 use typhon_live_core::{Event, LaneKind};
 use typhon_live_tests::{
-    format_example, frames, read_stream, task_example, task_example_events, Owned,
+    fields_example, fields_example_events, format_example, frames, read_stream, task_example,
+    task_example_events, Owned,
 };
 
 /// The bytes of the hex dump between `<!-- NAME:begin -->` and
@@ -42,6 +43,23 @@ fn the_task_example_is_what_the_encoder_writes() {
     };
     assert!(drops.is_empty());
     let expected: Vec<(u16, Event)> = task_example_events().map(|e| (1, e)).to_vec();
+    assert_eq!(events, &expected);
+}
+
+#[test]
+fn the_fields_example_is_what_the_encoder_writes() {
+    let written = fields_example();
+    assert_eq!(
+        documented("fields-example"),
+        written,
+        "FORMAT.md's fields example is stale: regenerate it with `cargo run -p typhon-live-tests --example format_example -- fields`"
+    );
+    let got = frames(read_stream(&written, &[], 4096));
+    let [Owned::Block { events, drops, .. }] = &got[..] else {
+        panic!("unexpected frames {got:?}");
+    };
+    assert!(drops.is_empty());
+    let expected: Vec<(u16, Event)> = fields_example_events().map(|e| (0, e)).to_vec();
     assert_eq!(events, &expected);
 }
 

@@ -558,24 +558,31 @@ fn definitions_without_a_section_change_nothing_of_it() {
     assert_eq!(parse(&[8, 2, 0, 0, 0, 0, 0]), (0, Some(0)));
 }
 
-/// A record of a reserved kind (9 to 15) is read by the shape they share
-/// and skipped: the records after it stand.
-#[test]
-fn a_record_of_a_reserved_kind_is_skipped() {
+/// A Block of a tick start, a record of kind `kind` with flags A and B,
+/// and a tick start: lane 0, all at time 0.
+fn block_around(kind: u8) -> Vec<u8> {
     let mut payload = Vec::new();
     payload.extend(3u32.to_le_bytes()); // three records
     payload.extend([0; 16]); // first and last timestamps
     payload.extend(0u16.to_le_bytes()); // no drop entries
     payload.extend([1, 0, 0, 3, 0]); // one group: lane 0, 3 records, at 0
-                                     // Kind: tick start (16), kind 9 with flags A and B (39), tick start.
-    payload.extend([3, 8, 0, 0, 16, 39, 16]);
+                                     // Kind: tick start (16), the record with flags A and B, tick start.
+    payload.extend([3, 8, 0, 0, 16, kind * 4 + 3, 16]);
     payload.extend([0]); // span time: empty
-    payload.extend([1, 0, 5]); // name: the reserved record's
+    payload.extend([1, 0, 5]); // name: the middle record's
     payload.extend([0, 0]); // span id, parent: empty
-    payload.extend([1, 0, 7]); // duration: the reserved record's (B)
-    payload.extend([1, 0, 9]); // argument: the reserved record's (A)
+    payload.extend([1, 0, 7]); // duration: the middle record's (B)
+    payload.extend([1, 0, 9]); // argument: the middle record's (A)
     payload.extend([3, 0, 0]); // point time: three gaps of 0
     payload.extend([3, 8, 0, 0, 2, 11, 2]); // value: z(1), 11, z(1)
+    payload
+}
+
+/// A record of a reserved kind (12 to 15) is read by the shape they share
+/// and skipped: the records after it stand.
+#[test]
+fn a_record_of_a_reserved_kind_is_skipped() {
+    let payload = block_around(12);
     let block = BlockView::parse(&payload, 0).expect("the header reads");
     let mut events = Vec::new();
     BlockBuffer::new()
@@ -585,10 +592,31 @@ fn a_record_of_a_reserved_kind_is_skipped() {
         events,
         [
             Event::TickStart { time: 0, tick: 1 },
-            Event::Unknown { time: 0, kind: 9 },
+            Event::Unknown { time: 0, kind: 12 },
             Event::TickStart { time: 0, tick: 2 },
         ]
     );
+}
+
+/// A field (kinds 9 to 11) has exactly one owner, a task (A) or a span
+/// (B): one that names both is damage from there on, as any malformed
+/// record; the events before it stand.
+#[test]
+fn a_field_with_two_owners_ends_the_block_there() {
+    for kind in 9..=11 {
+        let (_, read, damage) = read_block(&block_around(kind), 0);
+        assert_eq!(read, 1, "kind {kind}");
+        assert_eq!(
+            damage,
+            Some((
+                DecodeError::Malformed {
+                    what: "field without exactly one owner"
+                },
+                2
+            )),
+            "kind {kind}"
+        );
+    }
 }
 
 /// Question 14: a record of a kind the reader does not know ends the

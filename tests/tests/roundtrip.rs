@@ -6,8 +6,8 @@ use typhon_live_core::block::{block_scratch_len, RECORDS_PER_GROUP};
 use typhon_live_core::definitions::write_definitions;
 use typhon_live_core::init::write_init;
 use typhon_live_core::{
-    BlockBuilder, Compression, Decoder, EncodeError, Event, GaugeValue, LaneId, LaneInfo, LaneKind,
-    Metadata, NameSource, Shutdown,
+    BlockBuilder, Compression, Decoder, EncodeError, Event, FieldOwner, FieldValue, GaugeValue,
+    LaneId, LaneInfo, LaneKind, Metadata, NameSource, Shutdown,
 };
 use typhon_live_tests::{frames, own, read_stream, same_events, Component, Meta, Owned, VecNames};
 
@@ -174,7 +174,30 @@ fn event() -> impl Strategy<Value = Event> {
                 busy
             }
         ),
-        (time(), 9u8..=15).prop_map(|(time, kind)| Event::Unknown { time, kind }),
+        (time(), any::<u32>(), field_value(), field_owner()).prop_map(
+            |(time, key, value, owner)| Event::Field {
+                time,
+                key,
+                value,
+                owner
+            }
+        ),
+        (time(), 12u8..=15).prop_map(|(time, kind)| Event::Unknown { time, kind }),
+    ]
+}
+
+fn field_value() -> impl Strategy<Value = FieldValue> {
+    prop_oneof![
+        any::<i64>().prop_map(FieldValue::Int),
+        any::<u64>().prop_map(|bits| FieldValue::Float(f64::from_bits(bits))),
+        any::<u32>().prop_map(FieldValue::Str),
+    ]
+}
+
+fn field_owner() -> impl Strategy<Value = FieldOwner> {
+    prop_oneof![
+        any::<u32>().prop_map(FieldOwner::Span),
+        task().prop_map(FieldOwner::Task),
     ]
 }
 

@@ -27,6 +27,10 @@
 //! - A span's first integer field is its argument (negative values keep
 //!   their two's-complement bits); a later `record` of an integer field
 //!   replaces it.
+//! - A span's fields are carried with it ([`fields`]): numbers as they
+//!   are, strings interned per call site within a cap, at most
+//!   [`fields::MAX_FIELDS`] a span, so that a viewer can group a name's
+//!   statistics by a field's value.
 //! - An event becomes an instant named `LEVEL message`; its first integer
 //!   field is the payload.
 //!
@@ -36,6 +40,8 @@
 //! With no profiler running, nothing is recorded.
 #![deny(missing_docs)]
 
+mod capped;
+pub mod fields;
 mod first_run;
 pub mod naming;
 mod site;
@@ -52,6 +58,7 @@ use tracing_subscriber::layer::{Context, Layer};
 use tracing_subscriber::registry::{LookupSpan, SpanRef};
 use typhon_live_std::{runtime, tasks};
 
+use crate::fields::{FieldVisitor, SpanFields};
 use crate::naming::{NamingVisitor, Values};
 use crate::site::{NameId, Site};
 use crate::thread::{Entered, Pending};
@@ -199,7 +206,14 @@ where
             .filter(|_| values.any())
             .and_then(|naming| naming.name(&values))
             .filter(|&name| Some(name) != site.name);
-        if fields.integer.is_none() && built.is_none() && !site.is_async() {
+        let mut carried = SpanFields::default();
+        if let Some(site_fields) = &site.fields {
+            attrs.record(&mut FieldVisitor {
+                site: site_fields,
+                fields: &mut carried,
+            });
+        }
+        if fields.integer.is_none() && built.is_none() && carried.0.is_empty() && !site.is_async() {
             // An ordinary span: nothing to keep.
             return;
         }
@@ -213,6 +227,9 @@ where
         }
         if let Some(name) = built {
             extensions.insert(SpanName(name));
+        }
+        if !carried.0.is_empty() {
+            extensions.insert(carried);
         }
         if let Some((task, created)) = task {
             extensions.insert(Task::new(task, created, 0));
@@ -237,6 +254,26 @@ where
         let built = (site.naming.as_ref())
             .filter(|_| naming.any())
             .and_then(|n| n.name(&naming));
+        if let Some(site_fields) = &site.fields {
+            let mut extensions = span.extensions_mut();
+            let mut carried = extensions.remove::<SpanFields>().unwrap_or_default();
+            values.record(&mut FieldVisitor {
+                site: site_fields,
+                fields: &mut carried,
+            });
+            if !carried.0.is_empty() {
+                extensions.insert(carried);
+                drop(extensions);
+                // Entered or waiting here already: its fields go out with it.
+                thread::with(|thread| {
+                    let entered = thread.entered.iter_mut().filter(|e| &e.id == id);
+                    entered.for_each(|e| e.has_fields = true);
+                    if let Some(pending) = thread.pending.as_mut().filter(|p| &p.id == id) {
+                        pending.has_fields = true;
+                    }
+                });
+            }
+        }
         if fields.integer.is_none() && built.is_none() {
             return;
         }
@@ -280,11 +317,17 @@ where
             return;
         };
         let site = span_site(span.metadata());
-        let (name, arg, task) = {
+        let (name, arg, task, has_fields) = {
             let extensions = span.extensions();
             let name = extensions.get::<SpanName>().map(|n| n.0).or(site.name);
             let arg = extensions.get::<SpanArg>().map(|a| a.0);
-            (name, arg, extensions.get::<Task>().map(|t| t.id))
+            let has_fields = extensions.get::<SpanFields>().is_some();
+            (
+                name,
+                arg,
+                extensions.get::<Task>().map(|t| t.id),
+                has_fields,
+            )
         };
         let Some(name) = name else {
             return;
@@ -305,6 +348,7 @@ where
                 task,
                 name,
                 site,
+                has_fields,
             })
         });
     }
@@ -332,6 +376,7 @@ where
                 ended,
                 name: entered.name,
                 site: entered.site,
+                has_fields: entered.has_fields,
             };
             let earlier = thread.pending.replace(waits);
             Some(Exited::Waits {
@@ -379,7 +424,14 @@ where
         if let Some(pending) = pending {
             if !first_run::clear(&id) {
                 // Closed right after its one run, here: an ordinary span.
-                return pending.ended.record();
+                let carried = (pending.has_fields)
+                    .then(|| ctx.span(&id))
+                    .flatten()
+                    .and_then(|span| span.extensions_mut().remove::<SpanFields>());
+                return match carried {
+                    Some(carried) => pending.ended.record_with(&carried.0),
+                    None => pending.ended.record(),
+                };
             }
             // Another thread polled it meanwhile: a task, ending here.
             resolve(pending, &ctx);
@@ -397,9 +449,10 @@ where
         let created = task.created.load(Ordering::Relaxed);
         let (task, busy) = (task.id, task.busy.load(Ordering::Relaxed));
         let name = extensions.get_mut::<SpanName>().map(|n| n.0).or(site.name);
+        let carried = extensions.remove::<SpanFields>().unwrap_or_default();
         drop(extensions);
         if let Some(name) = name {
-            tasks::end(task, name, created, busy);
+            tasks::end_with(task, name, created, busy, &carried.0);
         }
     }
 

@@ -5,18 +5,16 @@
 //! ten thousand `/users/ID` paths never fill the name table: past the
 //! cap, a call site's new values share one name, `NAME (other)`.
 
-use std::collections::HashMap;
 use std::fmt;
-use std::sync::{Mutex, PoisonError};
 
 use tracing_core::field::{Field, Visit};
 use tracing_core::Metadata;
-use typhon_live_std::runtime;
 
+use crate::capped::{cut, Capped, MAX_PER_SITE};
 use crate::site::NameId;
 
 /// Distinct names one call site's fields may build.
-pub const MAX_BUILT_NAMES: usize = 128;
+pub const MAX_BUILT_NAMES: usize = MAX_PER_SITE;
 /// Bytes of a field value a name takes at most (cut on a character
 /// boundary).
 pub const MAX_NAME_VALUE_BYTES: usize = 128;
@@ -29,15 +27,7 @@ const PATHS: [&str; 3] = ["uri", "url.path", "http.target"];
 
 /// A call site whose spans are named from their fields.
 pub(crate) struct Naming {
-    /// The name past the cap: `NAME (other)`.
-    span: &'static str,
-    built: Mutex<Built>,
-}
-
-#[derive(Default)]
-struct Built {
-    names: HashMap<String, NameId>,
-    other: Option<NameId>,
+    built: Capped,
 }
 
 impl Naming {
@@ -46,28 +36,14 @@ impl Naming {
         let has = |names: &[&str]| names.iter().any(|n| meta.fields().field(n).is_some());
         let named = has(&[OTEL_NAME, ROUTE]) || (has(&METHODS) && has(&PATHS));
         named.then(|| Naming {
-            span: meta.name(),
-            built: Mutex::default(),
+            built: Capped::new(format!("{} (other)", meta.name())),
         })
     }
 
     /// The name id for `values`, interned the first time; `None` when
     /// the values name nothing (the call site's name stands).
     pub(crate) fn name(&self, values: &Values) -> Option<NameId> {
-        let text = values.text()?;
-        let mut built = self.built.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(&id) = built.names.get(&text) {
-            return Some(id);
-        }
-        if built.names.len() >= MAX_BUILT_NAMES {
-            if built.other.is_none() {
-                built.other = runtime::intern(&format!("{} (other)", self.span));
-            }
-            return built.other;
-        }
-        let id = runtime::intern(&text)?;
-        built.names.insert(text, id);
-        Some(id)
+        self.built.intern(&values.text()?)
     }
 }
 
@@ -91,13 +67,7 @@ impl Values {
             _ => return,
         };
         let mut text = value.to_string();
-        if text.len() > MAX_NAME_VALUE_BYTES {
-            let mut end = MAX_NAME_VALUE_BYTES;
-            while !text.is_char_boundary(end) {
-                end -= 1;
-            }
-            text.truncate(end);
-        }
+        cut(&mut text, MAX_NAME_VALUE_BYTES);
         *slot = Some(text);
     }
 

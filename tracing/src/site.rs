@@ -10,6 +10,7 @@ use std::sync::{Mutex, OnceLock, PoisonError};
 use tracing_core::Metadata;
 use typhon_live_std::runtime;
 
+use crate::fields::SiteFields;
 use crate::naming::Naming;
 
 /// Name id of an interned name (the core's `NameId`).
@@ -26,6 +27,8 @@ pub(crate) struct Site {
     asynchronous: AtomicBool,
     /// How its spans are named from their fields, if they are.
     pub(crate) naming: Option<Naming>,
+    /// Its spans' fields, if it has any.
+    pub(crate) fields: Option<SiteFields>,
 }
 
 impl Site {
@@ -88,10 +91,12 @@ fn make(
     let mut sites = sites.lock().unwrap_or_else(PoisonError::into_inner);
     sites.entry(key).or_insert_with(|| {
         let naming = meta.is_span().then(|| Naming::of(meta)).flatten();
+        let fields = meta.is_span().then(|| SiteFields::of(meta)).flatten();
         Box::leak(Box::new(Site {
             name: runtime::intern(&name()),
             asynchronous: AtomicBool::new(false),
             naming,
+            fields,
         }))
     })
 }

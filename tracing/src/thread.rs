@@ -24,6 +24,8 @@ pub(crate) struct Entered {
     pub(crate) task: Option<u64>,
     pub(crate) name: NameId,
     pub(crate) site: &'static Site,
+    /// It has fields to record after it.
+    pub(crate) has_fields: bool,
 }
 
 /// A span exited on this thread whose close has not come yet.
@@ -32,6 +34,8 @@ pub(crate) struct Pending {
     pub(crate) ended: Ended,
     pub(crate) name: NameId,
     pub(crate) site: &'static Site,
+    /// It has fields to record after it.
+    pub(crate) has_fields: bool,
 }
 
 #[derive(Default)]

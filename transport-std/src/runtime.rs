@@ -9,8 +9,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
 use typhon_live_core::{
-    Event, GaugeValue, LaneHandle, LaneKind, Lanes, NameId, NameTable, SpanToken, TaskId,
-    DEFAULT_RING_EVENTS as CORE_DEFAULT_RING_EVENTS,
+    Event, FieldOwner, FieldValue, GaugeValue, LaneHandle, LaneKind, Lanes, NameId, NameTable,
+    SpanToken, TaskId, DEFAULT_RING_EVENTS as CORE_DEFAULT_RING_EVENTS,
 };
 
 /// Lane slots: threads that can record at once.
@@ -197,6 +197,24 @@ pub(crate) fn record(f: impl FnOnce(&LaneHandle<'static, RING_EVENTS>) -> bool) 
     }));
 }
 
+/// Records `fields` of `owner`, which began at `start`, on `lane`, right
+/// after the owner's record; whether all were recorded.
+pub(crate) fn record_fields(
+    lane: &LaneHandle<'static, RING_EVENTS>,
+    owner: FieldOwner,
+    start: u64,
+    fields: &[(NameId, FieldValue)],
+) -> bool {
+    fields.iter().all(|&(key, value)| {
+        lane.record(&Event::Field {
+            time: start,
+            key,
+            value,
+            owner,
+        })
+    })
+}
+
 /// The running exporter thread, woken early when a ring passes half full.
 static EXPORTER: Mutex<Option<std::thread::Thread>> = Mutex::new(None);
 /// Early wakes asked for since the start.
@@ -289,6 +307,17 @@ impl Ended {
     #[inline]
     pub fn record(self) {
         record(|lane| lane.record(&self.event));
+    }
+
+    /// Records it as the span it was, with its fields (key and value;
+    /// FORMAT.md, "Fields") right after it.
+    pub fn record_with(self, fields: &[(NameId, FieldValue)]) {
+        let Event::Span { id, start, .. } = self.event else {
+            return self.record();
+        };
+        record(|lane| {
+            lane.record(&self.event) && record_fields(lane, FieldOwner::Span(id), start, fields)
+        });
     }
 
     /// Records it as a poll of `task` (a task span's time on this lane),

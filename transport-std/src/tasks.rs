@@ -7,9 +7,9 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use typhon_live_core::{Event, NameId, TaskId};
+use typhon_live_core::{Event, FieldOwner, FieldValue, NameId, TaskId};
 
-use crate::runtime::{is_enabled, now, record};
+use crate::runtime::{is_enabled, now, record, record_fields};
 
 /// The last task id handed out.
 static LAST_TASK: AtomicU64 = AtomicU64::new(0);
@@ -40,6 +40,19 @@ pub fn begin(task: TaskId, name: NameId, created: u64, parent: TaskId) {
 /// `created`, closed now, having run `busy` ns in its polls.
 #[inline]
 pub fn end(task: TaskId, name: NameId, created: u64, busy: u64) {
+    end_with(task, name, created, busy, &[]);
+}
+
+/// [`end`], with the task span's fields (key and value; FORMAT.md,
+/// "Fields") recorded right after its end.
+#[inline]
+pub fn end_with(
+    task: TaskId,
+    name: NameId,
+    created: u64,
+    busy: u64,
+    fields: &[(NameId, FieldValue)],
+) {
     if is_enabled() {
         let time = now();
         let event = Event::TaskEnd {
@@ -49,6 +62,8 @@ pub fn end(task: TaskId, name: NameId, created: u64, busy: u64) {
             wall: time.saturating_sub(created),
             busy,
         };
-        record(|lane| lane.record(&event));
+        record(|lane| {
+            lane.record(&event) && record_fields(lane, FieldOwner::Task(task), created, fields)
+        });
     }
 }

@@ -17,11 +17,13 @@ use crate::widgets::span_table::SpanTable;
 use crate::widgets::timeline::{lanes_of, Timeline};
 use typhon_live_model::history::{self, Chunk};
 use typhon_live_model::stats::Distribution;
-use typhon_live_model::Model;
+use typhon_live_model::{fields, FieldSummary, Model};
 
 /// While live, the selected name's distribution is read again at most
 /// this often: it reads every span of the name in the history.
 const DISTRIBUTION_REFRESH: Duration = Duration::from_secs(1);
+/// A string field's values shown, most frequent first.
+const FIELD_VALUES: usize = 3;
 
 /// The selected name's distribution, and what it was computed over.
 struct Computed {
@@ -33,6 +35,8 @@ struct Computed {
     chunks: usize,
     at: Instant,
     distribution: Distribution,
+    /// Its fields: by value, or their numbers.
+    fields: Vec<FieldSummary>,
 }
 
 impl Computed {
@@ -96,10 +100,17 @@ impl Screen {
                     chunks: chunks.len(),
                     at: Instant::now(),
                     distribution: history::distribution(chunks.iter().map(|c| &**c), name),
+                    fields: fields::summaries(
+                        chunks.iter().map(|c| &**c),
+                        name,
+                        model.names(),
+                        FIELD_VALUES,
+                    ),
                 });
             }
         }
         let distribution = selected.and_then(|_| self.computed.as_ref().map(|c| &c.distribution));
+        let field_summaries = self.computed.as_ref().map_or(&[][..], |c| &c.fields);
         let max_tick = distribution
             .as_ref()
             .and_then(|d| history::tick_at(chunks.iter().map(|c| &**c), d.max_at).map(|t| t.tick));
@@ -128,6 +139,7 @@ impl Screen {
                     distribution: d,
                     ticks_per_second: inputs.ticks_per_second,
                     max_tick,
+                    fields: field_summaries,
                 }),
         };
         let _ = self
@@ -204,6 +216,7 @@ mod tests {
             chunks: 2,
             at: Instant::now(),
             distribution: Distribution::default(),
+            fields: Vec::new(),
         };
         let same = [Arc::clone(&a), Arc::clone(&b)];
         let moved_on = [Arc::clone(&b), Arc::new(Chunk::default())];

@@ -11,7 +11,7 @@ use std::collections::VecDeque;
 use typhon_live_model::history::SpanRecord;
 
 use typhon_live_model::marks::LATENCY_MARK;
-use typhon_live_model::{Connection, Model, Summary, TimelineInputs};
+use typhon_live_model::{Connection, FieldSummary, Model, Summary, TimelineInputs};
 
 use crate::feed::Feed;
 use crate::selection::Selection;
@@ -186,7 +186,7 @@ impl Page {
                 _ => true,
             };
             if stale {
-                self.selection = Some(Selection::of(name, chunks));
+                self.selection = Some(Selection::of(name, chunks, self.model.names()));
                 self.selected_at = now;
             }
         }
@@ -370,6 +370,9 @@ impl Page {
                     }
                 });
                 histogram(ui, d);
+                for field in &selected.fields {
+                    field_table(ui, field);
+                }
                 ui.label("longest (click to show):");
                 for span in &selected.longest {
                     let lane = lanes
@@ -423,6 +426,7 @@ impl Page {
                 max: s.distribution.max,
                 longest: s.longest.len(),
                 longest_at: self.longest_listed.iter().map(|r| css(*r)).collect(),
+                fields: s.fields.clone(),
             }),
             listed: self
                 .listed
@@ -493,6 +497,35 @@ struct Selected {
     longest: usize,
     /// Where each of the longest is listed, longest first.
     longest_at: Vec<[f32; 4]>,
+    /// Its fields, as the panel lists them.
+    fields: Vec<FieldSummary>,
+}
+
+/// A field of the selected name: a string field's values with their
+/// spans' count and percentiles, or a numeric field's percentiles.
+fn field_table(ui: &mut egui::Ui, field: &FieldSummary) {
+    if let Some(n) = &field.numbers {
+        ui.label(format!(
+            "{}: p50 {}  p99 {}  max {}  ({} values)",
+            field.key, n.p50, n.p99, n.max, n.count
+        ));
+        return;
+    }
+    ui.label(format!("by {} ({} values):", field.key, field.values));
+    egui::Grid::new(("field", &field.key)).show(ui, |ui| {
+        for what in ["value", "count", "p50", "p99"] {
+            ui.label(what);
+        }
+        ui.end_row();
+        for group in &field.groups {
+            let d = &group.durations;
+            ui.label(&group.value);
+            ui.label(d.count.to_string());
+            ui.label(duration(d.p50));
+            ui.label(duration(d.p99));
+            ui.end_row();
+        }
+    });
 }
 
 fn ms(at: Duration) -> f64 {

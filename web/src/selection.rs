@@ -1,15 +1,20 @@
 //! The selected span name's statistics over the history the view holds:
-//! its exact distribution (count, percentiles, maximum, histogram) and
-//! its longest occurrences, to jump to. Computed when the selection or
+//! its exact distribution (count, percentiles, maximum, histogram), its
+//! fields (by value, or as numbers) and its longest occurrences, to jump
+//! to. Computed when the selection or
 //! the history changes, not every frame.
 
 use std::sync::Arc;
 
 use typhon_live_model::history::{self, Chunk, SpanRecord};
 use typhon_live_model::stats::Distribution;
+use typhon_live_model::{fields, FieldSummary};
+use typhon_live_reader::Names;
 
 /// Longest occurrences listed.
 pub const LONGEST: usize = 10;
+/// A string field's values listed, most frequent first.
+pub const FIELD_VALUES: usize = 8;
 
 /// A name's statistics, and what they were computed over.
 #[derive(Clone, Debug)]
@@ -20,13 +25,16 @@ pub struct Selection {
     pub distribution: Distribution,
     /// Its longest spans, longest first.
     pub longest: Vec<SpanRecord>,
+    /// Its fields.
+    pub fields: Vec<FieldSummary>,
     /// The history it was computed over: its chunk count and last time.
     over: (usize, u64),
 }
 
 impl Selection {
-    /// `name`'s statistics over `chunks`.
-    pub fn of(name: u32, chunks: &[Arc<Chunk>]) -> Selection {
+    /// `name`'s statistics over `chunks`, its fields' strings read in
+    /// `names`.
+    pub fn of(name: u32, chunks: &[Arc<Chunk>], names: &Names) -> Selection {
         let distribution = history::distribution(chunks.iter().map(|c| &**c), name);
         let mut longest: Vec<SpanRecord> = Vec::with_capacity(LONGEST + 1);
         // A task span is listed from its creation, on the lane it closed
@@ -57,6 +65,7 @@ impl Selection {
             name,
             distribution,
             longest,
+            fields: fields::summaries(chunks.iter().map(|c| &**c), name, names, FIELD_VALUES),
             over: over(chunks),
         }
     }
@@ -98,7 +107,7 @@ mod tests {
             }
             chunks.push(Arc::new(chunk));
         }
-        let s = Selection::of(2, &chunks);
+        let s = Selection::of(2, &chunks, &Names::new());
         // Name 2: the even durations 2..=300.
         assert_eq!(s.distribution.count, 150);
         assert_eq!((s.distribution.p50, s.distribution.max), (150, 300));
@@ -136,7 +145,7 @@ mod tests {
             };
             chunk.push_task(record, 100);
         }
-        let s = Selection::of(3, &[Arc::new(chunk)]);
+        let s = Selection::of(3, &[Arc::new(chunk)], &Names::new());
         assert_eq!(s.distribution.count, 2);
         assert_eq!((s.distribution.total, s.distribution.busy), (6_900, 200));
         let longest: Vec<(u64, u64)> = s.longest.iter().map(|l| (l.arg, l.duration)).collect();

@@ -111,6 +111,7 @@ fn report(path: &Path) -> Result<(String, bool), CliError> {
                     Event::TaskBegin { .. } => "task begins",
                     Event::Poll { .. } => "polls",
                     Event::TaskEnd { .. } => "task ends",
+                    Event::Field { .. } => "fields",
                     Event::Unknown { .. } => "records of reserved kinds",
                 };
                 *events.entry(kind).or_default() += 1;

@@ -250,3 +250,10 @@ pub fn relay_ends(args: &[&str]) -> (Option<i32>, String) {
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
 }
+
+/// The middle of a rectangle `[x, y, w, h]` a browser page's hook
+/// reported.
+pub fn middle(rect: &serde_json::Value) -> (f64, f64) {
+    let at = |i: usize| rect[i].as_f64().unwrap_or(0.0);
+    (at(0) + at(2) / 2.0, at(1) + at(3) / 2.0)
+}

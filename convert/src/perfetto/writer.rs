@@ -411,9 +411,11 @@ impl TraceWriter {
         // A poll is what its lane ran: a slice of the lane's track.
         let event = event.lane_span();
         match event {
+            // Fields are not written as debug annotations yet.
             Event::Poll { .. }
             | Event::TaskBegin { .. }
             | Event::TaskEnd { .. }
+            | Event::Field { .. }
             | Event::Unknown { .. } => {}
             Event::Span {
                 start,

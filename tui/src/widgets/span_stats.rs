@@ -1,6 +1,8 @@
 //! One span name's statistics over the history (Tracy's Find Zone):
 //! count, total, self time, mean, exact percentiles, the longest and the
-//! tick it happened in, and a histogram of the durations.
+//! tick it happened in, its fields (a string field's most frequent values
+//! with their spans' percentiles, a numeric field's percentiles), and a
+//! histogram of the durations.
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
@@ -9,6 +11,7 @@ use ratatui::text::Line;
 use ratatui::widgets::{Block, Borders, Paragraph, Sparkline, Widget};
 
 use typhon_live_model::stats::Distribution;
+use typhon_live_model::FieldSummary;
 
 /// The statistics of one span name.
 pub struct SpanDetail<'a> {
@@ -20,6 +23,8 @@ pub struct SpanDetail<'a> {
     pub ticks_per_second: u64,
     /// The tick its longest span happened in, if one holds it.
     pub max_tick: Option<u64>,
+    /// Its fields.
+    pub fields: &'a [FieldSummary],
 }
 
 impl SpanDetail<'_> {
@@ -28,6 +33,35 @@ impl SpanDetail<'_> {
             "{:.3}",
             ticks as f64 * 1e3 / self.ticks_per_second.max(1) as f64
         )
+    }
+
+    /// One line a field: `by KEY (N values): VALUE COUNT p50 P p99 P · …`
+    /// or `KEY: p50 P  p99 P  max M (N)`.
+    fn field_line(&self, field: &FieldSummary) -> Line<'static> {
+        if let Some(n) = &field.numbers {
+            return Line::from(format!(
+                "{}: p50 {}  p99 {}  max {} ({})",
+                field.key, n.p50, n.p99, n.max, n.count
+            ));
+        }
+        let groups: Vec<String> = (field.groups.iter())
+            .map(|g| {
+                let d = &g.durations;
+                format!(
+                    "{} {} p50 {} p99 {}",
+                    g.value,
+                    d.count,
+                    self.ms(d.p50),
+                    self.ms(d.p99)
+                )
+            })
+            .collect();
+        Line::from(format!(
+            "by {} ({} values): {}",
+            field.key,
+            field.values,
+            groups.join(" · ")
+        ))
     }
 }
 
@@ -46,7 +80,7 @@ impl Widget for &SpanDetail<'_> {
         let at = self
             .max_tick
             .map_or(String::new(), |t| format!(" in tick {t} (m)"));
-        let lines = vec![
+        let mut lines = vec![
             Line::from(format!(
                 "count {}  total {}  self {}  mean {:.3}",
                 d.count,
@@ -61,12 +95,13 @@ impl Widget for &SpanDetail<'_> {
                 self.ms(d.p99),
                 self.ms(d.max)
             )),
-            Line::from(format!(
-                "histogram {} .. {} (log)",
-                self.ms(d.min),
-                self.ms(d.max)
-            )),
         ];
+        lines.extend(self.fields.iter().map(|f| self.field_line(f)));
+        lines.push(Line::from(format!(
+            "histogram {} .. {} (log)",
+            self.ms(d.min),
+            self.ms(d.max)
+        )));
         let text_rows = lines.len() as u16;
         Paragraph::new(lines).render(inner, buf);
         if inner.height > text_rows {
@@ -97,6 +132,7 @@ mod tests {
             distribution: &d,
             ticks_per_second: 1_000_000,
             max_tick: Some(12),
+            fields: &[],
         };
         let area = Rect::new(0, 0, 70, 8);
         let mut buf = Buffer::empty(area);
@@ -115,5 +151,59 @@ mod tests {
         // Log buckets: most of 1..1000 in the last ones, the tallest bar.
         assert_eq!(buf[(32, 6)].symbol(), "█", "{text}");
         assert_eq!(buf[(1, 6)].symbol(), " ", "{text}");
+    }
+
+    #[test]
+    fn fields_show_by_value_and_as_numbers() {
+        use typhon_live_model::FieldGroup;
+        let mut durations: Vec<u64> = (1..=1000).collect();
+        let d = Distribution::of(&mut durations, 0, 0);
+        let mut fast: Vec<u64> = vec![100; 600];
+        let mut slow: Vec<u64> = vec![2_000; 400];
+        let mut rows: Vec<u64> = (1..=100).collect();
+        let fields = [
+            FieldSummary {
+                key: "route".into(),
+                groups: vec![
+                    FieldGroup {
+                        value: "/a".into(),
+                        durations: Distribution::of(&mut fast, 0, 0),
+                    },
+                    FieldGroup {
+                        value: "/b".into(),
+                        durations: Distribution::of(&mut slow, 0, 0),
+                    },
+                ],
+                values: 2,
+                numbers: None,
+            },
+            FieldSummary {
+                key: "rows".into(),
+                groups: Vec::new(),
+                values: 0,
+                numbers: Some(Distribution::of(&mut rows, 0, 0)),
+            },
+        ];
+        let detail = SpanDetail {
+            name: "request",
+            distribution: &d,
+            ticks_per_second: 1_000_000,
+            max_tick: None,
+            fields: &fields,
+        };
+        let area = Rect::new(0, 0, 100, 8);
+        let mut buf = Buffer::empty(area);
+        (&detail).render(area, &mut buf);
+        let text = crate::testing::buffer_text(&buf);
+        assert!(
+            text.contains(
+                "by route (2 values): /a 600 p50 0.100 p99 0.100 · /b 400 p50 2.000 p99 2.000"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("rows: p50 50  p99 99  max 100 (100)"),
+            "{text}"
+        );
     }
 }
