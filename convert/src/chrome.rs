@@ -1,10 +1,11 @@
 //! Chrome Trace Event JSON: spans and polls `X`, instants `i`, counters
 //! `C`, thread names `M`, task spans as nestable async pairs `b` and `e`
-//! (category `task`, their task id as id); what chrome://tracing and
-//! ui.perfetto.dev's legacy importer open.
+//! (category `task`, their task id as id), a span's fields in its `args`
+//! (a task span's in its `e`); what chrome://tracing and ui.perfetto.dev's
+//! legacy importer open.
 
 use serde_json::{json, Value};
-use typhon_live_core::{Event, GaugeValue};
+use typhon_live_core::{Event, FieldOwner, FieldValue, GaugeValue};
 use typhon_live_reader::{Reader, State, Update};
 
 use crate::Converted;
@@ -23,6 +24,9 @@ pub fn chrome_trace(bytes: &[u8]) -> Converted<Value> {
     // The lanes named so far, so that a lane is named again only when its
     // name changes.
     let mut named: Vec<(u16, u32)> = Vec::new();
+    // Per lane, its last span or task end and where it is in `out`: what
+    // a field read next belongs to (FORMAT.md, "Fields").
+    let mut owners: Vec<(u16, FieldOwner, usize)> = Vec::new();
     let damage = typhon_live_reader::frames(bytes, |frame| {
         frames_read += 1;
         reader.read(frame, |state, update| match update {
@@ -44,6 +48,28 @@ pub fn chrome_trace(bytes: &[u8]) -> Converted<Value> {
             }
             Update::Event { lane, event } => {
                 let pid = pid(state);
+                if let Event::Field { key, value, owner, .. } = event {
+                    let Some(&(_, _, at)) = owners.iter().find(|o| o.0 == lane && o.1 == owner) else {
+                        return;
+                    };
+                    let value = match value {
+                        FieldValue::Int(v) => json!(v),
+                        FieldValue::Float(v) if v.is_finite() => json!(v),
+                        FieldValue::Float(_) => json!(null),
+                        FieldValue::Str(v) => json!(name(state, v)),
+                    };
+                    if let Some(record) = out.get_mut(at) {
+                        record["args"][name(state, key)] = value;
+                    }
+                    return;
+                }
+                owners.retain(|o| o.0 != lane);
+                match event {
+                    Event::Span { id, .. } => owners.push((lane, FieldOwner::Span(id), out.len())),
+                    // After its `b`.
+                    Event::TaskEnd { task, .. } => owners.push((lane, FieldOwner::Task(task), out.len() + 1)),
+                    _ => {}
+                }
                 let event = match event {
                     Event::Span { start, duration, name: id, arg, .. } => {
                         let mut e = json!({ "ph": "X", "name": name(state, id), "ts": us(start), "dur": us(duration), "pid": pid, "tid": lane });
@@ -71,10 +97,7 @@ pub fn chrome_trace(bytes: &[u8]) -> Converted<Value> {
                         out.push(json!({ "ph": "b", "cat": "task", "id": task, "name": name, "ts": us(time.saturating_sub(wall)), "pid": pid, "tid": lane }));
                         json!({ "ph": "e", "cat": "task", "id": task, "name": name, "ts": us(time), "pid": pid, "tid": lane, "args": { "busy_us": us(busy), "idle_us": us(wall.saturating_sub(busy)) } })
                     }
-                    // Fields are not written as `args` yet.
-                    Event::TaskBegin { .. } | Event::Field { .. } | Event::Unknown { .. } => {
-                        return
-                    }
+                    Event::TaskBegin { .. } | Event::Field { .. } | Event::Unknown { .. } => return,
                 };
                 out.push(event);
             }
