@@ -5,8 +5,8 @@
 //! legacy importer open.
 
 use serde_json::{json, Value};
-use typhon_live_core::{Event, FieldOwner, FieldValue, GaugeValue};
-use typhon_live_reader::{Reader, State, Update};
+use typhon_live_core::{Event, FieldValue, GaugeValue};
+use typhon_live_reader::{FieldOwners, Reader, State, Update};
 
 use crate::Converted;
 
@@ -24,9 +24,9 @@ pub fn chrome_trace(bytes: &[u8]) -> Converted<Value> {
     // The lanes named so far, so that a lane is named again only when its
     // name changes.
     let mut named: Vec<(u16, u32)> = Vec::new();
-    // Per lane, its last span or task end and where it is in `out`: what
-    // a field read next belongs to (FORMAT.md, "Fields").
-    let mut owners: Vec<(u16, FieldOwner, usize)> = Vec::new();
+    // Per lane, where its last span or task end is in `out`: what a field
+    // read next belongs to.
+    let mut owners: FieldOwners<usize> = FieldOwners::default();
     let damage = typhon_live_reader::frames(bytes, |frame| {
         frames_read += 1;
         reader.read(frame, |state, update| match update {
@@ -49,7 +49,7 @@ pub fn chrome_trace(bytes: &[u8]) -> Converted<Value> {
             Update::Event { lane, event } => {
                 let pid = pid(state);
                 if let Event::Field { key, value, owner, .. } = event {
-                    let Some(&(_, _, at)) = owners.iter().find(|o| o.0 == lane && o.1 == owner) else {
+                    let Some(at) = owners.field(lane, owner) else {
                         return;
                     };
                     let value = match value {
@@ -63,13 +63,9 @@ pub fn chrome_trace(bytes: &[u8]) -> Converted<Value> {
                     }
                     return;
                 }
-                owners.retain(|o| o.0 != lane);
-                match event {
-                    Event::Span { id, .. } => owners.push((lane, FieldOwner::Span(id), out.len())),
-                    // After its `b`.
-                    Event::TaskEnd { task, .. } => owners.push((lane, FieldOwner::Task(task), out.len() + 1)),
-                    _ => {}
-                }
+                // A task end is written after its `b`.
+                let at = out.len() + usize::from(matches!(event, Event::TaskEnd { .. }));
+                owners.read(lane, &event, || at);
                 let event = match event {
                     Event::Span { start, duration, name: id, arg, .. } => {
                         let mut e = json!({ "ph": "X", "name": name(state, id), "ts": us(start), "dur": us(duration), "pid": pid, "tid": lane });

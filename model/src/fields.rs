@@ -1,8 +1,8 @@
 //! Fields of spans and task spans (FORMAT.md, "Fields"): a request's
 //! route, a query's rows. A field comes right after its owner's record on
-//! the owner's lane, so each lane remembers only its last owner; a field
-//! whose owner is not that one (the owner was lost) is counted and
-//! dropped. Kept in the history's chunks beside the records, they give a
+//! the owner's lane ([`FieldOwners`](typhon_live_reader::FieldOwners)
+//! tells which); a field whose owner is
+//! not that one (the owner was lost) is counted and dropped. Kept in the history's chunks beside the records, they give a
 //! name's statistics grouped by a string field's value, and a numeric
 //! field's distribution.
 
@@ -14,14 +14,12 @@ use typhon_live_core::{FieldOwner, FieldValue};
 use typhon_live_reader::Names;
 
 use crate::history::Chunk;
-use crate::limits::MAX_FIELDS_PER_SPAN;
 use crate::stats::Distribution;
 use crate::Model;
 
-/// The record a field can belong to: the last span or task end of a lane.
+/// What the model keeps of a record that can own fields.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Owner {
-    pub(crate) id: FieldOwner,
     pub(crate) name: u32,
     /// Its duration (a task span's wall time), in ns.
     pub(crate) duration: u64,
@@ -60,13 +58,7 @@ impl Model {
         value: FieldValue,
         owner: FieldOwner,
     ) {
-        let last = self.lanes.get_mut(&lane).and_then(|l| {
-            let owner = l.last_owner.filter(|last| last.id == owner)?;
-            // A peer may follow one span with any number of fields.
-            l.owner_fields += 1;
-            (l.owner_fields <= MAX_FIELDS_PER_SPAN).then_some(owner)
-        });
-        match last {
+        match self.field_owners.field(lane, owner) {
             Some(last) => self.chunk.push_field(
                 FieldRecord {
                     owner_name: last.name,
@@ -225,6 +217,7 @@ mod tests {
     use typhon_live_core::Event;
 
     use super::*;
+    use crate::limits::MAX_FIELDS_PER_SPAN;
 
     fn span(id: u32) -> Event {
         Event::Span {

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use typhon_live_core::{Event, FieldOwner, GaugeValue};
+use typhon_live_core::{Event, GaugeValue};
 
 use crate::fields::Owner;
 use crate::history::{self, Chunk, GaugeRecord, InstantRecord, SpanRecord, TickRecord};
@@ -111,34 +111,23 @@ impl Model {
         }
     }
 
-    /// What a field read next on `lane` belongs to: `event`, if a span,
-    /// a poll or a task end; a field leaves it as it is; anything else
-    /// ends it (a field comes right after its owner).
+    /// What a field read next on `lane` belongs to ([`FieldOwners`]).
+    ///
+    /// [`FieldOwners`]: typhon_live_reader::FieldOwners
     fn note_owner(&mut self, lane: u16, event: &Event) {
-        let owner = match *event {
-            Event::Field { .. } => return,
-            Event::Span {
-                name, id, duration, ..
+        self.field_owners.read(lane, event, || match *event {
+            Event::Span { name, duration, .. } | Event::Poll { name, duration, .. } => {
+                Owner { name, duration }
             }
-            | Event::Poll {
-                name, id, duration, ..
-            } => Some(Owner {
-                id: FieldOwner::Span(id),
-                name,
-                duration,
-            }),
-            Event::TaskEnd {
-                name, task, wall, ..
-            } => Some(Owner {
-                id: FieldOwner::Task(task),
+            Event::TaskEnd { name, wall, .. } => Owner {
                 name,
                 duration: wall,
-            }),
-            _ => None,
-        };
-        if let Some(row) = self.lanes.get_mut(&lane) {
-            (row.last_owner, row.owner_fields) = (owner, 0);
-        }
+            },
+            _ => Owner {
+                name: 0,
+                duration: 0,
+            },
+        });
     }
 
     /// Keeps `event` in the chunk being filled (ticks go in at their end).

@@ -4,7 +4,6 @@
 
 use typhon_live_core::LaneKind;
 
-use crate::fields::Owner;
 use crate::limits::MAX_LANES;
 use crate::Model;
 
@@ -25,11 +24,6 @@ pub(crate) struct Lane {
     /// innermost last, each with its children's summed durations: for
     /// its self time. Nested spans end in order, so this is a stack.
     pub(crate) child_time: Vec<(u32, u64)>,
-    /// Its last record, if a span or task end: what a field read now
-    /// belongs to.
-    pub(crate) last_owner: Option<Owner>,
-    /// Fields read of it so far.
-    pub(crate) owner_fields: u32,
 }
 
 /// Spans whose children's time a lane tracks at most; past it (parents

@@ -1,6 +1,6 @@
 //! What a peer can make a viewer keep: the caps, and what they refused.
 
-pub use typhon_live_reader::{MAX_LANES, MAX_NAMES, MAX_NAME_BYTES};
+pub use typhon_live_reader::{MAX_FIELDS_PER_SPAN, MAX_LANES, MAX_NAMES, MAX_NAME_BYTES};
 
 use serde::Serialize;
 
@@ -12,9 +12,6 @@ pub const MAX_OPEN_TICKS: usize = 1024;
 pub const MAX_TICKS: usize = 100_000;
 /// Task spans begun and not yet ended, kept at most.
 pub const MAX_OPEN_TASKS: usize = 16_384;
-/// Fields kept of one span or task span, at most (FORMAT.md, "Fields":
-/// typhon-live's writers send at most 8).
-pub const MAX_FIELDS_PER_SPAN: u32 = 16;
 
 /// What the viewer refused to keep because a cap was reached.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]

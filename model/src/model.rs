@@ -8,8 +8,9 @@ use std::time::Duration;
 // Seeded and fast: SipHash was a tenth of the model's time per event.
 use foldhash::HashMap;
 use typhon_live_core::{DecodeError, Frame, OpenSpan};
-use typhon_live_reader::{Loss, Names, Reader, Session, State, Tally, Update};
+use typhon_live_reader::{FieldOwners, Loss, Names, Reader, Session, State, Tally, Update};
 
+use crate::fields::Owner;
 use crate::history::{self, Chunk, History};
 use crate::lanes::Lane;
 use crate::limits::Refused;
@@ -50,6 +51,8 @@ pub struct Model {
     pub(crate) tick_starts: HashMap<u64, u64>,
     /// Task spans begun and not yet ended.
     pub(crate) open_tasks: OpenTasks,
+    /// Each lane's last span or task end: what its next field belongs to.
+    pub(crate) field_owners: FieldOwners<Owner>,
     /// (tick, start, duration, overrun), newest last.
     pub(crate) ticks: VecDeque<(u64, u64, u64, bool)>,
     pub(crate) gauges: BTreeMap<u32, VecDeque<f64>>,
@@ -93,6 +96,7 @@ impl Model {
             host_now_at: None,
             tick_starts: HashMap::default(),
             open_tasks: OpenTasks::default(),
+            field_owners: FieldOwners::default(),
             ticks: VecDeque::new(),
             gauges: BTreeMap::new(),
             rates: VecDeque::new(),

@@ -88,6 +88,7 @@ impl Model {
         self.host_now_at = Some(now);
         self.tick_starts.clear();
         self.open_tasks.clear();
+        self.field_owners.clear();
         self.ticks.clear();
         for lane in self.lanes.values_mut() {
             lane.child_time.clear();

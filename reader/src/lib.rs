@@ -19,6 +19,7 @@
 //!   on other threads (the relay's merger, metrics and tracer).
 //! - [`carry`] names what a carrier says besides the bytes (a file's
 //!   end, over a WebSocket).
+//! - [`FieldOwners`] tells which span or task span a field belongs to.
 //! - [`BlockBuffer`] decompresses Blocks, for the few who read events
 //!   without a reader (benchmarks, the exporter's tests).
 //!
@@ -69,6 +70,7 @@ extern crate alloc;
 mod block_buffer;
 pub mod carry;
 mod clock;
+mod field_owners;
 mod frames;
 mod names;
 pub mod owned;
@@ -79,6 +81,7 @@ mod update;
 
 pub use block_buffer::{BlockBuffer, BlockDamage};
 pub use clock::Clock;
+pub use field_owners::{FieldOwners, MAX_FIELDS_PER_SPAN};
 pub use frames::{frames, Damage};
 pub use names::{Defined, Names, MAX_NAMES, MAX_NAME_BYTES};
 pub use read::Reader;
