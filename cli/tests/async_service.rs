@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{middle, relay_value, skipped, typhon, wait_for};
+use common::{listed_at, relay_value, skipped, typhon, wait_for};
 use serde_json::Value;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
@@ -154,11 +154,7 @@ fn browse(url: &str) -> Result<(), String> {
     );
     // `query` clicked: its statistics by its `route` field, carried
     // through the relay.
-    let listed = (page["listed"].as_array().cloned()).unwrap_or_default();
-    let row = (listed.iter())
-        .find(|row| row[0] == "query")
-        .unwrap_or_else(|| panic!("query is not listed: {listed:?}"));
-    let (x, y) = middle(&row[1]);
+    let (x, y) = listed_at(&state, "query");
     browser.click(x, y).unwrap();
     let selected = browser
         .wait_for(HOOK, Duration::from_secs(30), |s| {

@@ -9,7 +9,7 @@ mod common;
 use std::process::Stdio;
 use std::time::Duration;
 
-use common::{middle, serve_web, skipped, typhon};
+use common::{listed_at, middle, serve_web, skipped, typhon};
 use serde_json::Value;
 use typhon_live_tests::browser::{colours, Browser};
 
@@ -169,15 +169,7 @@ fn the_demo_is_watched_live_in_chromium() {
     // Clicking a name lists its statistics over the history: the stall
     // is its longest.
     let state = browser.run(HOOK).unwrap();
-    let listed = state["page"]["listed"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
-    let row = listed
-        .iter()
-        .find(|row| row[0] == "Sim.AI")
-        .unwrap_or_else(|| panic!("Sim.AI is not listed: {listed:?}"));
-    let (x, y) = middle(&row[1]);
+    let (x, y) = listed_at(&state, "Sim.AI");
     browser.click(x, y).unwrap();
     let selected = browser
         .wait_for(HOOK, Duration::from_secs(10), |s| {

@@ -29,38 +29,48 @@ fn documented(name: &str) -> Vec<u8> {
         .collect()
 }
 
-#[test]
-fn the_task_example_is_what_the_encoder_writes() {
-    let written = task_example();
+/// The one-Block example `name` (printed by `format_example -- ARG`) is
+/// `written`, and reads back as `events` on `lane`, with no drop entry.
+fn one_block_example(name: &str, arg: &str, written: Vec<u8>, lane: u16, events: &[Event]) {
     assert_eq!(
-        documented("tasks-example"),
+        documented(name),
         written,
-        "FORMAT.md's task example is stale: regenerate it with `cargo run -p typhon-live-tests --example format_example -- tasks`"
+        "FORMAT.md's {name} is stale: regenerate it with `cargo run -p typhon-live-tests --example format_example -- {arg}`"
     );
     let got = frames(read_stream(&written, &[], 4096));
-    let [Owned::Block { events, drops, .. }] = &got[..] else {
+    let [Owned::Block {
+        events: read,
+        drops,
+        ..
+    }] = &got[..]
+    else {
         panic!("unexpected frames {got:?}");
     };
     assert!(drops.is_empty());
-    let expected: Vec<(u16, Event)> = task_example_events().map(|e| (1, e)).to_vec();
-    assert_eq!(events, &expected);
+    let expected: Vec<(u16, Event)> = events.iter().map(|&e| (lane, e)).collect();
+    assert_eq!(read, &expected);
+}
+
+#[test]
+fn the_task_example_is_what_the_encoder_writes() {
+    one_block_example(
+        "tasks-example",
+        "tasks",
+        task_example(),
+        1,
+        &task_example_events(),
+    );
 }
 
 #[test]
 fn the_fields_example_is_what_the_encoder_writes() {
-    let written = fields_example();
-    assert_eq!(
-        documented("fields-example"),
-        written,
-        "FORMAT.md's fields example is stale: regenerate it with `cargo run -p typhon-live-tests --example format_example -- fields`"
+    one_block_example(
+        "fields-example",
+        "fields",
+        fields_example(),
+        0,
+        &fields_example_events(),
     );
-    let got = frames(read_stream(&written, &[], 4096));
-    let [Owned::Block { events, drops, .. }] = &got[..] else {
-        panic!("unexpected frames {got:?}");
-    };
-    assert!(drops.is_empty());
-    let expected: Vec<(u16, Event)> = fields_example_events().map(|e| (0, e)).to_vec();
-    assert_eq!(events, &expected);
 }
 
 #[test]

@@ -251,6 +251,16 @@ pub fn relay_ends(args: &[&str]) -> (Option<i32>, String) {
     )
 }
 
+/// Where the page's hook says it lists the name `name` (the middle of
+/// its row), to click.
+pub fn listed_at(state: &serde_json::Value, name: &str) -> (f64, f64) {
+    let listed = (state["page"]["listed"].as_array().cloned()).unwrap_or_default();
+    let row = (listed.iter())
+        .find(|row| row[0] == name)
+        .unwrap_or_else(|| panic!("{name} is not listed: {listed:?}"));
+    middle(&row[1])
+}
+
 /// The middle of a rectangle `[x, y, w, h]` a browser page's hook
 /// reported.
 pub fn middle(rect: &serde_json::Value) -> (f64, f64) {
