@@ -129,8 +129,14 @@ fn resolve<S>(pending: Pending, ctx: &Context<'_, S>)
 where
     S: Subscriber + for<'a> LookupSpan<'a>,
 {
-    first_run::clear(&pending.id);
+    let promoted = first_run::clear(&pending.id);
     let Some(span) = ctx.span(&pending.id) else {
+        if promoted {
+            // Another thread made it a task, then closed it: this run was
+            // a poll of a task already counted whole at its end, not a
+            // span of its name again. Its task's id went with it.
+            return pending.ended.record_poll(0, pending.name);
+        }
         // Closed and gone on another thread, never entered again.
         return pending.ended.record();
     };
