@@ -3,7 +3,9 @@
 //! registry alone (what every layer adds to): a synchronous span
 //! (created, entered once, closed), the same with two fields (a number
 //! and a string, both carried), and an async one (created, entered and
-//! exited three times, as three polls, then closed).
+//! exited three times, as three polls, then closed); and an event with a
+//! message and two fields (its text kept, in typhon-live's log, and in
+//! Tracy's messages).
 //!
 //! `cargo bench -p typhon-live-bench --bench tracing_layer`
 
@@ -32,6 +34,13 @@ fn spans_with_fields() {
     }
 }
 
+fn events() {
+    for i in 0..BATCH {
+        let table = if i % 2 == 0 { "users" } else { "orders" };
+        tracing::info!(rows = i, table, "bench event");
+    }
+}
+
 fn async_spans() {
     for _ in 0..BATCH {
         let span = tracing::info_span!("bench task");
@@ -45,13 +54,14 @@ fn layers(c: &mut Criterion) {
     let profiler =
         Profiler::start(&ProfilerConfig::default(), &Metadata::default()).expect("profiler");
     let _tracy = tracy_client::Client::start();
-    let mut group = c.benchmark_group("tracing span x1000");
-    group.measurement_time(Duration::from_secs(3));
-    for (shape, spans) in [
-        ("sync", sync_spans as fn()),
-        ("sync, 2 fields", spans_with_fields),
-        ("async 3 polls", async_spans),
+    for (group, shape, spans) in [
+        ("tracing span x1000", "sync", sync_spans as fn()),
+        ("tracing span x1000", "sync, 2 fields", spans_with_fields),
+        ("tracing span x1000", "async 3 polls", async_spans),
+        ("tracing event x1000", "message, 2 fields", events),
     ] {
+        let mut group = c.benchmark_group(group);
+        group.measurement_time(Duration::from_secs(3));
         let registry = tracing_subscriber::registry();
         tracing::subscriber::with_default(registry, || {
             group.bench_function(format!("{shape}: registry alone"), |b| b.iter(spans));
@@ -70,8 +80,8 @@ fn layers(c: &mut Criterion) {
         tracing::subscriber::with_default(tracy, || {
             group.bench_function(format!("{shape}: tracing-tracy layer"), |b| b.iter(spans));
         });
+        group.finish();
     }
-    group.finish();
     profiler.stop().expect("stops");
 }
 

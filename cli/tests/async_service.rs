@@ -134,6 +134,10 @@ fn browse(url: &str) -> Result<(), String> {
                 && ["GET /a", "GET /b"]
                     .iter()
                     .all(|route| names.iter().any(|n| n.ends_with(route)))
+                // Drawn in the list too, to be clicked: a frame of the
+                // page may report its statistics before its list.
+                && (s["page"]["listed"].as_array().into_iter().flatten())
+                    .any(|row| row[0] == "query")
         })
         .unwrap_or_else(|e| panic!("the page drew no task tracks of the routes: {e}"));
     let screenshot = std::env::temp_dir().join("typhon-live-task-tracks.png");

@@ -1,8 +1,9 @@
 //! Chrome Trace Event JSON: spans and polls `X`, instants `i`, counters
 //! `C`, thread names `M`, task spans as nestable async pairs `b` and `e`
 //! (category `task`, their task id as id), a span's fields in its `args`
-//! (a task span's in its `e`); what chrome://tracing and ui.perfetto.dev's
-//! legacy importer open.
+//! (a task span's in its `e`), log lines as instants of category `log`
+//! with their text in `args.message`; what chrome://tracing and
+//! ui.perfetto.dev's legacy importer open.
 
 use serde_json::{json, Value};
 use typhon_live_core::{Event, FieldValue, GaugeValue};
@@ -96,6 +97,19 @@ pub fn chrome_trace(bytes: &[u8]) -> Converted<Value> {
                     Event::TaskBegin { .. } | Event::Field { .. } | Event::Unknown { .. } => return,
                 };
                 out.push(event);
+            }
+            // A log line: an instant of category "log" on its lane (the
+            // process's when it has none), its text and level in args.
+            Update::Text(text) => {
+                let mut e = json!({ "ph": "i", "cat": "log", "name": name(state, text.site), "ts": us(text.time), "pid": pid(state), "args": { "message": text.text, "level": text.level.as_str() } });
+                match text.lane {
+                    Some(lane) => (e["s"], e["tid"]) = (json!("t"), json!(lane)),
+                    None => e["s"] = json!("p"),
+                }
+                if text.cut {
+                    e["args"]["cut"] = json!(true);
+                }
+                out.push(e);
             }
             _ => {}
         })

@@ -619,3 +619,33 @@ fn task_spans_are_slices_on_task_tracks_and_their_polls_on_their_lanes() {
         .collect();
     assert_eq!(polls, [(1_010_000, 1_050_000), (1_300_000, 1_330_000)]);
 }
+
+#[test]
+fn log_lines_are_instants_with_their_text_on_their_lanes() {
+    let stream = typhon_live_tests::text_stream();
+    let (bytes, stats) = convert(&[&stream]);
+    assert_eq!((stats.texts, stats.texts_lost), (2, 0));
+    let read = read(&bytes);
+    let lines: Vec<_> = (read.instants.iter())
+        .map(|i| (i.track.as_str(), i.name.as_str(), i.time, i.args.clone()))
+        .collect();
+    let args = |message: &str, level: &str| {
+        vec![
+            ("message".to_owned(), message.to_owned()),
+            ("level".to_owned(), level.to_owned()),
+        ]
+    };
+    // FORMAT.md's text example, at 1 MHz.
+    assert_eq!(
+        lines,
+        [
+            (
+                "main",
+                "WARN disk full",
+                1_000_000,
+                args("disk full dev=sda", "WARN")
+            ),
+            ("service", "INFO bye", 1_200_000, args("bye", "INFO")),
+        ]
+    );
+}

@@ -20,6 +20,7 @@ use crate::error::DecodeError;
 use crate::frame::{checksum_ok, FrameKind, Header, HEADER_LEN, MAGIC, OVERHEAD, TRAILER_LEN};
 use crate::init::InitView;
 use crate::shutdown::Shutdown;
+use crate::text::TextsView;
 
 /// The default largest frame a decoder accepts: 8 MiB.
 pub const DEFAULT_MAX_FRAME: usize = 8 << 20;
@@ -54,6 +55,8 @@ pub enum Payload<'a> {
     CatchUp(CatchUpView<'a>),
     /// End of session.
     Shutdown(Shutdown),
+    /// Log events' text.
+    Texts(TextsView<'a>),
 }
 
 impl<'a> Frame<'a> {
@@ -83,6 +86,7 @@ impl<'a> Frame<'a> {
             FrameKind::Definitions => Payload::Definitions(DefinitionsView::parse(self.payload)?),
             FrameKind::CatchUp => Payload::CatchUp(CatchUpView::parse(self.payload)?),
             FrameKind::Shutdown => Payload::Shutdown(Shutdown::parse(self.payload)?),
+            FrameKind::Text => Payload::Texts(TextsView::parse(self.payload)?),
         })
     }
 }

@@ -31,7 +31,10 @@
 //! Catch-up after each Init, before any Block, and then once per catch-up
 //! interval of the host clock; Shutdown last.
 //!
-//! Dropping: Block and Catch-up may be dropped. Init, Definitions and
+//! Log texts go in Text frames that the transport asks for with
+//! [`Exporter::write_texts`] once `poll` is done, one per reader.
+//!
+//! Dropping: Block, Catch-up and Text may be dropped. Init, Definitions and
 //! Shutdown must not be; if a transport reports one dropped anyway, the
 //! exporter writes it again (a Definitions or Shutdown gets a new sequence
 //! number, so the reader sees a gap but still learns every name).
@@ -58,6 +61,7 @@ use crate::init::{write_init, Metadata};
 use crate::lane::Lanes;
 use crate::names::NameSource;
 use crate::shutdown::Shutdown;
+use crate::text::{write_texts, TextBatch};
 
 /// One reader of an exporter: a slot from [`Exporter::attach`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -97,6 +101,7 @@ pub struct Emitted {
 struct Last {
     reader: usize,
     kind: FrameKind,
+    /// A Block's events; a Text frame's texts and the losses it told.
     events: u32,
     names_before: u32,
     lanes_before: Option<u32>,
@@ -133,6 +138,8 @@ struct Reader<const L: usize> {
     pending_drops: [u32; L],
     /// Per lane: events plus drops of the last Block handed to it.
     in_flight: [u32; L],
+    /// Texts lost to it and not yet told in a Text frame it received.
+    texts_lost: u32,
     totals: Totals,
 }
 
@@ -149,6 +156,7 @@ impl<const L: usize> Reader<L> {
         shutdown_sent: false,
         pending_drops: [0; L],
         in_flight: [0; L],
+        texts_lost: 0,
         totals: Totals {
             frames_emitted: 0,
             frames_dropped: 0,
@@ -409,6 +417,8 @@ impl<'a, const L: usize, const R: usize> Exporter<'a, L, R> {
                 reader.lanes_sent = last.lanes_before;
             }
             FrameKind::CatchUp => {}
+            // Its texts, and the losses it told, are told in the next one.
+            FrameKind::Text => reader.texts_lost = reader.texts_lost.saturating_add(last.events),
             FrameKind::Shutdown => {
                 reader.shutdown_sent = false;
                 self.finished = false;
@@ -453,6 +463,46 @@ impl<'a, const L: usize, const R: usize> Exporter<'a, L, R> {
             len,
             events,
         }
+    }
+
+    /// `count` texts never reached the writer's queue (it was full): every
+    /// attached reader is told in its next Text frame.
+    pub fn texts_refused(&mut self, count: u32) {
+        for reader in self.readers.iter_mut().filter(|r| r.attached) {
+            reader.texts_lost = reader.texts_lost.saturating_add(count);
+        }
+    }
+
+    /// Writes `batch` as a Text frame for `reader`, with the texts it lost
+    /// since its last one; `None` (nothing written) when the reader is not
+    /// attached, has not had its Init, has had its Shutdown, or has neither
+    /// texts nor losses to be told. Call it only once [`Exporter::poll`]
+    /// has answered `None` since the texts' names and lanes existed: then
+    /// the reader has been told them. A Text frame reported dropped is
+    /// told as lost in the next. On `Err` nothing was consumed.
+    pub fn write_texts(
+        &mut self,
+        reader: ReaderId,
+        batch: &TextBatch<'_>,
+        out: &mut [u8],
+    ) -> Result<Option<Emitted>, EncodeError> {
+        let index = reader.index();
+        let Some(r) = self.readers.get(index) else {
+            return Ok(None);
+        };
+        if !r.attached || r.need_init || r.shutdown_sent || (batch.is_empty() && r.texts_lost == 0)
+        {
+            return Ok(None);
+        }
+        let lost = r.texts_lost;
+        let len = write_texts(out, r.seq, lost, batch)?;
+        self.readers[index].texts_lost = 0;
+        let emitted = self.emitted(index, FrameKind::Text, len, 0);
+        if let Some(last) = &mut self.last {
+            // What a drop report puts back: the texts and the losses told.
+            last.events = (batch.len() as u32).saturating_add(lost);
+        }
+        Ok(Some(emitted))
     }
 
     /// Writes the next due frame into `out`, or returns `None` when nothing

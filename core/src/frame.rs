@@ -25,7 +25,7 @@ pub const TRAILER_LEN: usize = 4;
 /// Header plus trailer.
 pub const OVERHEAD: usize = HEADER_LEN + TRAILER_LEN;
 
-/// The frame kinds of format version 1.
+/// The frame kinds: version 1's five, and the Text frame version 4 added.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum FrameKind {
@@ -39,6 +39,8 @@ pub enum FrameKind {
     CatchUp,
     /// The clean end of a session, with totals. Never dropped.
     Shutdown,
+    /// Log events' text, beside the spans. Droppable.
+    Text,
 }
 
 impl FrameKind {
@@ -50,6 +52,7 @@ impl FrameKind {
             FrameKind::Definitions => 3,
             FrameKind::CatchUp => 4,
             FrameKind::Shutdown => 5,
+            FrameKind::Text => 7,
         }
     }
 
@@ -61,13 +64,17 @@ impl FrameKind {
             3 => FrameKind::Definitions,
             4 => FrameKind::CatchUp,
             5 => FrameKind::Shutdown,
+            7 => FrameKind::Text,
             kind => return Err(DecodeError::UnknownKind { kind }),
         })
     }
 
     /// Whether a sender may drop this frame when the reader is slow.
     pub const fn is_droppable(self) -> bool {
-        matches!(self, FrameKind::Block | FrameKind::CatchUp)
+        matches!(
+            self,
+            FrameKind::Block | FrameKind::CatchUp | FrameKind::Text
+        )
     }
 
     /// Whether the frame takes a sequence number. Init does not: it is sent

@@ -1,6 +1,7 @@
 //! Arbitrary bytes, in arbitrary chunks, through the stream decoder; every
 //! frame parsed, every table walked, every Block's columns parsed and every
-//! event iterated, compressed Blocks decompressed first. Checksums are
+//! event iterated, compressed Blocks decompressed first, every Text
+//! frame's records read. Checksums are
 //! skipped under `cfg(fuzzing)`, so the fuzzer reaches the payload parsers.
 #![no_main]
 
@@ -60,6 +61,13 @@ fn walk(payload: Payload<'_>) {
             }
         }
         Payload::Shutdown(_) => {}
+        Payload::Texts(texts) => {
+            // Checked whole when parsed: every record it states reads.
+            assert_eq!(texts.texts().count(), usize::from(texts.count));
+            for text in texts.texts() {
+                assert!(text.text.len() <= typhon_live_core::MAX_TEXT_BYTES);
+            }
+        }
     }
 }
 

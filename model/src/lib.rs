@@ -13,6 +13,7 @@
 //! - [`history`]: every record of the last stretch, in chunks within a
 //!   byte budget;
 //! - [`stats`]: per-name totals and exact distributions;
+//! - [`logs`]: log events' texts, and the search both viewers run;
 //! - [`marks`]: where the stream lost something or started over;
 //! - [`limits`]: what a peer can make the viewer keep;
 //! - [`summary`]: what a view shows, computed on demand.
@@ -23,6 +24,7 @@ pub mod history;
 pub mod ingest;
 pub mod lanes;
 pub mod limits;
+pub mod logs;
 pub mod marks;
 pub mod model;
 pub mod session;
@@ -35,6 +37,7 @@ pub use limits::{
     Limits, Refused, MAX_FIELDS_PER_SPAN, MAX_GAUGES, MAX_LANES, MAX_NAMES, MAX_NAME_BYTES,
     MAX_OPEN_TASKS, MAX_OPEN_TICKS, MAX_TICKS,
 };
+pub use logs::{LogLine, LogQuery, LogRow, LogSearch, Logs};
 pub use model::Model;
 pub use session::Connection;
 pub use summary::{

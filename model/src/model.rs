@@ -14,6 +14,7 @@ use crate::fields::Owner;
 use crate::history::{self, Chunk, History};
 use crate::lanes::Lane;
 use crate::limits::Refused;
+use crate::logs::Logs;
 use crate::marks::{MarkKind, Marks};
 use crate::session::Connection;
 use crate::tasks::OpenTasks;
@@ -69,6 +70,8 @@ pub struct Model {
     /// A mark to place at the next host time seen (a new session's
     /// clock is not known before its first event).
     pub(crate) mark_pending: Option<MarkKind>,
+    /// Log events' texts.
+    pub(crate) logs: Logs,
 }
 
 impl Default for Model {
@@ -106,6 +109,7 @@ impl Model {
             history_bytes: bytes,
             marks: Marks::default(),
             mark_pending: None,
+            logs: Logs::default(),
         }
     }
 
@@ -188,6 +192,10 @@ impl Model {
             Update::Lost(Loss::AtShutdown { events }) => {
                 self.marks.add(self.host_now, MarkKind::Dropped, events);
             }
+            Update::Text(text) => self.logs.push(&text),
+            Update::Lost(Loss::Texts { texts }) => {
+                self.logs.lost = self.logs.lost.saturating_add(u64::from(texts));
+            }
             Update::Shutdown { .. } => {
                 self.ended_cleanly = true;
                 if self.chunk.records() > 0 {
@@ -199,6 +207,11 @@ impl Model {
             }
             _ => {}
         }
+    }
+
+    /// Log events' texts, the latest within their budget.
+    pub fn logs(&self) -> &Logs {
+        &self.logs
     }
 
     /// Where the stream lost something or started over, oldest first.
@@ -255,6 +268,16 @@ impl Model {
             .lanes()
             .get(&id)
             .map_or(&[], |lane| lane.open.as_slice())
+    }
+
+    /// The name of lane `lane` (kept after its thread ended), if the
+    /// stream said it.
+    pub fn lane_name(&self, lane: u16) -> Option<String> {
+        let id = match self.lanes.get(&lane) {
+            Some(row) => row.name,
+            None => self.reader.state().lanes().get(&lane)?.info.name,
+        };
+        Some(self.name(id))
     }
 
     /// The name of id `id`, or a placeholder until its definition arrives.

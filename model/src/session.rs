@@ -89,6 +89,7 @@ impl Model {
         self.tick_starts.clear();
         self.open_tasks.clear();
         self.field_owners.clear();
+        self.logs.clear();
         self.ticks.clear();
         for lane in self.lanes.values_mut() {
             lane.child_time.clear();

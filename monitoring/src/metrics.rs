@@ -580,8 +580,9 @@ impl SourceMetrics {
                 }
             }
             Update::Gap { frames } => self.count(&self.metrics.frames_dropped, *frames),
-            // Open spans are for viewers; the metrics count what ended.
-            Update::CatchUp { .. } => {}
+            // Open spans and log texts are for viewers; the metrics count
+            // what ended.
+            Update::CatchUp { .. } | Update::Texts { .. } => {}
             Update::Restarted => {
                 self.count(&self.metrics.restarts, 1);
                 self.ticks.clear();

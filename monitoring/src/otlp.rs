@@ -395,8 +395,9 @@ impl TickTracer {
                     self.event(lane, event);
                 }
             }
-            // Slow ticks are exported once they end.
-            Update::Gap { .. } | Update::CatchUp { .. } => {}
+            // Slow ticks are exported once they end; log texts are for
+            // viewers.
+            Update::Gap { .. } | Update::CatchUp { .. } | Update::Texts { .. } => {}
             Update::Restarted => {
                 self.recent.clear();
                 self.open.clear();

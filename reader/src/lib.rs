@@ -87,4 +87,4 @@ pub use names::{Defined, Names, MAX_NAMES, MAX_NAME_BYTES};
 pub use read::Reader;
 pub use start::{Start, START_TICKS_PER_SECOND};
 pub use state::{Lane, Refused, Session, State, Tally, MAX_LANES};
-pub use update::{Loss, TotalsCheck, Update};
+pub use update::{Loss, TextRecord, TotalsCheck, Update};

@@ -10,7 +10,9 @@ use alloc::borrow::ToOwned;
 use alloc::string::String;
 use alloc::vec::Vec;
 
-use typhon_live_core::{DecodeError, Event, Frame, LaneId, LaneInfo, NameId, OpenSpan, Payload};
+use typhon_live_core::{
+    DecodeError, Event, Frame, LaneId, LaneInfo, Level, NameId, OpenSpan, Payload,
+};
 
 use crate::{Loss, State};
 
@@ -59,6 +61,15 @@ pub enum Update {
         /// As for [`Update::Events`].
         unix_offset: i128,
     },
+    /// A Text frame's records, times in ns of the source's clock.
+    Texts {
+        /// The records, in order.
+        texts: Vec<Text>,
+        /// Texts the source says were lost before them.
+        lost: u32,
+        /// As for [`Update::Events`].
+        unix_offset: i128,
+    },
     /// Frames missing before this one (a sequence gap).
     Gap {
         /// How many.
@@ -68,6 +79,49 @@ pub enum Update {
     /// without a source of fresh ids), as the reader tells. Comes
     /// before the first Block of the new run.
     Restarted,
+}
+
+/// A Text frame's record, owned.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Text {
+    /// When, ns.
+    pub time: u64,
+    /// Its lane, if the writer could say.
+    pub lane: Option<LaneId>,
+    /// Its level.
+    pub level: Level,
+    /// Its call site, a name.
+    pub site: NameId,
+    /// The text.
+    pub text: String,
+    /// The writer cut it to its bound.
+    pub cut: bool,
+}
+
+impl Text {
+    /// `text`, owned.
+    pub fn of(text: &typhon_live_core::Text<'_>) -> Text {
+        Text {
+            time: text.time,
+            lane: text.lane,
+            level: text.level,
+            site: text.site,
+            text: text.text.to_owned(),
+            cut: text.cut,
+        }
+    }
+
+    /// Borrowed, as the core writes it.
+    pub fn as_core(&self) -> typhon_live_core::Text<'_> {
+        typhon_live_core::Text {
+            time: self.time,
+            lane: self.lane,
+            level: self.level,
+            site: self.site,
+            text: &self.text,
+            cut: self.cut,
+        }
+    }
 }
 
 /// A lane of a Catch-up, owned.
@@ -101,6 +155,8 @@ struct Said {
     events: Vec<(LaneId, Event)>,
     drops: Vec<(LaneId, u32)>,
     unread: u32,
+    /// A Text frame: its records and the losses it told.
+    texts: Option<(Vec<Text>, u32)>,
 }
 
 impl Reader {
@@ -143,6 +199,14 @@ impl Reader {
                     said.drops.push((lane, events));
                 }
                 Read::Lost(Loss::Damaged { events }) => said.unread = events,
+                Read::Lost(Loss::Texts { texts }) => {
+                    said.texts.get_or_insert_with(Default::default).1 = texts
+                }
+                Read::Text(text) => said
+                    .texts
+                    .get_or_insert_with(Default::default)
+                    .0
+                    .push(Text::of(&text)),
                 Read::Event { lane, event } => {
                     said.block = true;
                     said.events.push((lane, event));
@@ -175,6 +239,16 @@ impl Reader {
                 Update::Definitions {
                     names: said.names,
                     lanes: said.lanes.unwrap_or_default(),
+                },
+                state,
+            );
+        }
+        if let Some((texts, lost)) = said.texts {
+            take(
+                Update::Texts {
+                    texts,
+                    lost,
+                    unix_offset: state.unix_offset().unwrap_or(0),
                 },
                 state,
             );

@@ -8,14 +8,14 @@ use typhon_live_core::catchup::begun_by;
 
 use typhon_live_core::{
     BlockView, CatchUpView, DecodeError, Event, Frame, InitView, LaneInfo, Payload, RestartCheck,
-    SequenceCheck, Shutdown, MAX_OPEN_SPANS,
+    SequenceCheck, Shutdown, TextsView, MAX_OPEN_SPANS,
 };
 
 use crate::block_buffer::BlockBuffer;
 use crate::clock::Clock;
 use crate::names::Defined;
 use crate::state::{Session, State};
-use crate::update::{Loss, TotalsCheck, Update};
+use crate::update::{Loss, TextRecord, TotalsCheck, Update};
 
 /// What a stream's frames say, read once by the one set of rules that
 /// every consumer shares: the live view's model, `inspect`, the
@@ -165,6 +165,11 @@ impl Reader {
             }
             Ok(Payload::Shutdown(totals)) => {
                 self.shutdown(totals, &mut take);
+                Ok(())
+            }
+            Ok(Payload::Texts(texts)) => {
+                self.count_received();
+                self.texts(&texts, &mut take);
                 Ok(())
             }
             Err(error) => {
@@ -397,6 +402,25 @@ impl Reader {
             );
             damage.error
         })
+    }
+
+    fn texts(&mut self, texts: &TextsView<'_>, take: &mut impl FnMut(&State, Update<'_>)) {
+        let state = &mut self.state;
+        if texts.lost > 0 {
+            state.tally.texts_lost = state.tally.texts_lost.saturating_add(u64::from(texts.lost));
+            take(state, Update::Lost(Loss::Texts { texts: texts.lost }));
+        }
+        let clock = state.clock;
+        for text in texts.texts() {
+            state.tally.texts += 1;
+            take(
+                state,
+                Update::Text(TextRecord {
+                    time: clock.ns(text.time),
+                    ..text
+                }),
+            );
+        }
     }
 
     fn shutdown(&mut self, totals: Shutdown, take: &mut impl FnMut(&State, Update<'_>)) {

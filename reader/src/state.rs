@@ -84,6 +84,10 @@ pub struct Tally {
     pub block_bytes: u64,
     /// See `block_bytes`.
     pub block_records: u64,
+    /// Log texts read (Text frames' records).
+    pub texts: u64,
+    /// Texts the stream says were lost (Text frames' counts).
+    pub texts_lost: u64,
     /// Sessions read: Inits with a session id other than the last one's.
     pub sessions: u64,
     /// Sessions that started over under their own id.
@@ -111,6 +115,8 @@ impl Tally {
             events_damaged: less(self.events_damaged, earlier.events_damaged),
             block_bytes: less(self.block_bytes, earlier.block_bytes),
             block_records: less(self.block_records, earlier.block_records),
+            texts: less(self.texts, earlier.texts),
+            texts_lost: less(self.texts_lost, earlier.texts_lost),
             ..*self
         }
     }

@@ -62,6 +62,10 @@ pub enum Update<'a> {
         /// The event.
         event: Event,
     },
+    /// A log event's text (a Text frame's record), its time in ns. Its
+    /// lane is `None` when the writer could no longer place it; its site
+    /// is a name, defined before it.
+    Text(TextRecord<'a>),
     /// Something the stream says is lost.
     Lost(Loss),
     /// A frame of a kind this reader does not know (a newer writer's):
@@ -78,6 +82,10 @@ pub enum Update<'a> {
         check: TotalsCheck,
     },
 }
+
+/// A Text frame's record as the reader hands it on: its time in ns of the
+/// session's clock.
+pub type TextRecord<'a> = typhon_live_core::Text<'a>;
 
 /// What was lost, and how the stream tells it (FORMAT.md, "Losses, and
 /// what counts").
@@ -105,6 +113,12 @@ pub enum Loss {
     AtShutdown {
         /// How many.
         events: u64,
+    },
+    /// Texts a Text frame says were lost since the last one: in Text
+    /// frames dropped on the way, or refused by the writer's full queue.
+    Texts {
+        /// How many.
+        texts: u32,
     },
     /// A frame that arrived whole but broke a rule of the format. What it
     /// held is lost (a Block's events before the fault were handed on);

@@ -260,8 +260,8 @@ impl Queued {
         self.start && self.frame.kind != FrameKind::Init.to_byte()
     }
 
-    /// Whether it may be dropped for a slow viewer: a Block, or a
-    /// Catch-up past the start (the next one tells; FORMAT.md).
+    /// Whether it may be dropped for a slow viewer: a Block or a Text
+    /// frame, or a Catch-up past the start (the next one tells; FORMAT.md).
     pub(crate) fn droppable(&self) -> bool {
         !self.start && droppable(self.frame.kind)
     }
@@ -274,7 +274,7 @@ impl Queued {
 
 /// Whether a frame of `kind` may be dropped for a slow viewer.
 fn droppable(kind: u8) -> bool {
-    kind == FrameKind::Block.to_byte() || kind == FrameKind::CatchUp.to_byte()
+    FrameKind::from_byte(kind).is_ok_and(FrameKind::is_droppable)
 }
 
 #[derive(Default)]

@@ -39,9 +39,10 @@ use typhon_live_core::decode::DEFAULT_MAX_FRAME;
 use typhon_live_core::definitions::write_definitions;
 use typhon_live_core::frame::{frame_around, HEADER_LEN, OVERHEAD, TRAILER_LEN};
 use typhon_live_core::init::write_init;
+use typhon_live_core::text::write_texts;
 use typhon_live_core::{
     BlockBuilder, Event, FieldValue, LaneId, LaneInfo, LaneKind, Metadata, NameId, NameSource,
-    OpenLane, OpenSpan, TaskId,
+    OpenLane, OpenSpan, TaskId, TextBatch,
 };
 
 use typhon_live_reader::owned::{self, Update};
@@ -333,6 +334,11 @@ impl Merger {
                 unix_offset,
                 ..
             } => self.events(source, events, drops, *unix_offset, &mut emit),
+            Update::Texts {
+                texts,
+                lost,
+                unix_offset,
+            } => self.texts(source, texts, *lost, *unix_offset, &mut emit),
             // A restarted process has nothing open from before.
             Update::Restarted => self.close_spans_of(source),
             // Counted in the metrics; a gap upstream has no events to say.
@@ -561,17 +567,7 @@ impl Merger {
                     lanes_changed = true;
                 }
             }
-            let (names, quota) = (&mut self.names, &mut state.quota);
-            // Past the cap, unknown ids show as name 0 (the cap's).
-            let room = state.names.len() + state.gauges.len() < MAX_NAMES;
-            let mut name_used = |name: NameId| {
-                if room || state.names.contains_key(&name) {
-                    state
-                        .names
-                        .entry(name)
-                        .or_insert_with(|| names.intern(&format!("#{name}"), quota));
-                }
-            };
+            let mut name_used = |name: NameId| use_name(&mut self.names, state, name);
             match *event {
                 Event::Span { name, .. }
                 | Event::Instant { name, .. }
@@ -584,7 +580,10 @@ impl Merger {
                         name_used(value);
                     }
                 }
-                Event::Gauge { gauge, .. } if room || state.gauges.contains_key(&gauge) => {
+                Event::Gauge { gauge, .. }
+                    if has_room(state) || state.gauges.contains_key(&gauge) =>
+                {
+                    let (names, quota) = (&mut self.names, &mut state.quota);
                     let text = state
                         .texts
                         .get(&gauge)
@@ -652,9 +651,75 @@ impl Merger {
         }
     }
 
+    /// `source`'s log texts as the merged stream's: on its relay lanes,
+    /// their sites merged names, their times the relay's. The losses its
+    /// source told ride on the first frame.
+    fn texts(
+        &mut self,
+        source: usize,
+        texts: &[owned::Text],
+        mut lost: u32,
+        unix_offset: i128,
+        emit: &mut impl FnMut(MergedFrame),
+    ) {
+        let state = &mut self.sources[source];
+        for text in texts {
+            use_name(&mut self.names, state, text.site);
+        }
+        if self.names.count() > self.names_sent {
+            self.definitions(emit);
+        }
+        let state = &self.sources[source];
+        let offset = unix_offset - i128::from(self.created_unix_ns);
+        let mut batch = TextBatch::new(&mut self.scratch);
+        let out = &mut self.out;
+        let mut flush = |batch: &TextBatch<'_>, lost: &mut u32| {
+            if out.len() < batch.frame_len() {
+                out.resize(batch.frame_len(), 0);
+            }
+            let n = write_texts(out, 0, std::mem::take(lost), batch)
+                .expect("the buffer holds the batch's frame");
+            emit(frame_of(&out[..n]));
+        };
+        for text in texts {
+            let moved = typhon_live_core::Text {
+                time: u64::try_from((i128::from(text.time) + offset).max(0)).unwrap_or(u64::MAX),
+                lane: text.lane.and_then(|lane| state.lanes.get(&lane).copied()),
+                site: state.names.get(&text.site).copied().unwrap_or(0),
+                ..text.as_core()
+            };
+            if !batch.push(&moved) {
+                flush(&batch, &mut lost);
+                batch.clear();
+                batch.push(&moved);
+            }
+        }
+        if !batch.is_empty() || lost > 0 {
+            flush(&batch, &mut lost);
+        }
+    }
+
     /// The frame just written into `out[..n]`, unsealed.
     fn frame(&self, n: usize) -> MergedFrame {
         frame_of(&self.out[..n])
+    }
+}
+
+/// Whether `source` may map more of its ids to merged names.
+fn has_room(source: &SourceState) -> bool {
+    source.names.len() + source.gauges.len() < MAX_NAMES
+}
+
+/// Maps `source`'s name `name` to a merged one if it is not yet: `#id`
+/// for one its source never defined. Past the cap, ids not mapped show as
+/// name 0 (the cap's).
+fn use_name(names: &mut Names, source: &mut SourceState, name: NameId) {
+    if has_room(source) || source.names.contains_key(&name) {
+        let quota = &mut source.quota;
+        source
+            .names
+            .entry(name)
+            .or_insert_with(|| names.intern(&format!("#{name}"), quota));
     }
 }
 
@@ -967,6 +1032,46 @@ mod tests {
         assert_eq!(open_spans(&stream), [("a/Main".to_owned(), vec![])]);
         let now = [whole(&merger.init(), 0), whole(&merger.catch_up(), 0)].concat();
         assert_eq!(open_spans(&now), [("a/Main".to_owned(), vec![])]);
+    }
+
+    #[test]
+    fn log_texts_reach_viewers_on_their_sources_lanes() {
+        let mut merger = Merger::new(&["a".into(), "b".into()], 7, 0);
+        let mut stream = whole(&merger.init(), 0);
+        let mut seq = 0;
+        for source in 0..2 {
+            let mut reader = Reader::default();
+            each_frame(&typhon_live_tests::text_stream(), |frame| {
+                reader
+                    .read(frame, 1_000_000_000, |update, _| {
+                        merger.update(source, &update, |frame| {
+                            seq += 1;
+                            stream.extend(whole(&frame, seq));
+                        })
+                    })
+                    .unwrap()
+            });
+        }
+        let model = viewed(&stream);
+        let lines: Vec<(Option<String>, String, String)> = (model.logs().lines().iter())
+            .map(|l| {
+                let lane = l.lane.and_then(|lane| model.lane_name(lane));
+                (lane, model.name(l.site), l.text.to_string())
+            })
+            .collect();
+        let line = |lane: Option<&str>, site: &str, text: &str| {
+            (lane.map(str::to_owned), site.to_owned(), text.to_owned())
+        };
+        assert_eq!(
+            lines,
+            [
+                line(Some("a/main"), "WARN disk full", "disk full dev=sda"),
+                line(None, "INFO bye", "bye"),
+                line(Some("b/main"), "WARN disk full", "disk full dev=sda"),
+                line(None, "INFO bye", "bye"),
+            ]
+        );
+        assert_eq!(model.logs().lost, 0);
     }
 
     #[test]

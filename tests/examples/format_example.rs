@@ -1,12 +1,14 @@
 //! Prints a worked example of docs/FORMAT.md as a hex dump, one frame a
 //! paragraph: `cargo run -p typhon-live-tests --example format_example`
 //! for the first, `... -- tasks` for the second (a task span), `... --
-//! fields` for the third (a span's fields).
+//! fields` for the third (a span's fields), `... -- text` for the fourth
+//! (log texts).
 
 fn main() {
     let stream = match std::env::args().nth(1).as_deref() {
         Some("tasks") => typhon_live_tests::task_example(),
         Some("fields") => typhon_live_tests::fields_example(),
+        Some("text") => typhon_live_tests::text_example(),
         _ => typhon_live_tests::format_example(),
     };
     let mut at = 0;

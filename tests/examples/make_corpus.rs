@@ -41,6 +41,7 @@ fn main() -> std::io::Result<()> {
         ("task-span.tlt", typhon_live_tests::task_stream()),
         // A span's fields (kinds 9 to 11).
         ("span-fields.tlt", typhon_live_tests::fields_stream()),
+        ("log-texts.tlt", typhon_live_tests::text_stream()),
     ];
     for (name, bytes) in seeds {
         fs::write(dir.join(name), &bytes)?;

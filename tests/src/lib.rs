@@ -60,7 +60,15 @@ pub enum Owned {
         seq: u32,
         totals: Shutdown,
     },
+    Texts {
+        seq: u32,
+        lost: u32,
+        texts: Vec<OwnedText>,
+    },
 }
+
+/// One record of a Text frame, owned.
+pub use typhon_live_reader::owned::Text as OwnedText;
 
 impl Owned {
     /// The frame's sequence number (Init: the next frame's).
@@ -70,7 +78,8 @@ impl Owned {
             Owned::Block { seq, .. }
             | Owned::Definitions { seq, .. }
             | Owned::CatchUp { seq, .. }
-            | Owned::Shutdown { seq, .. } => seq,
+            | Owned::Shutdown { seq, .. }
+            | Owned::Texts { seq, .. } => seq,
         }
     }
 }
@@ -158,6 +167,11 @@ pub fn own(frame: &Frame<'_>) -> Result<Owned, DecodeError> {
         Payload::Shutdown(totals) => Owned::Shutdown {
             seq: frame.seq,
             totals,
+        },
+        Payload::Texts(view) => Owned::Texts {
+            seq: frame.seq,
+            lost: view.lost,
+            texts: view.texts().map(|t| OwnedText::of(&t)).collect(),
         },
     })
 }
@@ -800,9 +814,57 @@ pub fn task_stream() -> Vec<u8> {
     stream_of(&["main", "worker", "GET /a"], task_block(0))
 }
 
+/// The fourth worked example of docs/FORMAT.md: a Text frame (sequence
+/// number 2) telling 3 texts lost, then [`text_example_texts`].
+pub fn text_example() -> Vec<u8> {
+    text_frame(2, 3)
+}
+
+/// The Text records of [`text_example`]: a warning on lane 0 (site name
+/// 1), and a line whose lane the writer could no longer say (site 2).
+pub fn text_example_texts() -> [typhon_live_core::Text<'static>; 2] {
+    use typhon_live_core::{Level, Text};
+    [
+        Text {
+            time: 1000,
+            lane: Some(0),
+            level: Level::Warn,
+            site: 1,
+            text: "disk full dev=sda",
+            cut: false,
+        },
+        Text {
+            time: 1200,
+            lane: None,
+            level: Level::Info,
+            site: 2,
+            text: "bye",
+            cut: false,
+        },
+    ]
+}
+
+fn text_frame(seq: u32, lost: u32) -> Vec<u8> {
+    let mut buf = [0u8; 256];
+    let mut batch = typhon_live_core::TextBatch::new(&mut buf);
+    for text in text_example_texts() {
+        assert!(batch.push(&text), "room");
+    }
+    let mut out = vec![0u8; batch.frame_len()];
+    let n = typhon_live_core::text::write_texts(&mut out, seq, lost, &batch).expect("fits");
+    out.truncate(n);
+    out
+}
+
+/// A whole stream with log texts: an Init naming lane 0 and the sites of
+/// [`text_example_texts`], their Text frame, and a Shutdown.
+pub fn text_stream() -> Vec<u8> {
+    stream_of(&["main", "WARN disk full", "INFO bye"], text_frame(0, 0))
+}
+
 /// An Init naming `names` (from id 0) and lanes 0 ("main", name 0) and
-/// 1 (name 1), the Block `block` (sequence number 0), and a Shutdown.
-fn stream_of(names_from_0: &[&str], block: Vec<u8>) -> Vec<u8> {
+/// 1 (name 1), the frame `frame` (sequence number 0), and a Shutdown.
+fn stream_of(names_from_0: &[&str], frame: Vec<u8>) -> Vec<u8> {
     use typhon_live_core::init::write_init;
     use typhon_live_core::{LaneKind, Metadata, NameTable, Shutdown};
 
@@ -820,7 +882,7 @@ fn stream_of(names_from_0: &[&str], block: Vec<u8>) -> Vec<u8> {
     let mut out = vec![0u8; 4096];
     let n = write_init(&mut out, 0, &meta, &names, lanes.into_iter()).expect("fits");
     let mut stream = out[..n].to_vec();
-    stream.extend(block);
+    stream.extend(frame);
     let shutdown = Shutdown {
         time: 2000,
         frames_sent: 1,

@@ -356,6 +356,12 @@ fn check_attachment(a: &Attachment) -> (u64, u64, Option<typhon_live_core::Shutd
                 }
             }
             Owned::Shutdown { totals, .. } => shutdown = Some(*totals),
+            Owned::Texts { texts, .. } => {
+                for t in texts {
+                    assert!(known_names.contains(&t.site), "text site undefined");
+                    assert!(t.lane.is_none_or(|lane| known_lanes.contains_key(&lane)));
+                }
+            }
         }
     }
     assert_eq!(
@@ -617,5 +623,84 @@ fn a_block_collects_several_drains_until_it_ages() {
         blocks,
         [(5_000, 6), (10_000, 4)],
         "stop flushes the open Block"
+    );
+}
+
+#[test]
+fn texts_lost_on_the_way_or_refused_are_told_in_the_next_text_frame() {
+    use typhon_live_core::{Level, Text, TextBatch};
+    let lanes = Lanes::<LANES, 64>::new();
+    let mut names: NameTable<8, 64> = NameTable::new();
+    let site = names.intern("INFO hello").unwrap();
+    let _lane = lanes
+        .claim(names.intern("main").unwrap(), LaneKind::Main)
+        .unwrap();
+    let mut scratch = vec![0u8; 4096];
+    let mut exporter: Exporter<'_, LANES> = Exporter::new(Metadata::default(), &mut scratch);
+    let viewer = exporter.attach().unwrap();
+    let mut out = vec![0u8; 1 << 16];
+    let mut stream = Vec::new();
+    let mut flush = |exporter: &mut Exporter<'_, LANES>, stream: &mut Vec<u8>| {
+        while let Some(f) = exporter.poll(1, &lanes, &names, &mut out).unwrap() {
+            stream.extend_from_slice(&out[..f.len]);
+        }
+    };
+    let mut buf = [0u8; 256];
+    let mut batch = TextBatch::new(&mut buf);
+    let send = |exporter: &mut Exporter<'_, LANES>, batch: &TextBatch<'_>| {
+        let mut out = vec![0u8; 1024];
+        let frame = exporter.write_texts(viewer, batch, &mut out).unwrap();
+        frame.map(|f| out[..f.len].to_vec())
+    };
+    // Before its Init, a reader is sent no texts.
+    assert!(batch.push(&Text {
+        time: 1,
+        lane: Some(0),
+        level: Level::Info,
+        site,
+        text: "hello",
+        cut: false
+    }));
+    assert_eq!(send(&mut exporter, &batch), None);
+    flush(&mut exporter, &mut stream);
+    // Three texts dropped on the way, then two refused by the queue.
+    for _ in 0..3 {
+        let mut one = [0u8; 64];
+        let mut one_batch = TextBatch::new(&mut one);
+        one_batch.push(&Text {
+            time: 2,
+            lane: Some(0),
+            level: Level::Info,
+            site,
+            text: "lost",
+            cut: false,
+        });
+        assert!(send(&mut exporter, &one_batch).is_some());
+        assert!(exporter.frame_dropped());
+    }
+    exporter.texts_refused(2);
+    let told = send(&mut exporter, &batch).expect("a Text frame");
+    stream.extend(told);
+    batch.clear();
+    // Nothing new, nothing lost: no frame.
+    assert_eq!(send(&mut exporter, &batch), None);
+    let mut reader = Reader::new();
+    let mut seen = Vec::new();
+    each_frame(&stream, |frame| {
+        reader
+            .read(frame, |_, update| match update {
+                Update::Text(t) => seen.push(t.text.to_owned()),
+                Update::Lost(typhon_live_reader::Loss::Texts { texts }) => {
+                    seen.push(format!("lost {texts}"))
+                }
+                _ => {}
+            })
+            .unwrap()
+    });
+    assert_eq!(seen, ["lost 5", "hello"]);
+    let tally = reader.state().tally();
+    assert_eq!(
+        (tally.texts, tally.texts_lost, tally.frames_missed),
+        (1, 5, 3)
     );
 }

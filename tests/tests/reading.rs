@@ -508,6 +508,7 @@ fn reserved_flags_are_ignored() {
             Owned::Definitions { .. } => 3,
             Owned::CatchUp { .. } => 4,
             Owned::Shutdown { .. } => 5,
+            Owned::Texts { .. } => 7,
         })
         .collect();
     assert_eq!(kinds, [1, 4, 3, 5]);
@@ -717,6 +718,7 @@ fn a_reader_is_attached_from_attach_not_from_its_init() {
             Owned::Block { drops, .. } if drops == &[(0, 4)] => "block with the losses",
             Owned::Block { .. } => "block",
             Owned::Definitions { .. } => "definitions",
+            Owned::Texts { .. } => "text",
             Owned::Shutdown {
                 totals: Shutdown {
                     events_dropped: 4, ..

@@ -1,15 +1,20 @@
 //! Property tests: whatever goes in comes out, through every frame kind and
-//! any split of the stream into chunks.
+//! any split of the stream into chunks (a text past its bound comes out
+//! cut, and says so).
 
 use proptest::prelude::*;
 use typhon_live_core::block::{block_scratch_len, RECORDS_PER_GROUP};
 use typhon_live_core::definitions::write_definitions;
 use typhon_live_core::init::write_init;
+use typhon_live_core::text::{within_bound, write_texts};
 use typhon_live_core::{
     BlockBuilder, Compression, Decoder, EncodeError, Event, FieldOwner, FieldValue, GaugeValue,
     LaneId, LaneInfo, LaneKind, Metadata, NameSource, Shutdown,
 };
-use typhon_live_tests::{frames, own, read_stream, same_events, Component, Meta, Owned, VecNames};
+use typhon_live_core::{Level, TextBatch};
+use typhon_live_tests::{
+    frames, own, read_stream, same_events, Component, Meta, Owned, OwnedText, VecNames,
+};
 
 fn text() -> impl Strategy<Value = String> {
     prop_oneof![
@@ -302,6 +307,45 @@ proptest! {
         let want_first = events.iter().map(|(_, e)| e.time()).min().unwrap_or(0);
         let want_last = events.iter().map(|(_, e)| e.end_time()).max().unwrap_or(0);
         prop_assert_eq!((*first, *last), (want_first, want_last));
+    }
+
+    #[test]
+    fn texts_round_trip_cut_to_their_bound(
+        texts in prop::collection::vec(
+            (time(), any::<Option<u16>>(), 0usize..6, any::<u32>(), any::<String>(), 0usize..3),
+            0..40,
+        ),
+        lost in any::<u32>(),
+        seq in any::<u32>(),
+    ) {
+        // Some texts past the bound: a multi-byte one repeated.
+        let texts: Vec<OwnedText> = texts
+            .into_iter()
+            .map(|(time, lane, level, site, text, grow)| OwnedText {
+                time,
+                lane: lane.filter(|&l| l != LaneId::MAX),
+                level: Level::ALL[level],
+                site,
+                text: text.repeat(1 + grow * 300),
+                cut: false,
+            })
+            .collect();
+        let mut buf = vec![0u8; 1 << 20];
+        let mut batch = TextBatch::new(&mut buf);
+        for text in &texts {
+            prop_assert!(batch.push(&text.as_core()));
+        }
+        let mut out = vec![0u8; batch.frame_len()];
+        let n = write_texts(&mut out, seq, lost, &batch).unwrap();
+        let got = frames(read_stream(&out[..n], &[], 1 << 23));
+        let want: Vec<OwnedText> = texts
+            .iter()
+            .map(|t| {
+                let (text, cut) = within_bound(&t.text);
+                OwnedText { text: text.to_owned(), cut, ..t.clone() }
+            })
+            .collect();
+        prop_assert_eq!(got, vec![Owned::Texts { seq, lost, texts: want }]);
     }
 
     #[test]

@@ -99,24 +99,40 @@ impl Visit for FieldVisitor<'_> {
             return;
         }
         let mut text = String::new();
-        let _ = Bounded(&mut text).write_str(value);
+        let _ = Bounded::new(&mut text, MAX_VALUE_BYTES + 4).write_str(value);
         self.put_text(field, text);
     }
 
     fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
         let mut text = String::new();
-        let _ = write!(Bounded(&mut text), "{value:?}");
+        let _ = write!(Bounded::new(&mut text, MAX_VALUE_BYTES + 4), "{value:?}");
         self.put_text(field, text);
     }
 }
 
-/// Stops copying a little past [`MAX_VALUE_BYTES`] (enough to tell that
-/// the value is longer): a huge value costs no more than its bound.
-struct Bounded<'a>(&'a mut String);
+/// Text written into a string until it holds `limit` bytes, then no
+/// more: a huge value costs no more than its bound. Write a little past
+/// the bound to tell that the value was longer.
+pub(crate) struct Bounded<'a> {
+    out: &'a mut String,
+    limit: usize,
+}
+
+impl<'a> Bounded<'a> {
+    /// Writes into `out` up to `limit` bytes in all.
+    pub(crate) fn new(out: &'a mut String, limit: usize) -> Self {
+        Bounded { out, limit }
+    }
+
+    /// Whether the string is empty.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.out.is_empty()
+    }
+}
 
 impl Write for Bounded<'_> {
     fn write_str(&mut self, s: &str) -> fmt::Result {
-        let room = (MAX_VALUE_BYTES + 4).saturating_sub(self.0.len());
+        let room = self.limit.saturating_sub(self.out.len());
         if room == 0 {
             return Err(fmt::Error);
         }
@@ -124,7 +140,7 @@ impl Write for Bounded<'_> {
         while !s.is_char_boundary(end) {
             end -= 1;
         }
-        self.0.push_str(&s[..end]);
+        self.out.push_str(&s[..end]);
         Ok(())
     }
 }

@@ -32,7 +32,9 @@
 //!   [`fields::MAX_FIELDS`] a span, so that a viewer can group a name's
 //!   statistics by a field's value.
 //! - An event becomes an instant named `LEVEL message`; its first integer
-//!   field is the payload.
+//!   field is the payload. Its text, the message then its other fields as
+//!   `key=value`, is kept beside it in the stream's log (FORMAT.md, "Text
+//!   frames"), cut to `MAX_TEXT_BYTES`.
 //!
 //! Names are interned once per call site, never per call: a span's name
 //! when its call site registers, an event's on the call site's first event
@@ -41,6 +43,7 @@
 #![deny(missing_docs)]
 
 mod capped;
+mod event_text;
 pub mod fields;
 mod first_run;
 pub mod naming;
@@ -467,12 +470,12 @@ where
             return;
         }
         let meta = event.metadata();
-        let mut fields = Fields::default();
-        let mut first = false;
         let site = site::of(meta, || {
             // First event of this call site: named after its message.
-            first = true;
-            fields.message = Some(String::new());
+            let mut fields = Fields {
+                message: Some(String::new()),
+                ..Fields::default()
+            };
             event.record(&mut fields);
             let message = fields.message.take().filter(|m| !m.is_empty());
             format!(
@@ -481,11 +484,11 @@ where
                 message.as_deref().unwrap_or(meta.name())
             )
         });
-        if !first {
-            event.record(&mut fields);
-        }
         if let Some(name) = site.name {
-            runtime::instant(name, fields.integer.unwrap_or(0));
+            // One time for both: the instant and its text.
+            let time = runtime::now();
+            let payload = event_text::record(time, name, event);
+            runtime::instant_at(name, time, payload.unwrap_or(0));
         }
     }
 }

@@ -33,6 +33,7 @@ pub mod sampling;
 mod session;
 pub mod tasks;
 mod tcp;
+pub mod texts;
 
 pub use session::{Profiler, StartError, Stats, SHUTDOWN_WAIT};
 pub use tcp::{MAX_QUEUED_BYTES, SEND_BUFFER_BYTES};

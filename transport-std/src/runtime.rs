@@ -153,6 +153,9 @@ pub fn register_thread(name: &str, kind: LaneKind) -> bool {
 fn claim(name: &str, kind: LaneKind) -> Option<LaneHandle<'static, RING_EVENTS>> {
     let name = intern(name)?;
     let handle = LANES.claim(name, kind);
+    if let Some(lane) = &handle {
+        crate::texts::claimed(lane.id());
+    }
     if handle.is_none() {
         log::warn!("typhon-live: all {MAX_LANES} lanes are taken; this thread records nothing");
     }
@@ -359,6 +362,17 @@ pub fn span(name: NameId) -> SpanGuard {
 pub fn instant(name: NameId, payload: u64) {
     if is_enabled() {
         record(|lane| lane.instant(name, now(), payload));
+    }
+}
+
+/// Records a point event at `time` (from [`now`]): for a caller that
+/// stamps something else with the same time (a log text, [`texts`]).
+///
+/// [`texts`]: crate::texts
+#[inline]
+pub fn instant_at(name: NameId, time: u64, payload: u64) {
+    if is_enabled() {
+        record(|lane| lane.instant(name, time, payload));
     }
 }
 

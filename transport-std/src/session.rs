@@ -15,7 +15,11 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use typhon_live_core::block::{block_scratch_len, encoding_buffer_len};
-use typhon_live_core::{Compression, Emitted, EncodeError, Exporter, Lz4Table, Metadata, ReaderId};
+use typhon_live_core::text::TEXT_RECORD_HEADER;
+use typhon_live_core::{
+    Compression, Emitted, EncodeError, Exporter, Lz4Table, Metadata, ReaderId, TextBatch,
+    MAX_TEXT_BYTES,
+};
 
 use crate::config::ProfilerConfig;
 use crate::file::TraceFile;
@@ -23,6 +27,7 @@ use crate::metadata::OwnedMetadata;
 use crate::runtime::{self, LANES, MAX_LANES};
 use crate::sampling;
 use crate::tcp::{self, Delivery, TcpSink};
+use crate::texts;
 
 /// How long `stop` waits for the last frames to reach a viewer. `stop`
 /// returns within this plus one exporter cycle, whatever the viewer does
@@ -388,12 +393,110 @@ struct Pacing {
     compression: Compression,
 }
 
+/// Where frames go: the trace file and the live viewer, each a reader of
+/// the exporter.
+struct Sinks {
+    live: Option<TcpSink>,
+    live_reader: Option<ReaderId>,
+    trace: Option<TraceFile>,
+    file_reader: Option<ReaderId>,
+}
+
+impl Sinks {
+    /// Hands `bytes`, a frame the exporter made, to the reader it is for,
+    /// and tells the exporter what became of it.
+    fn deliver(
+        &mut self,
+        exporter: &mut SessionExporter<'_>,
+        frame: Emitted,
+        bytes: &[u8],
+        control: &Control,
+    ) {
+        if Some(frame.reader) == self.file_reader {
+            let Some(file) = self.trace.as_mut().filter(|f| f.is_open()) else {
+                return;
+            };
+            file.write(bytes);
+            if !file.is_open() {
+                // Failed and closed: nothing more is encoded for it.
+                exporter.detach(frame.reader);
+                self.file_reader = None;
+            }
+        } else if Some(frame.reader) == self.live_reader {
+            let Some(sink) = self.live.as_mut() else {
+                return;
+            };
+            match sink.send(bytes, frame.kind.is_droppable()) {
+                Delivery::Accepted => {
+                    control.live_frames_sent.fetch_add(1, Ordering::Relaxed);
+                }
+                Delivery::Dropped => {
+                    control.live_frames_dropped.fetch_add(1, Ordering::Relaxed);
+                    control
+                        .live_events_dropped
+                        .fetch_add(u64::from(frame.events), Ordering::Relaxed);
+                    exporter.frame_dropped();
+                }
+                Delivery::NoViewer => {
+                    exporter.detach(frame.reader);
+                    self.live_reader = None;
+                }
+            }
+        }
+    }
+
+    /// Every frame due, then the texts taken this cycle: after the frames,
+    /// so that each reader has been told the names and lanes they use.
+    fn pump(
+        &mut self,
+        exporter: &mut SessionExporter<'_>,
+        out: &mut Vec<u8>,
+        texts: &mut Texts,
+        clock: &runtime::Clock,
+        control: &Control,
+    ) {
+        while let Some(frame) = poll(exporter, out, clock) {
+            self.deliver(exporter, frame, &out[..frame.len], control);
+        }
+        let refused = texts.taken.take_refused();
+        if refused > 0 {
+            exporter.texts_refused(refused);
+        }
+        let mut batch = TextBatch::new(&mut texts.batch);
+        // Once even with no texts: a reader may have losses to be told.
+        let mut first = true;
+        while first || texts.taken.has_more() {
+            first = false;
+            texts.taken.fill(&mut batch);
+            if out.len() < batch.frame_len() {
+                out.resize(batch.frame_len(), 0);
+            }
+            for reader in [self.file_reader, self.live_reader].into_iter().flatten() {
+                match exporter.write_texts(reader, &batch, out) {
+                    Ok(Some(frame)) => self.deliver(exporter, frame, &out[..frame.len], control),
+                    Ok(None) => {}
+                    Err(e) => log::error!("typhon-live: cannot encode a Text frame: {e}"),
+                }
+            }
+        }
+    }
+}
+
+/// The texts of one cycle, and the buffer their Text frames are built in.
+struct Texts {
+    taken: texts::Taken,
+    batch: Vec<u8>,
+}
+
+/// Bytes of text records in one Text frame: the largest record 32 times.
+const TEXT_BATCH_BYTES: usize = 32 * (TEXT_RECORD_HEADER + MAX_TEXT_BYTES);
+
 /// The exporter thread: each cycle it accepts or notices a viewer, drains
 /// the lanes, and hands every frame to the reader it is for.
 fn export(
     meta: &OwnedMetadata,
-    mut live: Option<TcpSink>,
-    mut trace: Option<TraceFile>,
+    live: Option<TcpSink>,
+    trace: Option<TraceFile>,
     pacing: Pacing,
     control: &Control,
     clock: &runtime::Clock,
@@ -417,30 +520,36 @@ fn export(
         let mut out = vec![0u8; exporter.min_block_buffer().max(1 << 16)];
         // The file reads from the first event to the last; a viewer from
         // when it connects until it goes.
-        let mut file_reader = trace.as_ref().and_then(|_| exporter.attach());
-        let mut live_reader: Option<ReaderId> = None;
+        let mut sinks = Sinks {
+            file_reader: trace.as_ref().and_then(|_| exporter.attach()),
+            live,
+            live_reader: None,
+            trace,
+        };
+        let mut texts = Texts {
+            taken: texts::Taken::default(),
+            batch: vec![0u8; TEXT_BATCH_BYTES],
+        };
         let mut stop_deadline = None;
         loop {
             let cycle = Instant::now();
             let stopping = control.stop.load(Ordering::Acquire);
-            if stopping && stop_deadline.is_none() {
-                // One bound for everything stopping does, whatever the
-                // viewer does meanwhile.
-                stop_deadline = Some(Instant::now() + SHUTDOWN_WAIT);
-            }
-            if let Some(sink) = live.as_mut() {
+            // Before the drain: a text's lane and name are then told
+            // before the text is.
+            texts.taken.take();
+            if let Some(sink) = sinks.live.as_mut() {
                 // A viewer that went away first, so that one connecting
                 // in the same cycle takes its place instead of being refused.
                 if !sink.check_viewer() {
-                    if let Some(gone) = live_reader.take() {
+                    if let Some(gone) = sinks.live_reader.take() {
                         exporter.detach(gone);
                     }
                 }
                 if !stopping && sink.accept().is_some() {
-                    if let Some(old) = live_reader.take() {
+                    if let Some(old) = sinks.live_reader.take() {
                         exporter.detach(old);
                     }
-                    live_reader = exporter.attach();
+                    sinks.live_reader = exporter.attach();
                     control.viewers.fetch_add(1, Ordering::Relaxed);
                     let mut seen = control
                         .viewer_seen
@@ -451,52 +560,27 @@ fn export(
                 }
             }
             if stopping {
+                if stop_deadline.is_none() {
+                    // One bound for everything stopping does, whatever the
+                    // viewer does meanwhile.
+                    stop_deadline = Some(Instant::now() + SHUTDOWN_WAIT);
+                    // The last events and texts, before the Shutdown.
+                    exporter.request_drain();
+                    sinks.pump(&mut exporter, &mut out, &mut texts, clock, control);
+                }
                 exporter.stop();
             } else {
                 // Before the drain, so that a reading goes out this cycle.
                 sampling::run_due(cycle);
                 exporter.request_drain();
             }
-            while let Some(frame) = poll(&mut exporter, &mut out, clock) {
-                let bytes = &out[..frame.len];
-                if Some(frame.reader) == file_reader {
-                    let Some(file) = trace.as_mut().filter(|f| f.is_open()) else {
-                        continue;
-                    };
-                    file.write(bytes);
-                    if !file.is_open() {
-                        // Failed and closed: nothing more is encoded for it.
-                        exporter.detach(frame.reader);
-                        file_reader = None;
-                    }
-                } else if Some(frame.reader) == live_reader {
-                    let Some(sink) = live.as_mut() else {
-                        continue;
-                    };
-                    match sink.send(bytes, frame.kind.is_droppable()) {
-                        Delivery::Accepted => {
-                            control.live_frames_sent.fetch_add(1, Ordering::Relaxed);
-                        }
-                        Delivery::Dropped => {
-                            control.live_frames_dropped.fetch_add(1, Ordering::Relaxed);
-                            control
-                                .live_events_dropped
-                                .fetch_add(u64::from(frame.events), Ordering::Relaxed);
-                            exporter.frame_dropped();
-                        }
-                        Delivery::NoViewer => {
-                            exporter.detach(frame.reader);
-                            live_reader = None;
-                        }
-                    }
-                }
-            }
+            sinks.pump(&mut exporter, &mut out, &mut texts, clock, control);
             let mut live_flushed = true;
-            if let Some(sink) = live.as_mut() {
+            if let Some(sink) = sinks.live.as_mut() {
                 live_flushed = sink.flush();
                 store_max(&control.worst_send_us, sink.worst_send.as_micros() as u64);
             }
-            if let Some(file) = trace.as_mut() {
+            if let Some(file) = sinks.trace.as_mut() {
                 // A crash loses at most this cycle.
                 file.flush();
             }
@@ -516,6 +600,9 @@ fn export(
                 std::thread::park_timeout(rest);
             }
         }
+        let Sinks {
+            mut live, trace, ..
+        } = sinks;
         if let Some(sink) = live.as_mut() {
             // Whatever is still queued had its chance until the deadline.
             sink.close();

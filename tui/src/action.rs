@@ -33,4 +33,8 @@ pub enum Action {
     Filter,
     /// The tick of the selected span name's longest span (pauses).
     JumpToMax,
+    /// Show the log in place of the span names, or the names again.
+    ToggleLog,
+    /// The log's least level shown: all, info, warn, error, then all.
+    LogLevel,
 }

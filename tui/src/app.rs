@@ -15,15 +15,20 @@ use crate::view::{self, Panes};
 use crate::widgets::span_stats::SpanDetail;
 use crate::widgets::span_table::SpanTable;
 use crate::widgets::timeline::{lanes_of, Timeline};
+use typhon_live_core::Level;
 use typhon_live_model::history::{self, Chunk};
 use typhon_live_model::stats::Distribution;
-use typhon_live_model::{fields, FieldSummary, Model};
+use typhon_live_model::{fields, FieldSummary, LogSearch, Model};
+
+use crate::widgets::log::LogPane;
 
 /// While live, the selected name's distribution is read again at most
 /// this often: it reads every span of the name in the history.
 const DISTRIBUTION_REFRESH: Duration = Duration::from_secs(1);
 /// A string field's values shown, most frequent first.
 const FIELD_VALUES: usize = 3;
+/// Log rows prepared for the log pane: more than a terminal shows.
+const LOG_ROWS: usize = 200;
 
 /// The selected name's distribution, and what it was computed over.
 struct Computed {
@@ -61,6 +66,8 @@ pub struct Screen {
     /// Live or paused, and the window.
     pub ui: UiState,
     computed: Option<Computed>,
+    /// The log's lines that match its query, kept up to date.
+    log_search: LogSearch,
 }
 
 impl Screen {
@@ -71,6 +78,7 @@ impl Screen {
             terminal,
             ui: UiState::default(),
             computed: None,
+            log_search: LogSearch::default(),
         })
     }
 
@@ -115,6 +123,17 @@ impl Screen {
             .as_ref()
             .and_then(|d| history::tick_at(chunks.iter().map(|c| &**c), d.max_at).map(|t| t.tick));
         let lanes = lanes_of(&inputs);
+        let log_rows = if self.ui.log {
+            self.log_search.set_query(self.ui.log_query.clone());
+            self.log_search.update(model.logs(), model.names());
+            let until = match self.ui.mode {
+                Mode::Live => None,
+                Mode::Paused { end, .. } => Some(end),
+            };
+            model.log_rows(&self.log_search, until, LOG_ROWS)
+        } else {
+            Vec::new()
+        };
         let panes = Panes {
             timeline: Timeline {
                 chunks,
@@ -141,6 +160,16 @@ impl Screen {
                     max_tick,
                     fields: field_summaries,
                 }),
+            log: self.ui.log.then(|| LogPane {
+                rows: &log_rows,
+                search: &self.ui.log_query.text,
+                typing: self.ui.filtering,
+                min_level: self.ui.log_query.min_level.map_or("all", Level::as_str),
+                matched: self.log_search.matched().len(),
+                kept: model.logs().lines().len(),
+                lost: model.logs().lost,
+                evicted: model.logs().evicted,
+            }),
         };
         let _ = self
             .terminal

@@ -54,6 +54,8 @@ pub const KEYS: &[Binding] = &[
     bind(KeyCode::Down, Action::SelectDown, "", ""),
     bind(KeyCode::Char('/'), Action::Filter, "/", "filter"),
     bind(KeyCode::Char('m'), Action::JumpToMax, "m", "its max"),
+    bind(KeyCode::Char('l'), Action::ToggleLog, "l", "log"),
+    bind(KeyCode::Char('v'), Action::LogLevel, "v", "log level"),
 ];
 
 /// What `event` asks, if it is a key press of the table.
@@ -97,7 +99,7 @@ mod tests {
         assert_eq!(
             help(KEYS),
             "q quit  space pause  ←/→ tick  PgUp/PgDn screen  Home/End oldest/live  w worst tick  \
-             +/- zoom  ↑/↓ span  / filter  m its max"
+             +/- zoom  ↑/↓ span  / filter  m its max  l log  v log level"
         );
     }
 }

@@ -4,8 +4,9 @@
 
 use std::sync::Arc;
 
+use typhon_live_core::Level;
 use typhon_live_model::history::{self, Chunk, TickRecord};
-use typhon_live_model::{SpanStats, TimelineInputs};
+use typhon_live_model::{LogQuery, SpanStats, TimelineInputs};
 
 use super::action::Action;
 
@@ -78,6 +79,11 @@ pub struct UiState {
     pub filter: String,
     /// Keys type into the filter.
     pub filtering: bool,
+    /// The log is shown in place of the span names; `/` then types its
+    /// search.
+    pub log: bool,
+    /// What the log shows.
+    pub log_query: LogQuery,
 }
 
 impl Default for UiState {
@@ -88,6 +94,8 @@ impl Default for UiState {
             selected: 0,
             filter: String::new(),
             filtering: false,
+            log: false,
+            log_query: LogQuery::default(),
         }
     }
 }
@@ -149,14 +157,20 @@ impl UiState {
         (len > 0).then(|| self.selected.min(len - 1))
     }
 
-    /// A key typed while filtering: a character adds to the filter,
-    /// Backspace takes one off, Enter or Esc ends the typing.
+    /// A key typed while filtering: a character adds to the filter (the
+    /// log's search while the log is shown), Backspace takes one off,
+    /// Enter or Esc ends the typing.
     pub fn type_filter(&mut self, key: ratatui::crossterm::event::KeyCode) {
         use ratatui::crossterm::event::KeyCode;
+        let typed = if self.log {
+            &mut self.log_query.text
+        } else {
+            &mut self.filter
+        };
         match key {
-            KeyCode::Char(c) => self.filter.push(c),
+            KeyCode::Char(c) => typed.push(c),
             KeyCode::Backspace => {
-                self.filter.pop();
+                typed.pop();
             }
             KeyCode::Enter | KeyCode::Esc => self.filtering = false,
             _ => {}
@@ -252,6 +266,15 @@ impl UiState {
                 });
                 self.show_tick(tick, scene);
             }
+            Action::ToggleLog => self.log = !self.log,
+            Action::LogLevel => {
+                self.log_query.min_level = match self.log_query.min_level {
+                    None => Some(Level::Info),
+                    Some(Level::Info) => Some(Level::Warn),
+                    Some(Level::Warn) => Some(Level::Error),
+                    Some(_) => None,
+                }
+            }
             Action::ZoomIn => self.zoom = Some((len / 2).max(10)),
             Action::ZoomOut => {
                 let most = scene.now.saturating_sub(scene.oldest()).max(len);
@@ -316,6 +339,46 @@ mod tests {
         ui.apply(Action::Live, &scene);
         assert!(matches!(ui.mode, Mode::Live));
         assert!(ui.apply(Action::Quit, &scene));
+    }
+
+    #[test]
+    fn the_log_takes_the_search_while_shown_and_its_level_cycles() {
+        use ratatui::crossterm::event::KeyCode;
+        let chunks = chunks();
+        let scene = Scene {
+            chunks: &chunks,
+            now: 13_000,
+            ticks_per_second: 1_000_000,
+            spans: &[],
+        };
+        let mut ui = UiState::default();
+        ui.apply(Action::ToggleLog, &scene);
+        ui.apply(Action::Filter, &scene);
+        for key in [KeyCode::Char('d'), KeyCode::Char('x'), KeyCode::Backspace] {
+            ui.type_filter(key);
+        }
+        ui.type_filter(KeyCode::Enter);
+        assert_eq!((ui.log_query.text.as_str(), ui.filter.as_str()), ("d", ""));
+        assert!(!ui.filtering);
+        let levels: Vec<_> = (0..4)
+            .map(|_| {
+                ui.apply(Action::LogLevel, &scene);
+                ui.log_query.min_level
+            })
+            .collect();
+        assert_eq!(
+            levels,
+            [
+                Some(Level::Info),
+                Some(Level::Warn),
+                Some(Level::Error),
+                None
+            ]
+        );
+        ui.apply(Action::ToggleLog, &scene);
+        ui.apply(Action::Filter, &scene);
+        ui.type_filter(KeyCode::Char('p'));
+        assert_eq!((ui.log_query.text.as_str(), ui.filter.as_str()), ("d", "p"));
     }
 
     #[test]

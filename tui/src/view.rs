@@ -10,6 +10,7 @@ use ratatui::widgets::{Block, Borders, Paragraph, Row, Sparkline, Table};
 use ratatui::Frame;
 
 use crate::keymap::{help, KEYS};
+use crate::widgets::log::LogPane;
 use crate::widgets::span_stats::SpanDetail;
 use crate::widgets::span_table::SpanTable;
 use crate::widgets::timeline::Timeline;
@@ -26,6 +27,8 @@ pub struct Panes<'a> {
     pub spans: SpanTable<'a>,
     /// The selected name's statistics, if a name is selected.
     pub detail: Option<SpanDetail<'a>>,
+    /// The log, when shown in place of the span names and statistics.
+    pub log: Option<LogPane<'a>>,
 }
 
 fn ms(v: Option<f64>) -> String {
@@ -77,6 +80,14 @@ pub fn draw(frame: &mut Frame<'_>, s: &Summary, panes: Option<&Panes<'_>>) {
         .split(middle[0]);
     draw_lanes(frame, left[0], s);
     draw_stats(frame, left[1], s);
+    if let Some(log) = &panes.log {
+        let rest = Rect {
+            width: middle[1].width + middle[2].width,
+            ..middle[1]
+        };
+        frame.render_widget(log, rest);
+        return draw_gauges(frame, rows[3], s);
+    }
     frame.render_widget(&panes.spans, middle[1]);
     let right = Layout::default()
         .direction(Direction::Vertical)

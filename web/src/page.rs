@@ -10,8 +10,11 @@ use serde::Serialize;
 use std::collections::VecDeque;
 use typhon_live_model::history::SpanRecord;
 
+use typhon_live_core::Level;
 use typhon_live_model::marks::LATENCY_MARK;
-use typhon_live_model::{Connection, FieldSummary, Model, Summary, TimelineInputs};
+use typhon_live_model::{
+    Connection, FieldSummary, LogQuery, LogRow, LogSearch, Model, Summary, TimelineInputs,
+};
 
 use crate::feed::Feed;
 use crate::selection::Selection;
@@ -29,6 +32,10 @@ const FOUND: usize = 30;
 const LATENCY_KEPT: usize = 4096;
 /// Live, the selected name's statistics are computed again this often.
 const RESELECT_EVERY: Duration = Duration::from_secs(1);
+/// Log rows the panel holds: the latest matching lines up to the view.
+const LOG_ROWS: usize = 1000;
+/// Log rows the test hook reports.
+const LOG_HOOK_ROWS: usize = 20;
 
 /// What a person asked for in one frame.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -48,6 +55,8 @@ pub enum Action {
     Select(u32),
     /// Show one span, paused.
     Jump(SpanRecord),
+    /// Show the moment a log line was recorded, paused.
+    ShowTime(u64),
 }
 
 /// The browser viewer's state: the stream's model and what is shown.
@@ -80,6 +89,15 @@ pub struct Page {
     /// Latency marks drawn: their payload (Unix ns when recorded) and when
     /// the page first drew them; the newest [`LATENCY_KEPT`].
     latency: VecDeque<(u64, Duration)>,
+    /// The log's lines matching its query, kept up to date.
+    log_search: LogSearch,
+    /// The rows the log panel shows, and what they were made for.
+    log_rows: Vec<LogRow>,
+    log_made_for: Option<(u64, LogQuery, Option<u64>)>,
+    /// Where the log's search box and rows (by index in `log_rows`) were
+    /// drawn.
+    log_search_box: Option<Rect>,
+    log_listed: Vec<(usize, Rect)>,
 }
 
 impl Page {
@@ -109,6 +127,11 @@ impl Page {
             first_drawn_at: None,
             ingest: Duration::ZERO,
             latency: VecDeque::new(),
+            log_search: LogSearch::default(),
+            log_rows: Vec::new(),
+            log_made_for: None,
+            log_search_box: None,
+            log_listed: Vec::new(),
         }
     }
 
@@ -193,6 +216,7 @@ impl Page {
         let mut actions = Vec::new();
         self.header(ctx, &mut actions);
         self.side_panel(ctx, &mut actions);
+        self.log_panel(ctx, &mut actions);
         let inputs = self.view.pinned().unwrap_or(&live);
         let window = self.view.window(inputs.now);
         let (layout, geometry) =
@@ -257,7 +281,99 @@ impl Page {
                 self.view.pause(self.model.timeline_inputs(now));
                 self.view.show(span.start, span.duration);
             }
+            Action::ShowTime(time) => {
+                self.view.pause(self.model.timeline_inputs(now));
+                self.view.centre_on(time);
+            }
         }
+    }
+
+    /// The log, under the timeline, once the stream has sent a line: its
+    /// search, its least level, its counts, and its lines up to where the
+    /// view is (a click shows the moment a line was recorded).
+    fn log_panel(&mut self, ctx: &Context, actions: &mut Vec<Action>) {
+        let logs = self.model.logs();
+        self.log_search_box = None;
+        self.log_listed.clear();
+        if logs.received() == 0 && logs.lost == 0 {
+            return;
+        }
+        self.log_search.set_query(self.view.log_query.clone());
+        self.log_search.update(logs, self.model.names());
+        let made_for = (
+            logs.received(),
+            self.view.log_query.clone(),
+            self.view.paused_at(),
+        );
+        if self.log_made_for.as_ref() != Some(&made_for) {
+            self.log_rows = self.model.log_rows(&self.log_search, made_for.2, LOG_ROWS);
+            self.log_made_for = Some(made_for);
+        }
+        let (matched, kept, lost, evicted) = (
+            self.log_search.matched().len(),
+            logs.lines().len(),
+            logs.lost,
+            logs.evicted,
+        );
+        let query = &mut self.view.log_query;
+        let rows = &self.log_rows;
+        let (search_box, listed) = (&mut self.log_search_box, &mut self.log_listed);
+        egui::TopBottomPanel::bottom("log")
+            .resizable(true)
+            .default_height(180.0)
+            .show(ctx, |ui| {
+                ui.horizontal(|ui| {
+                    ui.label("log");
+                    *search_box = Some(ui.text_edit_singleline(&mut query.text).rect);
+                    egui::ComboBox::from_id_salt("log level")
+                        .selected_text(query.min_level.map_or("all", Level::as_str))
+                        .show_ui(ui, |ui| {
+                            ui.selectable_value(&mut query.min_level, None, "all");
+                            for level in [Level::Debug, Level::Info, Level::Warn, Level::Error] {
+                                ui.selectable_value(
+                                    &mut query.min_level,
+                                    Some(level),
+                                    level.as_str(),
+                                );
+                            }
+                        });
+                    let mut counts = format!("{matched} of {kept} lines");
+                    if lost > 0 || evicted > 0 {
+                        counts += &format!(" · {lost} lost · {evicted} aged out");
+                    }
+                    ui.label(RichText::new(counts).color(if lost > 0 {
+                        timeline::ALARM
+                    } else {
+                        Color32::GRAY
+                    }));
+                });
+                // Only the rows in sight are laid out.
+                let row_height =
+                    ui.text_style_height(&egui::TextStyle::Body) + ui.spacing().item_spacing.y;
+                egui::ScrollArea::vertical()
+                    .stick_to_bottom(true)
+                    .auto_shrink(false)
+                    .show_rows(ui, row_height, rows.len(), |ui, in_sight| {
+                        for (index, row) in rows
+                            .iter()
+                            .enumerate()
+                            .skip(in_sight.start)
+                            .take(in_sight.len())
+                        {
+                            let line = ui.horizontal(|ui| {
+                                let time = ui.link(format!("{:.3} s", row.seconds));
+                                ui.label(RichText::new(row.level).color(level_colour(row.level)));
+                                ui.label(RichText::new(&row.lane).color(Color32::LIGHT_BLUE));
+                                ui.label(&row.text);
+                                time
+                            });
+                            listed.push((index, line.response.rect));
+                            if line.inner.clicked() {
+                                actions.push(Action::ShowTime((row.seconds * 1e9) as u64));
+                            }
+                        }
+                    });
+            });
     }
 
     fn header(&mut self, ctx: &Context, actions: &mut Vec<Action>) {
@@ -445,6 +561,15 @@ impl Page {
                 .collect(),
             pause_button: self.pause_button.map(css),
             timeline: self.geometry.rect.map(css),
+            log: self.log_made_for.as_ref().map(|_| LogHook {
+                matched: self.log_search.matched().len(),
+                kept: self.model.logs().lines().len(),
+                lost: self.model.logs().lost,
+                shown: (self.log_listed.iter().rev().take(LOG_HOOK_ROWS))
+                    .filter_map(|&(index, at)| Some((self.log_rows.get(index)?.clone(), css(at))))
+                    .collect(),
+                search_box: self.log_search_box.map(css),
+            }),
         };
         serde_json::to_string(&hook).unwrap_or_default()
     }
@@ -484,6 +609,31 @@ struct Hook {
     latency_marks: Vec<(u64, f64)>,
     pause_button: Option<[f32; 4]>,
     timeline: Option<[f32; 4]>,
+    /// The log panel, once the stream sent a line.
+    log: Option<LogHook>,
+}
+
+/// The log panel, as [`Page::hook`] reports it.
+#[derive(Serialize)]
+struct LogHook {
+    /// Lines matching the search, lines kept, lines the stream lost.
+    matched: usize,
+    kept: usize,
+    lost: u64,
+    /// The last rows drawn, newest first, and where.
+    shown: Vec<(LogRow, [f32; 4])>,
+    /// Where the search box is.
+    search_box: Option<[f32; 4]>,
+}
+
+/// A log line's level, coloured as the terminal view colours it.
+fn level_colour(level: &str) -> Color32 {
+    match level {
+        "ERROR" => timeline::ALARM,
+        "WARN" => Color32::YELLOW,
+        "INFO" => Color32::LIGHT_GREEN,
+        _ => Color32::GRAY,
+    }
 }
 
 /// The selected name's statistics, as [`Page::hook`] reports them (ns).
@@ -775,6 +925,52 @@ mod tests {
             (&Value::from(1), &Value::from(2), &Value::from(1)),
             "{hook}"
         );
+    }
+
+    #[test]
+    fn the_log_shows_searches_and_shows_when_a_line_was_recorded() {
+        let mut page = Page::new(64 << 20);
+        page.connected("test".into());
+        page.take(&typhon_live_tests::text_stream(), Duration::ZERO);
+        let ctx = Context::default();
+        frame(&mut page, &ctx, Duration::ZERO, Vec::new());
+        frame(&mut page, &ctx, Duration::ZERO, Vec::new());
+        let log = hook(&mut page)["log"].clone();
+        assert_eq!(
+            (&log["matched"], &log["kept"]),
+            (&Value::from(2), &Value::from(2)),
+            "{log}"
+        );
+        let shown: Vec<_> = (log["shown"].as_array().into_iter().flatten())
+            .map(|s| {
+                (
+                    s[0]["level"].clone(),
+                    s[0]["lane"].clone(),
+                    s[0]["text"].clone(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            shown,
+            [
+                (Value::from("INFO"), Value::from("-"), Value::from("bye")),
+                (
+                    Value::from("WARN"),
+                    Value::from("main"),
+                    Value::from("disk full dev=sda")
+                ),
+            ],
+            "newest first: {log}"
+        );
+        assert!(log["search_box"].is_array(), "{log}");
+        page.view.log_query.min_level = Some(Level::Warn);
+        frame(&mut page, &ctx, Duration::ZERO, Vec::new());
+        assert_eq!(hook(&mut page)["log"]["matched"], 1);
+        // A line's moment, shown paused in the middle of the window.
+        page.apply(Action::ShowTime(10_000_000_000), Duration::ZERO);
+        let window = page.view.window(0);
+        assert!(page.view.is_paused());
+        assert_eq!(window.start + window.len() / 2, 10_000_000_000);
     }
 
     #[test]

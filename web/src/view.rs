@@ -2,7 +2,7 @@
 //! the selected span name and the search. No drawing here, and no clock:
 //! `now` is the model's host time, passed in.
 
-use typhon_live_model::TimelineInputs;
+use typhon_live_model::{LogQuery, TimelineInputs};
 
 /// The narrowest window: 1 µs across.
 pub const MIN_WINDOW: u64 = 1_000;
@@ -55,6 +55,8 @@ pub struct View {
     pub selected: Option<u32>,
     /// Span names containing this are found, and their spans stand out.
     pub search: String,
+    /// What the log shows.
+    pub log_query: LogQuery,
 }
 
 impl Default for View {
@@ -65,6 +67,7 @@ impl Default for View {
             pinned: None,
             selected: None,
             search: String::new(),
+            log_query: LogQuery::default(),
         }
     }
 }
@@ -139,6 +142,19 @@ impl View {
             self.length = (length.saturating_mul(3)).clamp(MIN_WINDOW, MAX_WINDOW);
             self.end = Some(start.saturating_add(length).saturating_add(self.length / 3));
         }
+    }
+
+    /// Centres the window on `time`, keeping its length (a log line
+    /// clicked). The view must be paused.
+    pub fn centre_on(&mut self, time: u64) {
+        if self.pinned.is_some() {
+            self.end = Some(time.saturating_add(self.length / 2));
+        }
+    }
+
+    /// The right edge while paused.
+    pub fn paused_at(&self) -> Option<u64> {
+        self.end.filter(|_| self.pinned.is_some())
     }
 
     /// The window's length, ns.

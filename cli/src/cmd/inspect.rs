@@ -67,6 +67,7 @@ fn report(path: &Path) -> Result<(String, bool), CliError> {
             Ok(FrameKind::Definitions) => "definitions",
             Ok(FrameKind::CatchUp) => "catch-up",
             Ok(FrameKind::Shutdown) => "shutdown",
+            Ok(FrameKind::Text) => "text",
             // A newer writer's kind: skipped, not damage.
             Err(_) => "unknown",
         };
@@ -124,6 +125,7 @@ fn report(path: &Path) -> Result<(String, bool), CliError> {
     let tally = state.tally();
     let (gaps, before_init) = (tally.frames_missed, tally.frames_before_init);
     let (events_dropped, events_unread) = (tally.events_dropped, tally.events_damaged);
+    let (texts, texts_lost) = (tally.texts, tally.texts_lost);
     trace_file::require_frames(path, frames_read, &damage)?;
     let header = header.unwrap_or_else(|| {
         "session     unknown: no readable Init (see damage); clock assumed 1e9 ticks per second\n"
@@ -161,6 +163,9 @@ fn report(path: &Path) -> Result<(String, bool), CliError> {
             String::new()
         }
     );
+    if texts > 0 || texts_lost > 0 {
+        let _ = writeln!(out, "texts       {texts} log texts, {texts_lost} lost");
+    }
     if first <= last {
         let seconds = |ns: u64| ns as f64 / 1e9;
         let _ = writeln!(

@@ -116,12 +116,12 @@ pub struct DebugAnnotation {
     #[prost(uint64, optional, tag = "1")]
     pub name_iid: Option<u64>,
     /// The `value` oneof, the members we write.
-    #[prost(oneof = "AnnotationValue", tags = "2, 3, 4")]
+    #[prost(oneof = "AnnotationValue", tags = "2, 3, 4, 6")]
     pub value: Option<AnnotationValue>,
 }
 
 /// `DebugAnnotation`'s `value` oneof, the members we write.
-#[derive(Clone, Copy, PartialEq, prost::Oneof)]
+#[derive(Clone, PartialEq, prost::Oneof)]
 pub enum AnnotationValue {
     /// `bool_value = 2`.
     #[prost(bool, tag = "2")]
@@ -132,6 +132,9 @@ pub enum AnnotationValue {
     /// `int_value = 4`.
     #[prost(int64, tag = "4")]
     Int(i64),
+    /// `string_value = 6`.
+    #[prost(string, tag = "6")]
+    String(String),
 }
 
 /// `InternedData`.

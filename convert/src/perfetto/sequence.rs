@@ -43,9 +43,13 @@ pub(crate) enum Annotation {
     Idle = 8,
     /// A task span's id.
     Task = 9,
+    /// A log line's text.
+    Message = 10,
+    /// A log line's level.
+    Level = 11,
 }
 
-const ARGS: [(Annotation, &str); 9] = [
+const ARGS: [(Annotation, &str); 11] = [
     (Annotation::Arg, "arg"),
     (Annotation::Payload, "payload"),
     (Annotation::Tick, "tick"),
@@ -55,6 +59,8 @@ const ARGS: [(Annotation, &str); 9] = [
     (Annotation::Busy, "busy_ns"),
     (Annotation::Idle, "idle_ns"),
     (Annotation::Task, "task"),
+    (Annotation::Message, "message"),
+    (Annotation::Level, "level"),
 ];
 
 /// What a track event is: kind, name and value.
@@ -180,9 +186,9 @@ impl Sequence {
         event.debug_annotations.clear();
         event
             .debug_annotations
-            .extend(args.iter().map(|&(name, value)| DebugAnnotation {
-                name_iid: Some(name as u64),
-                value: Some(value),
+            .extend(args.iter().map(|(name, value)| DebugAnnotation {
+                name_iid: Some(*name as u64),
+                value: Some(value.clone()),
             }));
         packet.data = Some(PacketData::TrackEvent(event));
         self.write(out, &packet);

@@ -6,7 +6,7 @@ use std::collections::hash_map::Entry;
 use foldhash::HashMap;
 
 use typhon_live_core::{DecodeError, Event, Frame, GaugeValue, LaneId, LaneInfo, NameId};
-use typhon_live_reader::{Loss, Names, Reader, State, Update};
+use typhon_live_reader::{Loss, Names, Reader, State, TextRecord, Update};
 
 use super::nesting::{self, Edge, Held};
 use super::proto::{
@@ -92,15 +92,22 @@ pub struct WriterStats {
     pub tasks: u64,
     /// Task spans left out: more overlapped than [`MAX_TASK_TRACKS`].
     pub tasks_refused: u64,
+    /// Log lines written as instants with their text.
+    pub texts: u64,
+    /// Log lines the stream said were lost.
+    pub texts_lost: u64,
 }
 
 impl WriterStats {
     /// One line saying what a Perfetto trace got and what was lost.
     pub fn summary(&self) -> String {
         let mut line = format!(
-            "{} packets, {} spans, {} task spans, {} instants, {} counter values, {} ticks",
-            self.packets, self.spans, self.tasks, self.instants, self.counter_values, self.ticks
+            "{} packets, {} spans, {} task spans, {} instants, {} counter values, {} ticks, {} log lines",
+            self.packets, self.spans, self.tasks, self.instants, self.counter_values, self.ticks, self.texts
         );
+        if self.texts_lost > 0 {
+            line += &format!("; {} log lines lost", self.texts_lost);
+        }
         if self.frames_lost + self.events_lost > 0 {
             line += &format!(
                 "; lost {} frames ({} of them damaged) and {} events (marked in the trace)",
@@ -306,6 +313,10 @@ impl TraceWriter {
                 }
                 self.event(names, lane, event, out);
             }
+            Update::Text(text) => self.text(names, &text, out),
+            Update::Lost(Loss::Texts { texts }) => {
+                self.stats.texts_lost = self.stats.texts_lost.saturating_add(u64::from(texts));
+            }
             Update::Unknown { .. } => self.stats.unknown_frames += 1,
             // Spans open when a viewer joined arrive whole when they end.
             Update::Shutdown { .. } => self.finish_with(names, out),
@@ -372,6 +383,41 @@ impl TraceWriter {
                 ..LaneState::default()
             };
         }
+    }
+
+    /// A log line: an instant named after its call site on its lane's
+    /// track (the process's when it has none), its text and level as
+    /// arguments.
+    fn text(&mut self, names: &Names, text: &TextRecord<'_>, out: &mut Vec<u8>) {
+        let track = match text.lane {
+            Some(lane) if self.lane(lane).is_none() => {
+                self.stats.lane_events_refused += 1;
+                return;
+            }
+            Some(lane) => self.lane_track(names, lane, out),
+            None => self.process_track(out),
+        };
+        self.stats.texts += 1;
+        self.last_time = self.last_time.max(text.time);
+        let mut message = text.text.to_owned();
+        if text.cut {
+            message.push('…');
+        }
+        self.seq.named(
+            out,
+            text.time,
+            track,
+            Kind::Instant,
+            iid(text.site),
+            || names.show(text.site),
+            &[
+                (Annotation::Message, AnnotationValue::String(message)),
+                (
+                    Annotation::Level,
+                    AnnotationValue::String(text.level.as_str().into()),
+                ),
+            ],
+        );
     }
 
     /// A lane's state, unless [`MAX_LANES`] is reached.

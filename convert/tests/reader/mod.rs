@@ -125,6 +125,8 @@ pub fn read(bytes: &[u8]) -> Read {
                         a.uint_value().to_string()
                     } else if a.has_bool_value() {
                         a.bool_value().to_string()
+                    } else if a.has_string_value() {
+                        a.string_value().to_owned()
                     } else {
                         panic!("unexpected annotation {a:?}")
                     };

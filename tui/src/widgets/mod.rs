@@ -1,5 +1,6 @@
 //! One widget per module, each drawn from borrowed data.
 
+pub mod log;
 pub mod span_stats;
 pub mod span_table;
 pub mod timeline;
