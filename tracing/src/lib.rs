@@ -23,7 +23,8 @@
 //!   the call site's spans are task spans from their creation.
 //! - A span named from its fields: `otel.name`; else the method and
 //!   `http.route`; else the method and the URI's path (tower-http's
-//!   `TraceLayer`), capped per call site ([`naming`]).
+//!   `TraceLayer`), capped per call site; or by templates of your own
+//!   ([`naming::NamingRule`], [`TyphonLayer::named_by`]).
 //! - A span's first integer field is its argument (negative values keep
 //!   their two's-complement bits); a later `record` of an integer field
 //!   replaces it.
@@ -62,14 +63,15 @@ use tracing_subscriber::registry::{LookupSpan, SpanRef};
 use typhon_live_std::{runtime, tasks};
 
 use crate::fields::{FieldVisitor, SpanFields};
-use crate::naming::{NamingVisitor, Values};
+use crate::naming::{NamingRule, NamingVisitor};
 use crate::site::{NameId, Site};
 use crate::thread::{Entered, Pending};
 
 /// The layer: add it to a `tracing_subscriber::registry()`.
 #[derive(Default)]
 pub struct TyphonLayer {
-    _private: (),
+    /// How spans are named from their fields.
+    naming: NamingRule,
 }
 
 /// A span's argument, kept in the registry's extensions; only spans with
@@ -105,15 +107,23 @@ impl Task {
 struct Closed;
 
 impl TyphonLayer {
-    /// A layer with no call site seen yet.
+    /// A layer with no call site seen yet, naming spans from their
+    /// fields by the conventions ([`NamingRule::conventions`]).
     pub fn new() -> Self {
         TyphonLayer::default()
     }
-}
 
-/// The site of a span's call site.
-fn span_site(meta: &'static Metadata<'static>) -> &'static Site {
-    site::of(meta, || meta.name().to_owned())
+    /// A layer naming spans from their fields by `rule`. Call sites are
+    /// the process's, like names: a call site met by two layers is named
+    /// by the first one's rule.
+    pub fn named_by(rule: NamingRule) -> Self {
+        TyphonLayer { naming: rule }
+    }
+
+    /// The site of a span's call site.
+    fn span_site(&self, meta: &'static Metadata<'static>) -> &'static Site {
+        site::of(meta, &self.naming, || meta.name().to_owned())
+    }
 }
 
 /// The task of the span `span` was created in, if that one is a task.
@@ -195,7 +205,7 @@ where
 {
     fn register_callsite(&self, meta: &'static Metadata<'static>) -> Interest {
         if meta.is_span() {
-            span_site(meta);
+            self.span_site(meta);
         }
         Interest::always()
     }
@@ -204,17 +214,18 @@ where
         if !runtime::is_enabled() {
             return;
         }
-        let site = span_site(attrs.metadata());
+        let site = self.span_site(attrs.metadata());
         let mut fields = Fields::default();
         attrs.record(&mut fields);
-        let mut values = Values::default();
-        if site.naming.is_some() {
-            attrs.record(&mut NamingVisitor(&mut values));
-        }
-        let built = (site.naming.as_ref())
-            .filter(|_| values.any())
-            .and_then(|naming| naming.name(&values))
-            .filter(|&name| Some(name) != site.name);
+        let built = site.naming.as_ref().and_then(|naming| {
+            let mut values = naming.values();
+            attrs.record(&mut NamingVisitor {
+                naming,
+                values: &mut values,
+            });
+            values.any().then(|| naming.name(&values)).flatten()
+        });
+        let built = built.filter(|&name| Some(name) != site.name);
         let mut carried = SpanFields::default();
         if let Some(site_fields) = &site.fields {
             attrs.record(&mut FieldVisitor {
@@ -252,17 +263,18 @@ where
     fn on_record(&self, id: &Id, values: &Record<'_>, ctx: Context<'_, S>) {
         let mut fields = Fields::default();
         values.record(&mut fields);
-        let mut naming = Values::default();
         let Some(span) = ctx.span(id) else {
             return;
         };
-        let site = span_site(span.metadata());
-        if site.naming.is_some() {
-            values.record(&mut NamingVisitor(&mut naming));
-        }
-        let built = (site.naming.as_ref())
-            .filter(|_| naming.any())
-            .and_then(|n| n.name(&naming));
+        let site = self.span_site(span.metadata());
+        let built = site.naming.as_ref().and_then(|naming| {
+            let mut named = naming.values();
+            values.record(&mut NamingVisitor {
+                naming,
+                values: &mut named,
+            });
+            named.any().then(|| naming.name(&named)).flatten()
+        });
         if let Some(site_fields) = &site.fields {
             let mut extensions = span.extensions_mut();
             let mut carried = extensions.remove::<SpanFields>().unwrap_or_default();
@@ -325,7 +337,7 @@ where
         let Some(span) = ctx.span(id) else {
             return;
         };
-        let site = span_site(span.metadata());
+        let site = self.span_site(span.metadata());
         let (name, arg, task, has_fields) = {
             let extensions = span.extensions();
             let name = extensions.get::<SpanName>().map(|n| n.0).or(site.name);
@@ -448,7 +460,7 @@ where
         let Some(span) = ctx.span(&id) else {
             return;
         };
-        let site = span_site(span.metadata());
+        let site = self.span_site(span.metadata());
         let mut extensions = span.extensions_mut();
         let Some(task) = extensions.get_mut::<Task>() else {
             // Its first run may wait on another thread: it was all of it.
@@ -470,7 +482,7 @@ where
             return;
         }
         let meta = event.metadata();
-        let site = site::of(meta, || {
+        let site = site::of(meta, &self.naming, || {
             // First event of this call site: named after its message.
             let mut fields = Fields {
                 message: Some(String::new()),

@@ -11,7 +11,7 @@ use tracing_core::Metadata;
 use typhon_live_std::runtime;
 
 use crate::fields::SiteFields;
-use crate::naming::Naming;
+use crate::naming::{Naming, NamingRule};
 
 /// Name id of an interned name (the core's `NameId`).
 pub(crate) type NameId = u32;
@@ -60,9 +60,15 @@ thread_local! {
     static CACHE: [Entry; CACHED] = const { [const { Cell::new(None) }; CACHED] };
 }
 
-/// The site of `meta`, made the first time with `name` for its name.
+/// The site of `meta`, made the first time with `name` for its name and
+/// `rule` naming its spans from their fields. Call sites are the
+/// process's: the first layer to meet one decides.
 #[inline]
-pub(crate) fn of(meta: &'static Metadata<'static>, name: impl FnOnce() -> String) -> &'static Site {
+pub(crate) fn of(
+    meta: &'static Metadata<'static>,
+    rule: &NamingRule,
+    name: impl FnOnce() -> String,
+) -> &'static Site {
     let key = meta as *const Metadata<'static> as usize;
     // Metadata are statics some dozens of bytes apart.
     let slot = (key >> 4) % CACHED;
@@ -76,7 +82,7 @@ pub(crate) fn of(meta: &'static Metadata<'static>, name: impl FnOnce() -> String
     if let Some(site) = cached {
         return site;
     }
-    let site = make(key, meta, name);
+    let site = make(key, meta, rule, name);
     let _ = CACHE.try_with(|cache| cache[slot].set(Some((key, site))));
     site
 }
@@ -85,12 +91,13 @@ pub(crate) fn of(meta: &'static Metadata<'static>, name: impl FnOnce() -> String
 fn make(
     key: usize,
     meta: &'static Metadata<'static>,
+    rule: &NamingRule,
     name: impl FnOnce() -> String,
 ) -> &'static Site {
     let sites = SITES.get_or_init(Mutex::default);
     let mut sites = sites.lock().unwrap_or_else(PoisonError::into_inner);
     sites.entry(key).or_insert_with(|| {
-        let naming = meta.is_span().then(|| Naming::of(meta)).flatten();
+        let naming = meta.is_span().then(|| Naming::of(meta, rule)).flatten();
         let fields = meta.is_span().then(|| SiteFields::of(meta)).flatten();
         Box::leak(Box::new(Site {
             name: runtime::intern(&name()),

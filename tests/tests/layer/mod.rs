@@ -18,15 +18,19 @@ use typhon_live_tracing::TyphonLayer;
 /// temporary folder, and `tracing` recording through the layer.
 #[allow(dead_code)] // Not every test records through the layer.
 pub fn record(name: &str) -> (Profiler, PathBuf) {
+    record_with(name, TyphonLayer::new())
+}
+
+/// [`record`] through `layer`.
+#[allow(dead_code)] // Not every test records through the layer.
+pub fn record_with(name: &str, layer: TyphonLayer) -> (Profiler, PathBuf) {
     let path = std::env::temp_dir().join(format!("typhon-live-{name}-{}.tlt", std::process::id()));
     let config = ProfilerConfig {
         trace: Some(path.clone()),
         ..ProfilerConfig::default()
     };
     let profiler = Profiler::start(&config, &Metadata::default()).expect("profiler");
-    tracing_subscriber::registry()
-        .with(TyphonLayer::new())
-        .init();
+    tracing_subscriber::registry().with(layer).init();
     (profiler, path)
 }
 
