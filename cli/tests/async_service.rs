@@ -182,6 +182,35 @@ fn browse(url: &str) -> Result<(), String> {
             "a query by route lasts at least the sleep: {group}"
         );
     }
+    // The log: tower-http's events with their fields, searched.
+    let log = browser
+        .wait_for(HOOK, Duration::from_secs(30), |s| {
+            s["page"]["log"]["kept"].as_u64() > Some(0)
+        })
+        .unwrap_or_else(|e| panic!("the page showed no log: {e}"));
+    let (x, y) = common::middle(&log["page"]["log"]["search_box"]);
+    browser.click(x, y).unwrap();
+    browser.type_text("status=200").unwrap();
+    let searched = browser
+        .wait_for(HOOK, Duration::from_secs(30), |s| {
+            let shown = (s["page"]["log"]["shown"].as_array().cloned()).unwrap_or_default();
+            !shown.is_empty()
+                && shown.iter().all(|row| {
+                    let text = row[0]["text"].as_str().unwrap_or("");
+                    text.starts_with("finished processing request") && text.contains("status=200")
+                })
+        })
+        .unwrap_or_else(|e| panic!("the log was not searched: {e}"));
+    let log_png = std::env::temp_dir().join("typhon-live-log.png");
+    if let Ok(png) = browser.screenshot() {
+        let _ = std::fs::write(&log_png, png);
+        eprintln!("screenshot: {}", log_png.display());
+    }
+    let log = &searched["page"]["log"];
+    assert!(
+        log["matched"].as_u64() < log["kept"].as_u64(),
+        "the search keeps some lines, not all: {log}"
+    );
     let gauges = (page["summary"]["gauges"].as_array().cloned()).unwrap_or_default();
     let workers = gauges
         .iter()

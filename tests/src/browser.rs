@@ -223,6 +223,22 @@ impl Browser {
         self.perform(&actions)
     }
 
+    /// Types `text` on the keyboard, into whatever has the focus.
+    pub fn type_text(&self, text: &str) -> Result<(), String> {
+        let keys: Vec<Value> = text
+            .chars()
+            .flat_map(|c| {
+                let c = c.to_string();
+                [
+                    json!({"type": "keyDown", "value": c}),
+                    json!({"type": "keyUp", "value": c}),
+                ]
+            })
+            .collect();
+        let actions = json!({"actions": [{"type": "key", "id": "keyboard", "actions": keys}]});
+        self.perform(&actions)
+    }
+
     /// Moves the mouse to `(x, y)`, then turns its wheel by `delta_y`
     /// pixels there (negative: away from the user, which zooms in).
     pub fn wheel(&self, x: f64, y: f64, delta_y: f64) -> Result<(), String> {
