@@ -649,3 +649,30 @@ fn log_lines_are_instants_with_their_text_on_their_lanes() {
         ]
     );
 }
+
+#[test]
+fn fields_are_their_slices_arguments() {
+    let arg = |slice: &Slice, name: &str| {
+        (slice.args.iter())
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.clone())
+    };
+    // A span's: FORMAT.md's fields example.
+    let (bytes, stats) = convert(&[&typhon_live_tests::fields_stream()]);
+    assert_eq!((stats.fields, stats.fields_refused), (2, 0));
+    let spans = read(&bytes);
+    let query = (spans.slices.iter())
+        .find(|s| s.name == "query")
+        .expect("the span");
+    assert_eq!(arg(query, "route").as_deref(), Some("a"), "{query:?}");
+    assert_eq!(arg(query, "rows").as_deref(), Some("42"), "{query:?}");
+    // A task span's, after its end.
+    let (bytes, stats) = convert(&[&typhon_live_tests::task_fields_stream()]);
+    assert_eq!((stats.tasks, stats.fields), (1, 1));
+    let tasks = read(&bytes);
+    let task = (tasks.slices.iter())
+        .find(|s| s.track == "tasks")
+        .expect("the task span");
+    assert_eq!(arg(task, "route").as_deref(), Some("a"), "{task:?}");
+    assert_eq!(arg(task, "busy_ns").as_deref(), Some("70000"), "{task:?}");
+}

@@ -42,6 +42,7 @@ fn main() -> std::io::Result<()> {
         // A span's fields (kinds 9 to 11).
         ("span-fields.tlt", typhon_live_tests::fields_stream()),
         ("log-texts.tlt", typhon_live_tests::text_stream()),
+        ("task-fields.tlt", typhon_live_tests::task_fields_stream()),
     ];
     for (name, bytes) in seeds {
         fs::write(dir.join(name), &bytes)?;

@@ -862,6 +862,23 @@ pub fn text_stream() -> Vec<u8> {
     stream_of(&["main", "WARN disk full", "INFO bye"], text_frame(0, 0))
 }
 
+/// [`task_stream`]'s task span with a field after its end: its "route"
+/// (name 3) is "a" (name 4).
+pub fn task_fields_stream() -> Vec<u8> {
+    use typhon_live_core::{FieldOwner, FieldValue};
+    let mut events = task_example_events().to_vec();
+    events.push(Event::Field {
+        time: 1340,
+        key: 3,
+        value: FieldValue::Str(4),
+        owner: FieldOwner::Task(5),
+    });
+    stream_of(
+        &["main", "worker", "GET /a", "route", "a"],
+        packed_block(1, &events, 0),
+    )
+}
+
 /// An Init naming `names` (from id 0) and lanes 0 ("main", name 0) and
 /// 1 (name 1), the frame `frame` (sequence number 0), and a Shutdown.
 fn stream_of(names_from_0: &[&str], frame: Vec<u8>) -> Vec<u8> {

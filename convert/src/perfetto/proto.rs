@@ -116,7 +116,7 @@ pub struct DebugAnnotation {
     #[prost(uint64, optional, tag = "1")]
     pub name_iid: Option<u64>,
     /// The `value` oneof, the members we write.
-    #[prost(oneof = "AnnotationValue", tags = "2, 3, 4, 6")]
+    #[prost(oneof = "AnnotationValue", tags = "2, 3, 4, 5, 6")]
     pub value: Option<AnnotationValue>,
 }
 
@@ -132,6 +132,9 @@ pub enum AnnotationValue {
     /// `int_value = 4`.
     #[prost(int64, tag = "4")]
     Int(i64),
+    /// `double_value = 5`.
+    #[prost(double, tag = "5")]
+    Double(f64),
     /// `string_value = 6`.
     #[prost(string, tag = "6")]
     String(String),

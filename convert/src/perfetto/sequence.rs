@@ -8,6 +8,7 @@ use foldhash::HashSet;
 
 use prost::encoding::{encode_key, WireType};
 use prost::Message;
+use typhon_live_core::NameId;
 
 use super::proto::{
     AnnotationValue, CounterValue, DebugAnnotation, DebugAnnotationName, EventName, EventType,
@@ -75,10 +76,24 @@ pub(crate) enum Kind {
     Counter(CounterValue),
 }
 
+/// Where the debug annotation names of fields' keys start: a key's name
+/// id past it, clear of [`Annotation`]'s.
+const FIELD_KEYS: u64 = 1 << 32;
+
+/// A span's field, as an argument of its begin: its key (a name id, and
+/// its text for the first use since the state was cleared) and value.
+pub(crate) struct FieldArg<'a> {
+    pub(crate) key: NameId,
+    pub(crate) name: Cow<'a, str>,
+    pub(crate) value: AnnotationValue,
+}
+
 /// The packet sequence, with its interning state.
 pub(crate) struct Sequence {
     /// Event name iids interned since the state was last cleared.
     interned: HashSet<u64>,
+    /// Fields' keys interned as annotation names since then.
+    keys: HashSet<u64>,
     clear_next: bool,
     dropped_next: bool,
     first: bool,
@@ -91,6 +106,7 @@ impl Sequence {
     pub(crate) fn new() -> Self {
         Sequence {
             interned: HashSet::default(),
+            keys: HashSet::default(),
             clear_next: true,
             dropped_next: false,
             first: true,
@@ -111,6 +127,7 @@ impl Sequence {
     pub(crate) fn clear(&mut self) {
         self.clear_next = true;
         self.interned.clear();
+        self.keys.clear();
     }
 
     /// Data was lost: the next packet says so, and clears the state, as a
@@ -132,7 +149,7 @@ impl Sequence {
     /// `time` (ns) on `track`.
     pub(crate) fn event(&mut self, out: &mut Vec<u8>, time: u64, track: u64, kind: Kind) {
         let packet = self.packet(Some(time), true);
-        self.write_event(out, packet, track, kind, None, &[]);
+        self.write_event(out, packet, track, kind, None, &[], &[]);
     }
 
     /// Writes a track event named by `iid` at `time` (ns) on `track`, with
@@ -149,6 +166,23 @@ impl Sequence {
         text: impl FnOnce() -> Cow<'t, str>,
         args: &[(Annotation, AnnotationValue)],
     ) {
+        self.named_with_fields(out, time, track, kind, iid, text, args, &[]);
+    }
+
+    /// [`Sequence::named`] with a span's `fields` as further arguments,
+    /// their keys interned as annotation names at their first use.
+    #[allow(clippy::too_many_arguments)] // an event's fields, named
+    pub(crate) fn named_with_fields<'t>(
+        &mut self,
+        out: &mut Vec<u8>,
+        time: u64,
+        track: u64,
+        kind: Kind,
+        iid: u64,
+        text: impl FnOnce() -> Cow<'t, str>,
+        args: &[(Annotation, AnnotationValue)],
+        fields: &[FieldArg<'_>],
+    ) {
         let mut packet = self.packet(Some(time), true);
         if self.interned.insert(iid) {
             packet
@@ -160,9 +194,23 @@ impl Sequence {
                     name: Some(text().into_owned()),
                 });
         }
-        self.write_event(out, packet, track, kind, Some(iid), args);
+        for field in fields {
+            let key = FIELD_KEYS + u64::from(field.key);
+            if self.keys.insert(key) {
+                packet
+                    .interned_data
+                    .get_or_insert_with(InternedData::default)
+                    .debug_annotation_names
+                    .push(DebugAnnotationName {
+                        iid: Some(key),
+                        name: Some(field.name.clone().into_owned()),
+                    });
+            }
+        }
+        self.write_event(out, packet, track, kind, Some(iid), args, fields);
     }
 
+    #[allow(clippy::too_many_arguments)] // an event's fields, named
     fn write_event(
         &mut self,
         out: &mut Vec<u8>,
@@ -171,6 +219,7 @@ impl Sequence {
         kind: Kind,
         name_iid: Option<u64>,
         args: &[(Annotation, AnnotationValue)],
+        fields: &[FieldArg<'_>],
     ) {
         let mut event = std::mem::take(&mut self.event);
         event.track_uuid = Some(track);
@@ -189,6 +238,12 @@ impl Sequence {
             .extend(args.iter().map(|(name, value)| DebugAnnotation {
                 name_iid: Some(*name as u64),
                 value: Some(value.clone()),
+            }));
+        event
+            .debug_annotations
+            .extend(fields.iter().map(|field| DebugAnnotation {
+                name_iid: Some(FIELD_KEYS + u64::from(field.key)),
+                value: Some(field.value.clone()),
             }));
         packet.data = Some(PacketData::TrackEvent(event));
         self.write(out, &packet);

@@ -5,15 +5,17 @@ use std::collections::hash_map::Entry;
 
 use foldhash::HashMap;
 
-use typhon_live_core::{DecodeError, Event, Frame, GaugeValue, LaneId, LaneInfo, NameId};
-use typhon_live_reader::{Loss, Names, Reader, State, TextRecord, Update};
+use typhon_live_core::{
+    DecodeError, Event, FieldValue, Frame, GaugeValue, LaneId, LaneInfo, NameId, TaskId,
+};
+use typhon_live_reader::{FieldOwners, Loss, Names, Reader, State, TextRecord, Update};
 
 use super::nesting::{self, Edge, Held};
 use super::proto::{
     AnnotationValue, CounterDescriptor, CounterValue, ProcessDescriptor, ThreadDescriptor,
     TrackDescriptor,
 };
-use super::sequence::{Annotation, Kind, Sequence};
+use super::sequence::{Annotation, FieldArg, Kind, Sequence};
 
 /// Counter tracks per session; readings of further gauges are refused.
 pub const MAX_COUNTERS: usize = 1024;
@@ -26,6 +28,9 @@ const HELD_KEPT: usize = 256;
 /// Spans held for nesting order, over all lanes; past it a lane's held
 /// spans are written at once (see [`WriterStats::early_writes`]).
 pub const MAX_HELD: usize = 1 << 18;
+/// Fields held with their spans, over all lanes; past it a field is
+/// left out (see [`WriterStats::fields_refused`]).
+pub const MAX_HELD_FIELDS: usize = 1 << 18;
 
 /// The pid written for a process that has none (a device: process id 0)
 /// or one Perfetto's `int32` cannot hold: this plus the session's number,
@@ -94,6 +99,11 @@ pub struct WriterStats {
     pub tasks_refused: u64,
     /// Log lines written as instants with their text.
     pub texts: u64,
+    /// Fields written as their spans' arguments.
+    pub fields: u64,
+    /// Fields left out: their span was written before they came (they
+    /// came in a later frame), or [`MAX_HELD_FIELDS`] were held.
+    pub fields_refused: u64,
     /// Log lines the stream said were lost.
     pub texts_lost: u64,
 }
@@ -107,6 +117,12 @@ impl WriterStats {
         );
         if self.texts_lost > 0 {
             line += &format!("; {} log lines lost", self.texts_lost);
+        }
+        if self.fields_refused > 0 {
+            line += &format!(
+                "; {} fields left out (their span went out before them)",
+                self.fields_refused
+            );
         }
         if self.frames_lost + self.events_lost > 0 {
             line += &format!(
@@ -162,8 +178,34 @@ struct LaneState {
     track: Option<u64>,
     ticks_track: Option<u64>,
     held: Vec<Held>,
+    /// Fields of held spans, by the span's arrival order.
+    fields: Vec<(u64, NameId, FieldValue)>,
+    /// A root span ended: its tree goes out before the lane's next record
+    /// that is not one of its fields, or at the frame's end.
+    root_ended: bool,
+    /// A task span that ended here, waiting for its fields likewise.
+    task: Option<EndedTask>,
     /// A tick started and not yet ended: (ns, tick number).
     tick: Option<(u64, u64)>,
+}
+
+/// A task span's end, held while its fields arrive.
+struct EndedTask {
+    start: u64,
+    end: u64,
+    name: NameId,
+    task: TaskId,
+    busy: u64,
+    fields: Vec<(NameId, FieldValue)>,
+}
+
+/// What a field read on a lane belongs to.
+#[derive(Clone, Copy)]
+enum Owner {
+    /// The held span of this arrival order.
+    Span(u64),
+    /// The lane's ended task.
+    Task,
 }
 
 /// Converts a typhon-live stream into Perfetto `TracePacket`s.
@@ -193,6 +235,10 @@ pub struct TraceWriter {
     /// lost with its damage.
     unread: u32,
     nesting: nesting::Scratch,
+    /// What the next field on each lane belongs to.
+    owners: FieldOwners<Owner>,
+    /// Fields held over all lanes.
+    held_fields: usize,
     stats: WriterStats,
 }
 
@@ -219,6 +265,8 @@ impl TraceWriter {
             dropped: 0,
             unread: 0,
             nesting: nesting::Scratch::default(),
+            owners: FieldOwners::default(),
+            held_fields: 0,
             stats: WriterStats::default(),
         }
     }
@@ -241,6 +289,9 @@ impl TraceWriter {
         // Taken out while its updates are written.
         let mut reader = std::mem::take(&mut self.reader);
         let result = reader.read(frame, |state, update| self.update(state, update, out));
+        // Fields come right after their span, in the same frame: what
+        // waited for them goes out now.
+        self.write_ended(reader.state().names(), out);
         self.reader = reader;
         let dropped = std::mem::take(&mut self.dropped);
         if dropped > 0 {
@@ -271,6 +322,68 @@ impl TraceWriter {
         for lane in lanes {
             self.write_lane(names, lane, out);
         }
+        self.owners.clear();
+    }
+
+    /// Writes what waited for its fields on every lane.
+    fn write_ended(&mut self, names: &Names, out: &mut Vec<u8>) {
+        let mut waiting: Vec<LaneId> = (self.lanes.iter())
+            .filter(|(_, s)| s.root_ended || s.task.is_some())
+            .map(|(&lane, _)| lane)
+            .collect();
+        waiting.sort_unstable();
+        for lane in waiting {
+            self.write_ended_on(names, lane, out);
+        }
+        self.owners.clear();
+    }
+
+    /// Writes what waited for its fields on `lane`: a root's tree, a task
+    /// span.
+    fn write_ended_on(&mut self, names: &Names, lane: LaneId, out: &mut Vec<u8>) {
+        let Some(state) = self.lanes.get_mut(&lane) else {
+            return;
+        };
+        let task = state.task.take();
+        if std::mem::take(&mut state.root_ended) {
+            self.write_spans(names, lane, out);
+        }
+        if let Some(task) = task {
+            self.held_fields -= task.fields.len();
+            self.task(names, task, out);
+        }
+    }
+
+    /// A field of the record before it on `lane`, kept with it; left out
+    /// when that record went out already, or too many are held.
+    fn field(&mut self, lane: LaneId, event: Event) {
+        let Event::Field {
+            key, value, owner, ..
+        } = event
+        else {
+            return;
+        };
+        let (Some(owner), Some(state)) =
+            (self.owners.field(lane, owner), self.lanes.get_mut(&lane))
+        else {
+            self.stats.fields_refused += 1;
+            return;
+        };
+        if self.held_fields >= MAX_HELD_FIELDS {
+            self.stats.fields_refused += 1;
+            return;
+        }
+        match owner {
+            Owner::Span(order) => state.fields.push((order, key, value)),
+            Owner::Task => match &mut state.task {
+                Some(task) => task.fields.push((key, value)),
+                None => {
+                    self.stats.fields_refused += 1;
+                    return;
+                }
+            },
+        }
+        self.held_fields += 1;
     }
 
     fn update(&mut self, state: &State, update: Update<'_>, out: &mut Vec<u8>) {
@@ -284,6 +397,7 @@ impl TraceWriter {
                 self.finish_with(names, out);
                 self.lanes.clear();
                 self.held_total = 0;
+                self.held_fields = 0;
                 self.seq.clear();
                 if let Some(session) = state.session() {
                     self.new_session(session.id, session.process_id, &session.process_name);
@@ -435,6 +549,16 @@ impl TraceWriter {
             self.stats.lane_events_refused += 1;
             return;
         }
+        if let Event::Field { .. } = event {
+            return self.field(lane, event);
+        }
+        // What waited for its fields has them all.
+        self.write_ended_on(names, lane, out);
+        let order = self.order + 1;
+        self.owners.read(lane, &event, || match event {
+            Event::TaskEnd { .. } => Owner::Task,
+            _ => Owner::Span(order),
+        });
         // Times are in ns: the reader converted them.
         self.last_time = self.last_time.max(event.time());
         if let Event::TaskEnd {
@@ -445,19 +569,21 @@ impl TraceWriter {
             busy,
         } = event
         {
-            return self.task(
-                names,
-                (time.saturating_sub(wall), time),
-                name,
-                task,
-                busy,
-                out,
-            );
+            if let Some(state) = self.lanes.get_mut(&lane) {
+                state.task = Some(EndedTask {
+                    start: time.saturating_sub(wall),
+                    end: time,
+                    name,
+                    task,
+                    busy,
+                    fields: Vec::new(),
+                });
+            }
+            return;
         }
         // A poll is what its lane ran: a slice of the lane's track.
         let event = event.lane_span();
         match event {
-            // Fields are not written as debug annotations yet.
             Event::Poll { .. }
             | Event::TaskBegin { .. }
             | Event::TaskEnd { .. }
@@ -486,7 +612,8 @@ impl TraceWriter {
                 });
                 self.held_total += 1;
                 if parent == 0 {
-                    self.write_spans(names, lane, out);
+                    // Its tree goes out once its fields are read.
+                    self.lanes.entry(lane).or_default().root_ended = true;
                 } else if self.held_total > MAX_HELD {
                     self.stats.early_writes += 1;
                     self.write_spans(names, lane, out);
@@ -607,15 +734,15 @@ impl TraceWriter {
     /// A task span from `start` to `end` on the first of the process's task
     /// tracks free by its start (all named "tasks", which Perfetto shows as
     /// one group), with its id, busy and idle times as arguments.
-    fn task(
-        &mut self,
-        names: &Names,
-        (start, end): (u64, u64),
-        name: NameId,
-        task: u64,
-        busy: u64,
-        out: &mut Vec<u8>,
-    ) {
+    fn task(&mut self, names: &Names, ended: EndedTask, out: &mut Vec<u8>) {
+        let EndedTask {
+            start,
+            end,
+            name,
+            task,
+            busy,
+            fields,
+        } = ended;
         let free = (self.session.task_tracks.iter()).position(|&(_, last)| last <= start);
         let at = match free {
             Some(at) => at,
@@ -644,7 +771,9 @@ impl TraceWriter {
                 AnnotationValue::Uint(end.saturating_sub(start).saturating_sub(busy)),
             ),
         ];
-        self.seq.named(
+        let fields = field_args(names, &fields);
+        self.stats.fields += fields.len() as u64;
+        self.seq.named_with_fields(
             out,
             start,
             track,
@@ -652,12 +781,14 @@ impl TraceWriter {
             iid(name),
             || names.show(name),
             &args,
+            &fields,
         );
         self.seq.event(out, end, track, Kind::End);
     }
 
     /// Writes a lane's held spans and its unended tick.
     fn write_lane(&mut self, names: &Names, lane: LaneId, out: &mut Vec<u8>) {
+        self.write_ended_on(names, lane, out);
         self.write_spans(names, lane, out);
         if let Some((start, tick)) = self.lanes.get_mut(&lane).and_then(|s| s.tick.take()) {
             self.lone_tick(names, lane, start, tick, None, out);
@@ -673,7 +804,13 @@ impl TraceWriter {
             return;
         }
         let mut held = std::mem::take(&mut state.held);
+        let mut fields = std::mem::take(&mut state.fields);
+        state.root_ended = false;
         self.held_total -= held.len();
+        self.held_fields -= fields.len();
+        self.stats.fields += fields.len() as u64;
+        // By span: each span's fields found by its arrival order.
+        fields.sort_by_key(|&(order, ..)| order);
         let track = self.lane_track(names, lane, out);
         let seq = &mut self.seq;
         nesting::order(&mut held, &mut self.nesting, |edge| match edge {
@@ -681,7 +818,11 @@ impl TraceWriter {
                 let arg = span
                     .arg
                     .map(|a| (Annotation::Arg, AnnotationValue::Uint(a)));
-                seq.named(
+                let from = fields.partition_point(|&(order, ..)| order < span.order);
+                let to = fields.partition_point(|&(order, ..)| order <= span.order);
+                let its: Vec<(NameId, FieldValue)> =
+                    fields[from..to].iter().map(|&(_, k, v)| (k, v)).collect();
+                seq.named_with_fields(
                     out,
                     span.start,
                     track,
@@ -689,6 +830,7 @@ impl TraceWriter {
                     iid(span.name),
                     || names.show(span.name),
                     arg.as_slice(),
+                    &field_args(names, &its),
                 );
             }
             Edge::End(time) => seq.event(out, time, track, Kind::End),
@@ -873,6 +1015,21 @@ fn child_track(uuid: u64, parent: u64, name: String, counter: bool) -> TrackDesc
 }
 
 /// The iid of a stream's name: never 0, below the writer's own.
+/// A span's fields as arguments: a string's value is its name's text.
+fn field_args<'n>(names: &'n Names, fields: &[(NameId, FieldValue)]) -> Vec<FieldArg<'n>> {
+    (fields.iter())
+        .map(|&(key, value)| FieldArg {
+            key,
+            name: names.show(key),
+            value: match value {
+                FieldValue::Int(v) => AnnotationValue::Int(v),
+                FieldValue::Float(v) => AnnotationValue::Double(v),
+                FieldValue::Str(v) => AnnotationValue::String(names.show(v).into_owned()),
+            },
+        })
+        .collect()
+}
+
 fn iid(name: NameId) -> u64 {
     u64::from(name) + 1
 }
@@ -948,6 +1105,9 @@ mod tests {
         }
         assert_eq!(writer.held_total, 9_998);
         writer.event(&Names::new(), 0, span(1, 0), &mut out);
+        // The root's tree waits for its fields, until the frame's end.
+        assert_eq!(writer.held_total, 9_999);
+        writer.write_ended(&Names::new(), &mut out);
         assert_eq!(writer.held_total, 0);
         assert!(writer.lanes[&0].held.capacity() <= HELD_KEPT);
         assert_eq!(writer.stats.spans, 9_999);

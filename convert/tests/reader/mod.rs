@@ -127,6 +127,10 @@ pub fn read(bytes: &[u8]) -> Read {
                         a.bool_value().to_string()
                     } else if a.has_string_value() {
                         a.string_value().to_owned()
+                    } else if a.has_int_value() {
+                        a.int_value().to_string()
+                    } else if a.has_double_value() {
+                        a.double_value().to_string()
                     } else {
                         panic!("unexpected annotation {a:?}")
                     };
