@@ -94,6 +94,12 @@ fn an_async_service_is_watched_live_by_route() {
     let reading = |gauge: &str| format!("typhon_reading{{source=\"svc\",gauge=\"{gauge}\"}}");
     wait_for(metrics, &reading("tokio.workers"), |n| n == 2.0);
     wait_for(metrics, &reading("tokio.alive_tasks"), |n| n >= 1.0);
+    // tower-http's events, counted by level: its requests at DEBUG.
+    wait_for(
+        metrics,
+        "typhon_log_lines_total{source=\"svc\",level=\"debug\"}",
+        |n| n > 0.0,
+    );
 
     if let Err(why) = browse(told[1].trim()) {
         skipped(&why);

@@ -141,6 +141,8 @@ fn otlp_gets_the_metrics_and_the_stalls_span_tree() {
         ("typhon.tick.overruns", "{tick}"),
         ("typhon.reading", "1"),
         ("typhon.events.dropped", "{event}"),
+        ("typhon.log.lines", "{line}"),
+        ("typhon.log.lines_lost", "{line}"),
     ] {
         assert_eq!(find(name).unit, unit, "{name}");
     }

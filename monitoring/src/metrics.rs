@@ -14,7 +14,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::{MetricType, TypedMetric};
 use prometheus_client::registry::{Registry, Unit};
-use typhon_live_core::{Event, GaugeValue, LaneId, NameId};
+use typhon_live_core::{Event, GaugeValue, LaneId, Level, NameId};
 
 use typhon_live_reader::owned::Update;
 use typhon_live_reader::Names;
@@ -116,6 +116,10 @@ pub struct SourceSnapshot {
     pub events_dropped: u64,
     /// Connected now.
     pub up: bool,
+    /// Log lines it sent, by level (as `tracing` names them).
+    pub log_lines: Vec<(&'static str, u64)>,
+    /// Log lines it said it lost.
+    pub log_lines_lost: u64,
 }
 
 /// The series each source has, for snapshots (a `Family` cannot be
@@ -148,6 +152,13 @@ struct GaugeLabels {
     gauge: String,
 }
 
+/// A source's log lines of one level.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct LevelLabels {
+    source: String,
+    level: &'static str,
+}
+
 /// Why a viewer was let go.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ReasonLabel {
@@ -175,6 +186,8 @@ pub struct Metrics {
     stalls: Family<SourceLabel, Counter>,
     restarts: Family<SourceLabel, Counter>,
     refused: Family<SourceLabel, Counter>,
+    log_lines: Family<LevelLabels, Counter>,
+    log_lines_lost: Family<SourceLabel, Counter>,
     otlp_drops: Counter,
     otlp_rejected: Family<SignalLabel, Counter>,
     viewers: Gauge,
@@ -207,6 +220,8 @@ impl Metrics {
             stalls: Family::default(),
             restarts: Family::default(),
             refused: Family::default(),
+            log_lines: Family::default(),
+            log_lines_lost: Family::default(),
             otlp_drops: Counter::default(),
             otlp_rejected: Family::default(),
             viewers: Gauge::default(),
@@ -277,6 +292,16 @@ impl Metrics {
             "series_refused",
             "Spans and gauge readings of names past the per-source series caps",
             metrics.refused.clone(),
+        );
+        registry.register(
+            "log_lines",
+            "Log lines a source sent (each `tracing` event's text), by level: trace, debug, info, warn, error, or - when the source did not say",
+            metrics.log_lines.clone(),
+        );
+        registry.register(
+            "log_lines_lost",
+            "Log lines a source said it lost before sending (its queue full, or its frames dropped on the way)",
+            metrics.log_lines_lost.clone(),
         );
         registry.register(
             "otlp_dropped",
@@ -376,6 +401,16 @@ impl Metrics {
                     frames_dropped: count(&self.frames_dropped, &label),
                     events_dropped: count(&self.events_dropped, &label),
                     up: self.up.get(&label).is_some_and(|g| g.get() == 1),
+                    log_lines: (Level::ALL.iter())
+                        .map(|level| {
+                            let label = level_label(source, *level);
+                            (
+                                label.level,
+                                self.log_lines.get(&label).map_or(0, |c| c.get()),
+                            )
+                        })
+                        .collect(),
+                    log_lines_lost: count(&self.log_lines_lost, &label),
                 }
             })
             .collect()
@@ -440,6 +475,23 @@ impl Format {
     }
 }
 
+/// The label of `source`'s log lines of `level`, lower case as labels
+/// usually are.
+fn level_label(source: &str, level: Level) -> LevelLabels {
+    let level = match level {
+        Level::Unspecified => "-",
+        Level::Trace => "trace",
+        Level::Debug => "debug",
+        Level::Info => "info",
+        Level::Warn => "warn",
+        Level::Error => "error",
+    };
+    LevelLabels {
+        source: source.to_owned(),
+        level,
+    }
+}
+
 /// One source's side of the metrics: reads its frames and records.
 pub struct SourceMetrics {
     metrics: Arc<Metrics>,
@@ -452,6 +504,8 @@ pub struct SourceMetrics {
     label_bytes: usize,
     /// Ticks started and not ended, by lane: their start time.
     ticks: HashMap<LaneId, u64>,
+    /// Its log lines' counters, by level.
+    log_lines: [Counter; 6],
 }
 
 impl SourceMetrics {
@@ -470,9 +524,16 @@ impl SourceMetrics {
             &metrics.stalls,
             &metrics.restarts,
             &metrics.refused,
+            &metrics.log_lines_lost,
         ] {
             let _ = family.get_or_create(&label);
         }
+        let log_lines = Level::ALL.map(|level| {
+            metrics
+                .log_lines
+                .get_or_create(&level_label(name, level))
+                .clone()
+        });
         metrics.up.get_or_create(&label).set(0);
         let _ = metrics.tick_duration.get_or_create(&label);
         metrics.index().sources.push(name.to_owned());
@@ -484,6 +545,7 @@ impl SourceMetrics {
             gauges: HashMap::new(),
             label_bytes: 0,
             ticks: HashMap::new(),
+            log_lines,
         }
     }
 
@@ -580,9 +642,14 @@ impl SourceMetrics {
                 }
             }
             Update::Gap { frames } => self.count(&self.metrics.frames_dropped, *frames),
-            // Open spans and log texts are for viewers; the metrics count
-            // what ended.
-            Update::CatchUp { .. } | Update::Texts { .. } => {}
+            Update::Texts { texts, lost, .. } => {
+                for text in texts {
+                    self.log_lines[usize::from(text.level.to_byte())].inc();
+                }
+                self.count(&self.metrics.log_lines_lost, u64::from(*lost));
+            }
+            // Open spans are for viewers; the metrics count what ended.
+            Update::CatchUp { .. } => {}
             Update::Restarted => {
                 self.count(&self.metrics.restarts, 1);
                 self.ticks.clear();
@@ -755,6 +822,44 @@ mod tests {
         assert_eq!(series("typhon_tick_overruns_total{source=\"m\"}"), 1.0);
         assert_eq!(series("typhon_frames_dropped_total{source=\"m\"}"), 0.0);
         assert_eq!(series("typhon_source_up{source=\"m\"}"), 0.0);
+    }
+
+    #[test]
+    fn log_lines_are_counted_by_level_and_their_losses_too() {
+        let metrics = Arc::new(Metrics::new());
+        let mut side = SourceMetrics::new(Arc::clone(&metrics), "m");
+        let mut reader = Reader::default();
+        // FORMAT.md's text example (a warning and an info line, 3 lost
+        // before them), alone: the reader reads it without its Init.
+        each_frame(&typhon_live_tests::text_example(), |frame| {
+            reader
+                .read(frame, 0, |update, state| {
+                    side.update(&update, state.names())
+                })
+                .unwrap()
+        });
+        let text = metrics.encode();
+        let series = |name: &str| value(&text, name);
+        assert_eq!(
+            series("typhon_log_lines_total{source=\"m\",level=\"warn\"}"),
+            1.0
+        );
+        assert_eq!(
+            series("typhon_log_lines_total{source=\"m\",level=\"info\"}"),
+            1.0
+        );
+        assert_eq!(
+            series("typhon_log_lines_total{source=\"m\",level=\"error\"}"),
+            0.0
+        );
+        assert_eq!(series("typhon_log_lines_lost_total{source=\"m\"}"), 3.0);
+        let snapshot = &metrics.snapshot()[0];
+        assert!(
+            snapshot.log_lines.contains(&("warn", 1)),
+            "{:?}",
+            snapshot.log_lines
+        );
+        assert_eq!(snapshot.log_lines_lost, 3);
     }
 
     #[test]

@@ -264,6 +264,31 @@ pub fn metrics_request(
                     s.events_dropped,
                 ),
                 metric(
+                    "typhon.log.lines",
+                    "Log lines the source sent, by level",
+                    "{line}",
+                    metric::Data::Sum(Sum {
+                        data_points: (s.log_lines.iter())
+                            .map(|&(level, n)| {
+                                number(
+                                    vec![text("level", level)],
+                                    number_data_point::Value::AsInt(
+                                        i64::try_from(n).unwrap_or(i64::MAX),
+                                    ),
+                                )
+                            })
+                            .collect(),
+                        aggregation_temporality: cumulative,
+                        is_monotonic: true,
+                    }),
+                ),
+                counter(
+                    "typhon.log.lines_lost",
+                    "Log lines the source said it lost",
+                    "{line}",
+                    s.log_lines_lost,
+                ),
+                metric(
                     "typhon.reading",
                     "The last reading of each of the source's gauges",
                     "1",
