@@ -781,18 +781,24 @@ mod tests {
         line.rsplit(' ').next().unwrap().parse().unwrap()
     }
 
-    #[test]
-    fn a_stream_becomes_exact_counts_sums_and_overruns() {
+    /// The metrics of one source, "m", that sent `stream`.
+    fn metrics_of(stream: &[u8]) -> Arc<Metrics> {
         let metrics = Arc::new(Metrics::new());
         let mut side = SourceMetrics::new(Arc::clone(&metrics), "m");
         let mut reader = Reader::default();
-        each_frame(&nested_stream(0..50), |frame| {
+        each_frame(stream, |frame| {
             reader
                 .read(frame, 0, |update, state| {
                     side.update(&update, state.names())
                 })
                 .unwrap()
         });
+        metrics
+    }
+
+    #[test]
+    fn a_stream_becomes_exact_counts_sums_and_overruns() {
+        let metrics = metrics_of(&nested_stream(0..50));
         let text = metrics.encode();
         let series = |name: &str| value(&text, name);
         // 50 ticks of `outer` (900 µs) holding `inner`s of 100 and 200 µs.
@@ -826,18 +832,9 @@ mod tests {
 
     #[test]
     fn log_lines_are_counted_by_level_and_their_losses_too() {
-        let metrics = Arc::new(Metrics::new());
-        let mut side = SourceMetrics::new(Arc::clone(&metrics), "m");
-        let mut reader = Reader::default();
         // FORMAT.md's text example (a warning and an info line, 3 lost
         // before them), alone: the reader reads it without its Init.
-        each_frame(&typhon_live_tests::text_example(), |frame| {
-            reader
-                .read(frame, 0, |update, state| {
-                    side.update(&update, state.names())
-                })
-                .unwrap()
-        });
+        let metrics = metrics_of(&typhon_live_tests::text_example());
         let text = metrics.encode();
         let series = |name: &str| value(&text, name);
         assert_eq!(

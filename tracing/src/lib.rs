@@ -63,7 +63,7 @@ use tracing_subscriber::registry::{LookupSpan, SpanRef};
 use typhon_live_std::{runtime, tasks};
 
 use crate::fields::{FieldVisitor, SpanFields};
-use crate::naming::{NamingRule, NamingVisitor};
+use crate::naming::NamingRule;
 use crate::site::{NameId, Site};
 use crate::thread::{Entered, Pending};
 
@@ -217,15 +217,9 @@ where
         let site = self.span_site(attrs.metadata());
         let mut fields = Fields::default();
         attrs.record(&mut fields);
-        let built = site.naming.as_ref().and_then(|naming| {
-            let mut values = naming.values();
-            attrs.record(&mut NamingVisitor {
-                naming,
-                values: &mut values,
-            });
-            values.any().then(|| naming.name(&values)).flatten()
-        });
-        let built = built.filter(|&name| Some(name) != site.name);
+        let built = (site.naming.as_ref())
+            .and_then(|naming| naming.name_from(|visit| attrs.record(visit)))
+            .filter(|&name| Some(name) != site.name);
         let mut carried = SpanFields::default();
         if let Some(site_fields) = &site.fields {
             attrs.record(&mut FieldVisitor {
@@ -267,14 +261,8 @@ where
             return;
         };
         let site = self.span_site(span.metadata());
-        let built = site.naming.as_ref().and_then(|naming| {
-            let mut named = naming.values();
-            values.record(&mut NamingVisitor {
-                naming,
-                values: &mut named,
-            });
-            named.any().then(|| naming.name(&named)).flatten()
-        });
+        let built = (site.naming.as_ref())
+            .and_then(|naming| naming.name_from(|visit| values.record(visit)));
         if let Some(site_fields) = &site.fields {
             let mut extensions = span.extensions_mut();
             let mut carried = extensions.remove::<SpanFields>().unwrap_or_default();

@@ -320,28 +320,21 @@ impl Naming {
         })
     }
 
-    /// Empty values for one span's naming fields.
-    pub(crate) fn values(&self) -> Values {
-        Values(vec![None; self.rule.fields.len()])
-    }
-
-    /// The name id for `values`, interned the first time; `None` when
-    /// the values name nothing (the call site's name stands).
-    pub(crate) fn name(&self, values: &Values) -> Option<NameId> {
-        let name = (self.usable.iter()).find_map(|&t| self.rule.templates[t].render(values))?;
+    /// The name id the values `record` visits build, interned the first
+    /// time; `None` when they name nothing (the call site's name stands).
+    pub(crate) fn name_from(&self, record: impl FnOnce(&mut dyn Visit)) -> Option<NameId> {
+        let mut values = Values(vec![None; self.rule.fields.len()]);
+        record(&mut NamingVisitor {
+            naming: self,
+            values: &mut values,
+        });
+        let name = (self.usable.iter()).find_map(|&t| self.rule.templates[t].render(&values))?;
         self.built.intern(&name)
     }
 }
 
 /// One span's values of the rule's fields, by slot, as recorded.
-pub(crate) struct Values(Vec<Option<String>>);
-
-impl Values {
-    /// Whether any was recorded.
-    pub(crate) fn any(&self) -> bool {
-        self.0.iter().any(Option::is_some)
-    }
-}
+struct Values(Vec<Option<String>>);
 
 /// The path of a URI as `http::Uri` displays it: without its scheme and
 /// authority, its query or its fragment.
@@ -358,9 +351,9 @@ fn path_of(uri: &str) -> &str {
 }
 
 /// Collects a span's naming fields.
-pub(crate) struct NamingVisitor<'a> {
-    pub(crate) naming: &'a Naming,
-    pub(crate) values: &'a mut Values,
+struct NamingVisitor<'a> {
+    naming: &'a Naming,
+    values: &'a mut Values,
 }
 
 impl NamingVisitor<'_> {

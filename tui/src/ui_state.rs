@@ -306,15 +306,20 @@ mod tests {
         vec![Arc::new(chunk)]
     }
 
-    #[test]
-    fn pause_step_page_worst_and_back_to_live() {
-        let chunks = chunks();
-        let scene = Scene {
-            chunks: &chunks,
+    /// [`chunks`] at 13 000, with no span list.
+    fn scene(chunks: &[Arc<Chunk>]) -> Scene<'_> {
+        Scene {
+            chunks,
             now: 13_000,
             ticks_per_second: 1_000_000,
             spans: &[],
-        };
+        }
+    }
+
+    #[test]
+    fn pause_step_page_worst_and_back_to_live() {
+        let chunks = chunks();
+        let scene = scene(&chunks);
         let mut ui = UiState::default();
         // Live: the last four ticks (9 started at 12 000... 6 at 9 000).
         assert_eq!(ui.window(&scene).0..ui.window(&scene).1, 9_000..13_000);
@@ -345,12 +350,7 @@ mod tests {
     fn the_log_takes_the_search_while_shown_and_its_level_cycles() {
         use ratatui::crossterm::event::KeyCode;
         let chunks = chunks();
-        let scene = Scene {
-            chunks: &chunks,
-            now: 13_000,
-            ticks_per_second: 1_000_000,
-            spans: &[],
-        };
+        let scene = scene(&chunks);
         let mut ui = UiState::default();
         ui.apply(Action::ToggleLog, &scene);
         ui.apply(Action::Filter, &scene);
