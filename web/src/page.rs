@@ -485,7 +485,7 @@ impl Page {
                         ui.end_row();
                     }
                 });
-                histogram(ui, d);
+                histogram(ui, d, 80.0, duration);
                 for field in &selected.fields {
                     field_table(ui, field);
                 }
@@ -659,6 +659,7 @@ fn field_table(ui: &mut egui::Ui, field: &FieldSummary) {
             "{}: p50 {}  p99 {}  max {}  ({} values)",
             field.key, n.p50, n.p99, n.max, n.count
         ));
+        histogram(ui, n, 40.0, |v| v.to_string());
         return;
     }
     ui.label(format!("by {} ({} values):", field.key, field.values));
@@ -818,10 +819,16 @@ fn self_time(inputs: &TimelineInputs, span: &SpanRecord) -> u64 {
     span.duration.saturating_sub(children)
 }
 
-/// The distribution's histogram: log-spaced buckets from the shortest to
-/// the longest.
-fn histogram(ui: &mut egui::Ui, d: &typhon_live_model::stats::Distribution) {
-    let (rect, _) = ui.allocate_exact_size(egui::vec2(ui.available_width(), 80.0), Sense::hover());
+/// The distribution's histogram, `height` pixels tall: log-spaced buckets
+/// from the least value to the greatest, both written by `label`.
+fn histogram(
+    ui: &mut egui::Ui,
+    d: &typhon_live_model::stats::Distribution,
+    height: f32,
+    label: fn(u64) -> String,
+) {
+    let (rect, _) =
+        ui.allocate_exact_size(egui::vec2(ui.available_width(), height), Sense::hover());
     let painter = ui.painter_at(rect);
     painter.rect_filled(rect, 0.0, Color32::from_gray(30));
     let most = d.histogram.iter().copied().max().unwrap_or(0).max(1) as f32;
@@ -839,14 +846,14 @@ fn histogram(ui: &mut egui::Ui, d: &typhon_live_model::stats::Distribution) {
     painter.text(
         rect.left_bottom(),
         egui::Align2::LEFT_BOTTOM,
-        duration(d.min),
+        label(d.min),
         font.clone(),
         Color32::GRAY,
     );
     painter.text(
         rect.right_bottom(),
         egui::Align2::RIGHT_BOTTOM,
-        duration(d.max),
+        label(d.max),
         font,
         Color32::GRAY,
     );

@@ -40,8 +40,15 @@ impl SpanDetail<'_> {
     fn field_line(&self, field: &FieldSummary) -> Line<'static> {
         if let Some(n) = &field.numbers {
             return Line::from(format!(
-                "{}: p50 {}  p99 {}  max {} ({})",
-                field.key, n.p50, n.p99, n.max, n.count
+                "{}: p50 {}  p99 {}  max {} ({})  {} .. {} {}",
+                field.key,
+                n.p50,
+                n.p99,
+                n.max,
+                n.count,
+                n.min,
+                n.max,
+                bars(&n.histogram, FIELD_BARS)
             ));
         }
         let groups: Vec<String> = (field.groups.iter())
@@ -63,6 +70,25 @@ impl SpanDetail<'_> {
             groups.join(" · ")
         ))
     }
+}
+
+/// Characters a numeric field's histogram takes.
+const FIELD_BARS: usize = 16;
+
+/// `counts` as at most `width` bars of block characters, neighbouring
+/// counts summed, the tallest a full block (an empty count a space).
+fn bars(counts: &[u64], width: usize) -> String {
+    const LEVELS: [char; 9] = [' ', '▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
+    let per = counts.len().div_ceil(width.max(1)).max(1);
+    let summed: Vec<u64> = counts.chunks(per).map(|c| c.iter().sum()).collect();
+    let most = summed.iter().copied().max().unwrap_or(0).max(1);
+    (summed.iter())
+        .map(|&n| match n {
+            0 => LEVELS[0],
+            // At least the lowest bar for a count that is there.
+            n => LEVELS[((n * 8).div_ceil(most) as usize).clamp(1, 8)],
+        })
+        .collect()
 }
 
 impl Widget for &SpanDetail<'_> {
@@ -202,8 +228,15 @@ mod tests {
             "{text}"
         );
         assert!(
-            text.contains("rows: p50 50  p99 99  max 100 (100)"),
+            text.contains("rows: p50 50  p99 99  max 100 (100)  1 .. 100 "),
             "{text}"
         );
+    }
+
+    #[test]
+    fn a_histogram_is_bars_of_its_summed_counts() {
+        assert_eq!(bars(&[0, 1, 2, 8], 4), " ▁▂█");
+        assert_eq!(bars(&[1, 1, 0, 0, 4, 4], 3), "▂ █");
+        assert_eq!(bars(&[], 4), "");
     }
 }
