@@ -12,12 +12,12 @@ use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use typhon_live_core::{Compression, LaneKind};
+use typhon_live_core::{Compression, LaneKind, Level};
 use typhon_live_std::config::{
     ConfigError, ConfigLayer, ProfilerConfig, CONFIG_FILE, DEFAULT_LIVE_PORT,
 };
 use typhon_live_std::metadata::{OwnedComponent, OwnedMetadata};
-use typhon_live_std::{runtime, Profiler};
+use typhon_live_std::{runtime, texts, Profiler};
 
 use crate::cmd::remote::RemoteOptions;
 use crate::cmd::{attach, web};
@@ -285,6 +285,14 @@ fn simulate(threads: usize, tick_rate: f64, via_tracing: bool, stop: &AtomicBool
                         tracing::warn!(tick, "stall");
                     } else {
                         runtime::instant(stall, tick);
+                        texts::record(
+                            stall,
+                            Level::Warn,
+                            &format!(
+                                "the AI system sleeps {} ms on purpose: a stall to find (tick {tick})",
+                                STALL.as_millis()
+                            ),
+                        );
                     }
                     std::thread::sleep(STALL);
                 }
@@ -297,10 +305,19 @@ fn simulate(threads: usize, tick_rate: f64, via_tracing: bool, stop: &AtomicBool
         runtime::gauge(memory, bytes);
         runtime::gauge(entities_gauge, 10_000 + (tick % 1000) as i64);
         if tick.is_multiple_of(60) {
+            let entities = 10_000 + tick % 1000;
             if via_tracing {
-                tracing::info!(tick, "checkpoint");
+                tracing::info!(tick, entities, "checkpoint");
             } else {
                 runtime::instant(checkpoint, tick);
+                texts::record(
+                    checkpoint,
+                    Level::Info,
+                    &format!(
+                        "checkpoint at tick {tick}: {entities} entities, {} MiB",
+                        bytes >> 20
+                    ),
+                );
             }
         }
         runtime::tick_end(tick, started.elapsed() > period);

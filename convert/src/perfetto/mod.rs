@@ -44,7 +44,8 @@ use crate::Converted;
 
 pub use sequence::SEQUENCE_ID;
 pub use writer::{
-    TraceWriter, WriterStats, MAX_COUNTERS, MAX_HELD, MAX_LANES, MAX_TASK_TRACKS, SUBSTITUTE_PID,
+    TraceWriter, WriterStats, MAX_COUNTERS, MAX_HELD, MAX_HELD_FIELDS, MAX_LANES, MAX_TASK_TRACKS,
+    SUBSTITUTE_PID,
 };
 
 /// Writes the Perfetto trace of a trace file's `bytes` to `sink`, the

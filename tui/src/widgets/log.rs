@@ -19,7 +19,7 @@ pub struct LogPane<'a> {
     pub search: &'a str,
     /// See `search`.
     pub typing: bool,
-    /// See `search`.
+    /// See `search` (`all`, or a level's name).
     pub min_level: &'a str,
     /// Lines matching, lines kept, lines the stream lost, lines that left
     /// the budget.
@@ -48,9 +48,13 @@ impl Widget for &LogPane<'_> {
             (false, false) => format!(" matching {:?}", self.search),
             (false, true) => String::new(),
         };
+        let level = match self.min_level {
+            "all" => String::new(),
+            level => format!(", {level} and above"),
+        };
         let mut title = format!(
-            " log, {}+: {} of {} lines{search}",
-            self.min_level, self.matched, self.kept
+            " log{level}: {} of {} lines{search}",
+            self.matched, self.kept
         );
         if self.lost > 0 || self.evicted > 0 {
             title += &format!(" ({} lost, {} aged out)", self.lost, self.evicted);
@@ -108,12 +112,12 @@ mod tests {
             lost: 2,
             evicted: 0,
         };
-        let area = ratatui::layout::Rect::new(0, 0, 64, 4);
+        let area = ratatui::layout::Rect::new(0, 0, 80, 4);
         let mut buf = Buffer::empty(area);
         (&pane).render(area, &mut buf);
         let text = crate::testing::buffer_text(&buf);
         assert!(
-            text.contains("log, INFO+: 3 of 10 lines, search: _ (2 lost, 0 aged out)"),
+            text.contains("log, INFO and above: 3 of 10 lines, search: _ (2 lost, 0 aged out)"),
             "{text}"
         );
         assert!(!text.contains("started"), "only the last two fit: {text}");
