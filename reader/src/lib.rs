@@ -12,7 +12,9 @@
 //! - [`Reader`] takes the decoder's frames and hands each [`Update`] to
 //!   its consumer with the [`State`] it knows as of that update.
 //! - [`State::write_start`] writes that state back out as the start of a
-//!   stream (Init, Catch-up) that a new reader begins from.
+//!   stream (Init, Catch-up) that a new reader begins from;
+//!   [`State::checkpoint`] keeps what it needs besides the names, to be
+//!   written later (a flight recorder's window starts).
 //! - [`frames`] reads every whole frame of a byte slice (a trace file)
 //!   and the [`Damage`] between them.
 //! - [`owned`] reads a frame at a time into owned values, for consumers
@@ -85,6 +87,6 @@ pub use field_owners::{FieldOwners, MAX_FIELDS_PER_SPAN};
 pub use frames::{frames, Damage};
 pub use names::{Defined, Names, MAX_NAMES, MAX_NAME_BYTES};
 pub use read::Reader;
-pub use start::{Start, START_TICKS_PER_SECOND};
+pub use start::{Checkpoint, Start, START_TICKS_PER_SECOND};
 pub use state::{Lane, Refused, Session, State, Tally, MAX_LANES};
 pub use update::{Loss, TextRecord, TotalsCheck, Update};

@@ -12,7 +12,7 @@ use typhon_live_core::init::write_init;
 use typhon_live_core::{EncodeError, Metadata, NameId, NameSource, OpenLane};
 
 use crate::names::Names;
-use crate::state::State;
+use crate::state::{Lane, Session, State};
 
 /// The clock of a written start: the reader holds every time in ns.
 pub const START_TICKS_PER_SECOND: u64 = 1_000_000_000;
@@ -56,67 +56,127 @@ impl State {
     ///
     /// Before any Init, the session is 0 and the process unnamed.
     pub fn write_start(&self, seq: u32) -> Result<Start, EncodeError> {
-        let session = self.session.as_ref();
-        let meta = Metadata {
-            ticks_per_second: START_TICKS_PER_SECOND,
-            session_id: session.map_or(0, |s| s.id),
-            process_name: session.map_or("", |s| s.process_name.as_str()),
-            process_id: session.map_or(0, |s| s.process_id),
-            created_unix_ns: session.map_or(0, |s| s.created_unix_ns),
-            ..Metadata::default()
-        };
-        let runs = runs(&self.names);
-        let mut out = vec![0u8; self.start_len_bound(runs.len())];
-        let prefix = match runs.first() {
-            Some(&(0, count)) => count,
-            _ => 0,
-        };
-        let names = Prefix {
-            names: &self.names,
-            count: prefix,
-        };
-        let lanes = self.lanes.values().map(|lane| lane.info);
-        let mut len = write_init(&mut out, seq, &meta, &names, lanes)?;
-        let mut next = seq;
-        for &(first, count) in runs.iter().filter(|&&(first, _)| first > 0) {
-            len += write_names(&mut out[len..], next, &self.names, first, count)?;
-            next = next.wrapping_add(1);
-        }
-        let lanes = self.lanes.values().map(|lane| OpenLane {
-            info: lane.info,
-            name: self.names.get(lane.info.name).unwrap_or(""),
-            open_depth: lane.open_depth,
-            open: &lane.open,
-        });
-        let now = self.latest.unwrap_or(0);
-        len += write_catchup_of(&mut out[len..], next, now, lanes)?;
-        out.truncate(len);
-        Ok(Start {
-            bytes: out,
-            next_seq: next.wrapping_add(1),
-        })
+        let lanes: Vec<&Lane> = self.lanes.values().collect();
+        write_start(
+            self.session.as_ref(),
+            &self.names,
+            &lanes,
+            self.latest.unwrap_or(0),
+            seq,
+        )
     }
 
-    /// Room enough for every frame, each varint at its longest.
-    fn start_len_bound(&self, runs: usize) -> usize {
-        const VARINT: usize = 10;
-        let names = self.names.len() * VARINT + self.names.bytes();
-        let lane_names: usize = self
-            .lanes
-            .values()
-            .map(|lane| self.names.get(lane.info.name).map_or(0, str::len))
-            .sum();
-        let lanes = self.lanes.len() * 5 * VARINT + lane_names;
-        let open: usize = self.lanes.values().map(|l| l.open.len()).sum();
-        let process = self.session.as_ref().map_or(0, |s| s.process_name.len());
-        (runs + 2) * (OVERHEAD + 2 * VARINT + 5)
-            + 64
-            + process
-            + 8 * (VARINT + 5)
-            + names
-            + 2 * lanes
-            + open * 3 * VARINT
+    /// What a stream start needs of this state besides its names, kept
+    /// to be written later: a flight recorder's window starts. Costs a
+    /// copy of the lane table, not of the names.
+    pub fn checkpoint(&self) -> Checkpoint {
+        Checkpoint {
+            session: self.session.clone(),
+            lanes: self.lanes.values().cloned().collect(),
+            time: self.latest.unwrap_or(0),
+        }
     }
+}
+
+/// A state's session, lanes and open spans at a point of its stream,
+/// without its names (see [`State::checkpoint`]). Names only grow within
+/// a session, so the names a reader knows later, of the same session,
+/// resolve every id the stream used at that point.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Checkpoint {
+    session: Option<Session>,
+    lanes: Vec<Lane>,
+    time: u64,
+}
+
+impl Checkpoint {
+    /// The latest time read when it was taken, ns.
+    pub fn time(&self) -> u64 {
+        self.time
+    }
+
+    /// The session it was taken in.
+    pub fn session(&self) -> Option<&Session> {
+        self.session.as_ref()
+    }
+
+    /// Written out as [`State::write_start`] would have written the
+    /// state then, with `names` (of the same session, known since).
+    pub fn write_start(&self, names: &Names, seq: u32) -> Result<Start, EncodeError> {
+        let lanes: Vec<&Lane> = self.lanes.iter().collect();
+        write_start(self.session.as_ref(), names, &lanes, self.time, seq)
+    }
+}
+
+fn write_start(
+    session: Option<&Session>,
+    names: &Names,
+    lanes: &[&Lane],
+    now: u64,
+    seq: u32,
+) -> Result<Start, EncodeError> {
+    let meta = Metadata {
+        ticks_per_second: START_TICKS_PER_SECOND,
+        session_id: session.map_or(0, |s| s.id),
+        process_name: session.map_or("", |s| s.process_name.as_str()),
+        process_id: session.map_or(0, |s| s.process_id),
+        created_unix_ns: session.map_or(0, |s| s.created_unix_ns),
+        ..Metadata::default()
+    };
+    let runs = runs(names);
+    let mut out = vec![0u8; start_len_bound(session, names, lanes, runs.len())];
+    let prefix = match runs.first() {
+        Some(&(0, count)) => count,
+        _ => 0,
+    };
+    let prefix = Prefix {
+        names,
+        count: prefix,
+    };
+    let infos = lanes.iter().map(|lane| lane.info);
+    let mut len = write_init(&mut out, seq, &meta, &prefix, infos)?;
+    let mut next = seq;
+    for &(first, count) in runs.iter().filter(|&&(first, _)| first > 0) {
+        len += write_names(&mut out[len..], next, names, first, count)?;
+        next = next.wrapping_add(1);
+    }
+    let open = lanes.iter().map(|lane| OpenLane {
+        info: lane.info,
+        name: names.get(lane.info.name).unwrap_or(""),
+        open_depth: lane.open_depth,
+        open: &lane.open,
+    });
+    len += write_catchup_of(&mut out[len..], next, now, open)?;
+    out.truncate(len);
+    Ok(Start {
+        bytes: out,
+        next_seq: next.wrapping_add(1),
+    })
+}
+
+/// Room enough for every frame, each varint at its longest.
+fn start_len_bound(
+    session: Option<&Session>,
+    names: &Names,
+    lanes: &[&Lane],
+    runs: usize,
+) -> usize {
+    const VARINT: usize = 10;
+    let name_bytes = names.len() * VARINT + names.bytes();
+    let lane_names: usize = lanes
+        .iter()
+        .map(|lane| names.get(lane.info.name).map_or(0, str::len))
+        .sum();
+    let lane_bytes = lanes.len() * 5 * VARINT + lane_names;
+    let open: usize = lanes.iter().map(|l| l.open.len()).sum();
+    let process = session.map_or(0, |s| s.process_name.len());
+    (runs + 2) * (OVERHEAD + 2 * VARINT + 5)
+        + 64
+        + process
+        + 8 * (VARINT + 5)
+        + name_bytes
+        + 2 * lane_bytes
+        + open * 3 * VARINT
 }
 
 /// The runs of consecutive ids in `names`: `(first, count)` each.

@@ -1,0 +1,269 @@
+//! The recorder: one more reader of a stream, keeping its recent past and
+//! gathering a capture when a trigger fires.
+
+use alloc::collections::VecDeque;
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+
+use typhon_live_core::frame::frame_around;
+use typhon_live_core::{Frame, FrameKind};
+use typhon_live_reader::Reader;
+
+use crate::capture::{Capture, Gathering};
+use crate::ring::{Kept, Ring};
+use crate::trigger::{Fired, Trigger, Watch};
+use crate::Settings;
+
+/// How often the reader's state is kept as a place a capture can start
+/// from, ns of the stream's clock (and at every Init and Catch-up): a
+/// capture starts at most this much before its window asks.
+pub const CHECKPOINT_EVERY_NS: u64 = 250_000_000;
+
+/// What a recorder did, since it was made.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Frames read.
+    pub frames: u64,
+    /// Triggers that fired (on demand included).
+    pub fired: u64,
+    /// Of those, fired again within their cooldown: ignored.
+    pub cooled: u64,
+    /// Of those, fired within the spacing after a capture: ignored.
+    pub spaced: u64,
+    /// Of those, fired while a capture was gathered: merged into it.
+    pub merged: u64,
+    /// Of those, fired before anything could start a capture (no Init
+    /// read yet): ignored.
+    pub unstarted: u64,
+    /// Captures made whole.
+    pub captures: u64,
+    /// Of those, stopped at a bound before their window ended.
+    pub cut: u64,
+}
+
+/// The flight recorder, sans I/O: frames in ([`Recorder::frame`]), time
+/// passing ([`Recorder::now`]), captures out ([`Recorder::take`]).
+#[derive(Debug)]
+pub struct Recorder {
+    settings: Settings,
+    triggers: Vec<Trigger>,
+    reader: Reader,
+    watch: Watch,
+    ring: Ring,
+    gathering: Option<Gathering>,
+    done: VecDeque<Capture>,
+    /// Per trigger, when it last fired (for its cooldown).
+    last_fired: Vec<Option<u64>>,
+    last_capture_end: Option<u64>,
+    /// The stream's time: the latest it stated, or later as time passes.
+    clock: u64,
+    stats: Stats,
+}
+
+impl Recorder {
+    /// A recorder watching for `triggers`.
+    pub fn new(settings: Settings, triggers: Vec<Trigger>) -> Recorder {
+        Recorder {
+            last_fired: alloc::vec![None; triggers.len()],
+            settings,
+            triggers,
+            reader: Reader::new(),
+            watch: Watch::default(),
+            ring: Ring::default(),
+            gathering: None,
+            done: VecDeque::new(),
+            last_capture_end: None,
+            clock: 0,
+            stats: Stats::default(),
+        }
+    }
+
+    /// Its triggers.
+    pub fn triggers(&self) -> &[Trigger] {
+        &self.triggers
+    }
+
+    /// What it did.
+    pub fn stats(&self) -> Stats {
+        self.stats
+    }
+
+    /// Frames and bytes of the past it keeps now (the capture being
+    /// gathered holds at most [`Settings::max_capture_bytes`] more).
+    pub fn kept(&self) -> (usize, usize) {
+        (self.ring.len(), self.ring.bytes())
+    }
+
+    /// The stream's time now, ns.
+    pub fn clock(&self) -> u64 {
+        self.clock
+    }
+
+    /// Reads `frame`, which arrived at Unix time `arrival` (ns).
+    pub fn frame(&mut self, frame: &Frame<'_>, arrival: u64) {
+        self.stats.frames += 1;
+        let mut fired = Vec::new();
+        let (watch, triggers) = (&mut self.watch, &self.triggers);
+        // A damaged payload is told as a loss in the updates; the frame
+        // is kept as received all the same, as `record` keeps it.
+        let _ = self.reader.read_at(frame, arrival, |state, update| {
+            watch.update(triggers, state, &update, &mut |f| fired.push(f));
+        });
+        self.clock = self.clock.max(self.reader.state().latest().unwrap_or(0));
+        let Ok((header, trailer)) = frame_around(frame.kind, frame.flags, frame.seq, frame.payload)
+        else {
+            return;
+        };
+        let bytes: Arc<[u8]> = [&header[..], frame.payload, &trailer[..]].concat().into();
+        let kept = Kept {
+            bytes,
+            time: self.clock,
+        };
+        self.ring.push(kept.clone());
+        if let Some(gathering) = &mut self.gathering {
+            if gathering.bytes() + kept.bytes.len() > self.settings.max_capture_bytes {
+                gathering.cut();
+                self.finish();
+            } else {
+                gathering.push(kept);
+            }
+        }
+        let marks_a_start =
+            frame.kind == FrameKind::Init.to_byte() || frame.kind == FrameKind::CatchUp.to_byte();
+        let state = self.reader.state();
+        let due = self
+            .ring
+            .last_checkpoint()
+            .is_none_or(|last| self.clock >= last.saturating_add(CHECKPOINT_EVERY_NS));
+        if state.session().is_some() && (marks_a_start || due) {
+            self.ring.checkpoint(state.checkpoint());
+        }
+        self.watch
+            .now(&self.triggers, self.clock, &mut |f| fired.push(f));
+        for f in fired {
+            self.fire(f);
+        }
+        self.advance();
+    }
+
+    /// Time has passed with no frame: it is Unix time `now` (ns). Open
+    /// ticks past a trigger's bound fire; a window that has ended is
+    /// made whole.
+    pub fn now(&mut self, now: u64) {
+        if let Some(offset) = self.reader.state().unix_offset() {
+            let stream = i128::from(now) - offset;
+            if let Ok(stream) = u64::try_from(stream) {
+                self.clock = self.clock.max(stream);
+            }
+        }
+        let mut fired = Vec::new();
+        self.watch
+            .now(&self.triggers, self.clock, &mut |f| fired.push(f));
+        for f in fired {
+            self.fire(f);
+        }
+        self.advance();
+    }
+
+    /// A capture asked for now, by a person (a signal, a key, an HTTP
+    /// request): it passes no cooldown or spacing, and merges like any
+    /// other into a capture being gathered.
+    pub fn demand(&mut self, what: &str) {
+        self.fire(Fired {
+            trigger: None,
+            time: self.clock,
+            lane: None,
+            span: None,
+            what: what.into(),
+        });
+        self.advance();
+    }
+
+    /// The stream ended (a Shutdown, the connection closed for good): the
+    /// capture being gathered is made whole now.
+    pub fn end(&mut self) {
+        if self.gathering.is_some() {
+            self.finish();
+        }
+    }
+
+    /// A capture made whole, oldest first.
+    pub fn take(&mut self) -> Option<Capture> {
+        self.done.pop_front()
+    }
+
+    fn fire(&mut self, fired: Fired) {
+        self.stats.fired += 1;
+        let time = fired.time;
+        if let Some(index) = fired.trigger {
+            let cooling = self.last_fired[index]
+                .is_some_and(|last| time < last.saturating_add(self.settings.cooldown_ns));
+            if cooling {
+                self.stats.cooled += 1;
+                return;
+            }
+            self.last_fired[index] = Some(time);
+        }
+        let end = time.saturating_add(self.settings.after_ns);
+        if let Some(gathering) = &mut self.gathering {
+            self.stats.merged += 1;
+            gathering.fired(fired, end);
+            return;
+        }
+        let spaced = self
+            .last_capture_end
+            .is_some_and(|last| time < last.saturating_add(self.settings.spacing_ns));
+        if spaced && fired.trigger.is_some() {
+            self.stats.spaced += 1;
+            return;
+        }
+        let state = self.reader.state();
+        let Some(session) = state.session().map(|s| s.id) else {
+            self.stats.unstarted += 1;
+            return;
+        };
+        let from = time.saturating_sub(self.settings.before_ns);
+        let Some((index, checkpoint)) = self.ring.start_for(from, session) else {
+            self.stats.unstarted += 1;
+            return;
+        };
+        // Names only grow in a session: today's resolve every id of the
+        // checkpoint's and of the frames after it.
+        let Ok(start) = checkpoint.write_start(state.names(), 0) else {
+            self.stats.unstarted += 1;
+            return;
+        };
+        let begin = checkpoint.time();
+        let limit = begin.saturating_add(self.settings.max_capture_ns);
+        let gathering = Gathering::new(start, begin, self.ring.from(index), fired, end, limit);
+        let over = gathering.bytes() > self.settings.max_capture_bytes;
+        self.gathering = Some(gathering);
+        if over {
+            if let Some(g) = &mut self.gathering {
+                g.cut();
+            }
+            self.finish();
+        }
+    }
+
+    /// Evicts the past beyond its bounds; makes a window that has ended
+    /// whole.
+    fn advance(&mut self) {
+        let oldest = self.clock.saturating_sub(self.settings.keep_ns);
+        self.ring.evict(self.settings.keep_bytes, oldest);
+        if self.gathering.as_ref().is_some_and(|g| self.clock >= g.end) {
+            self.finish();
+        }
+    }
+
+    fn finish(&mut self) {
+        let Some(gathering) = self.gathering.take() else {
+            return;
+        };
+        let capture = gathering.finish();
+        self.stats.captures += 1;
+        self.stats.cut += u64::from(capture.cut);
+        self.last_capture_end = Some(self.clock);
+        self.done.push_back(capture);
+    }
+}
