@@ -322,9 +322,10 @@ fn decode(bytes: &[u8]) -> Stream {
                         | Event::TaskEnd { name, .. }
                         | Event::Field { key: name, .. } => Some(name),
                         Event::Gauge { gauge, .. } => Some(gauge),
-                        Event::TickStart { .. } | Event::TickEnd { .. } | Event::Unknown { .. } => {
-                            None
-                        }
+                        Event::TickStart { .. }
+                        | Event::TickEnd { .. }
+                        | Event::Mark { .. }
+                        | Event::Unknown { .. } => None,
                     };
                     let name = id.map_or(String::new(), |id| {
                         names.get(&id).cloned().expect("every name is in the Init")

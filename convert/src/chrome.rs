@@ -94,6 +94,15 @@ pub fn chrome_trace(bytes: &[u8]) -> Converted<Value> {
                         out.push(json!({ "ph": "b", "cat": "task", "id": task, "name": name, "ts": us(time.saturating_sub(wall)), "pid": pid, "tid": lane }));
                         json!({ "ph": "e", "cat": "task", "id": task, "name": name, "ts": us(time), "pid": pid, "tid": lane, "args": { "busy_us": us(busy), "idle_us": us(wall.saturating_sub(busy)) } })
                     }
+                    // A flight recorder's trigger: a global instant, so
+                    // that it shows across every lane.
+                    Event::Mark { time, label, span } => {
+                        let mut e = json!({ "ph": "i", "s": "g", "cat": "trigger", "name": name(state, label), "ts": us(time), "pid": pid, "tid": lane });
+                        if let Some((id, start)) = span {
+                            e["args"] = json!({ "span": name(state, id), "span_start_us": us(start) });
+                        }
+                        e
+                    }
                     Event::TaskBegin { .. } | Event::Field { .. } | Event::Unknown { .. } => return,
                 };
                 out.push(event);

@@ -111,8 +111,8 @@ const FLAG_A: u8 = 0x01;
 /// record has a duration.
 const FLAG_B: u8 = 0x02;
 /// Flags each kind may carry, by kind (FORMAT.md, "Records"): kinds 0 to
-/// 15, of which 9 to 11 (fields) and the reserved 12 to 15 are read by
-/// one shape; a field takes exactly one of its two flags.
+/// 15, of which 9 to 11 (fields), 12 (marks) and the reserved 13 to 15
+/// are read by one shape; a field takes exactly one of its two flags.
 const KIND_FLAGS: [u8; 16] = [
     0,
     FLAG_A | FLAG_B,
@@ -126,7 +126,7 @@ const KIND_FLAGS: [u8; 16] = [
     FLAG_A | FLAG_B,
     FLAG_A | FLAG_B,
     FLAG_A | FLAG_B,
-    FLAG_A | FLAG_B,
+    FLAG_A,
     FLAG_A | FLAG_B,
     FLAG_A | FLAG_B,
     FLAG_A | FLAG_B,
@@ -455,6 +455,19 @@ impl<'s> BlockBuilder<'s> {
                         self.put::<{ col::DURATION }>(u64::from(id));
                         code(kind, FLAG_B)
                     }
+                }
+            }
+            Event::Mark { label, span, .. } => {
+                // The reserved kinds' shape, which readers from before
+                // marks skip.
+                self.put::<{ col::NAME }>(u64::from(label));
+                self.put::<{ col::VALUE }>(span.map_or(0, |(name, _)| u64::from(name)));
+                match span {
+                    Some((_, start)) => {
+                        self.put::<{ col::ARG }>(start);
+                        code(kind::MARK, FLAG_A)
+                    }
+                    None => code(kind::MARK, 0),
                 }
             }
             Event::Unknown { kind, .. } => {
@@ -1412,6 +1425,16 @@ fn decode_fields(
                 value,
                 owner,
             }
+        }
+        kind::MARK => {
+            let label = narrow(c[col::NAME].next()?, "mark's label")?;
+            let name = narrow(c[col::VALUE].next()?, "mark's span name")?;
+            let span = if flag_a {
+                Some((name, c[col::ARG].next()?))
+            } else {
+                None
+            };
+            Event::Mark { time, label, span }
         }
         kind::FIRST_RESERVED..=kind::LAST_RESERVED => {
             // Read by the shape reserved kinds share, and skipped.

@@ -102,8 +102,9 @@ pub(crate) mod kind {
     pub const FIELD_INT: u8 = 9;
     pub const FIELD_FLOAT: u8 = 10;
     pub const FIELD_STR: u8 = 11;
-    /// Kinds 12 to 15: reserved for additions a version 4 reader skips.
-    pub const FIRST_RESERVED: u8 = 12;
+    pub const MARK: u8 = 12;
+    /// Kinds 13 to 15: reserved for additions a version 4 reader skips.
+    pub const FIRST_RESERVED: u8 = 13;
     pub const LAST_RESERVED: u8 = 15;
 }
 
@@ -216,8 +217,19 @@ pub enum Event {
         /// What it belongs to.
         owner: FieldOwner,
     },
+    /// A flight recorder's trigger, in the capture it made (FORMAT.md,
+    /// "Marks"): when it fired, what it was, and the span it fired on, so
+    /// that a viewer opens the capture there.
+    Mark {
+        /// When it fired.
+        time: u64,
+        /// What fired, a name: the trigger as written (`tick > 100ms`).
+        label: NameId,
+        /// The span it fired on, if one: its name and its start.
+        span: Option<(NameId, u64)>,
+    },
     /// A record of a kind this version of the format reserves for later
-    /// additions (12 to 15): it was read and skipped. Readers ignore it.
+    /// additions (13 to 15): it was read and skipped. Readers ignore it.
     Unknown {
         /// Its time.
         time: u64,
@@ -238,6 +250,7 @@ impl Event {
             | Event::TaskBegin { time, .. }
             | Event::TaskEnd { time, .. }
             | Event::Field { time, .. }
+            | Event::Mark { time, .. }
             | Event::Unknown { time, .. } => time,
         }
     }
@@ -400,6 +413,11 @@ impl Event {
                 value,
                 owner,
             },
+            Event::Mark { time, label, span } => Event::Mark {
+                time: point(time),
+                label,
+                span: span.map(|(name, start)| (name, point(start))),
+            },
             Event::Unknown { time, kind } => Event::Unknown {
                 time: point(time),
                 kind,
@@ -507,6 +525,11 @@ impl Event {
                     FieldOwner::Task(t) => FieldOwner::Task(task(t)),
                     span => span,
                 },
+            },
+            Event::Mark { time, label, span } => Event::Mark {
+                time,
+                label: name(label),
+                span: span.map(|(id, start)| (name(id), start)),
             },
             other @ (Event::TickStart { .. } | Event::TickEnd { .. } | Event::Unknown { .. }) => {
                 other

@@ -439,6 +439,15 @@ fn to_words(event: &Event) -> [u64; WORDS] {
                 bits,
             ]
         }
+        Event::Mark { time, label, span } => [
+            u64::from(kind::MARK)
+                | if span.is_some() { FLAG } else { 0 }
+                | (u64::from(label) << SHIFT_NAME),
+            time,
+            0,
+            span.map_or(0, |(_, start)| start),
+            span.map_or(0, |(name, _)| u64::from(name)),
+        ],
         Event::Unknown { time, kind } => [u64::from(kind), time, 0, 0, 0],
         Event::TickEnd {
             time,
@@ -522,6 +531,11 @@ fn from_words(w: [u64; WORDS]) -> Option<Event> {
             } else {
                 FieldOwner::Span(w[3] as u32)
             },
+        },
+        kind::MARK => Event::Mark {
+            time,
+            label: name,
+            span: flag.then_some((w[4] as u32, w[3])),
         },
         code @ kind::FIRST_RESERVED..=kind::LAST_RESERVED => Event::Unknown { time, kind: code },
         _ => return None,

@@ -24,6 +24,7 @@ enum Input {
     Poll { start: u64, duration: u64, name: u32, id: u32, parent: u32, task: u64 },
     TaskEnd { time: u64, name: u32, task: u64, wall: u64, busy: u64 },
     Field { time: u64, key: u32, kind: u8, raw: u64, task_owner: bool, owner: u64 },
+    Mark { time: u64, label: u32, span: Option<(u32, u64)> },
     Unknown { time: u64, kind: u8 },
 }
 
@@ -49,8 +50,9 @@ impl Input {
                 },
                 owner: if task_owner { FieldOwner::Task(owner) } else { FieldOwner::Span(owner as u32) },
             },
-            // The reserved kinds, 12 to 15.
-            Input::Unknown { time, kind } => Event::Unknown { time, kind: 12 + kind % 4 },
+            Input::Mark { time, label, span } => Event::Mark { time, label, span },
+            // The reserved kinds, 13 to 15.
+            Input::Unknown { time, kind } => Event::Unknown { time, kind: 13 + kind % 3 },
         }
     }
 }

@@ -35,7 +35,7 @@ impl Model {
         self.note_owner(lane, event);
         self.keep(lane, event, self_time);
         match *event {
-            Event::Span { .. } | Event::Unknown { .. } => {}
+            Event::Span { .. } | Event::Mark { .. } | Event::Unknown { .. } => {}
             Event::Field {
                 time,
                 key,
@@ -199,6 +199,7 @@ impl Model {
             | Event::TaskBegin { .. }
             | Event::TaskEnd { .. }
             | Event::Field { .. }
+            | Event::Mark { .. }
             | Event::Unknown { .. } => {}
         }
         if self.chunk.records() >= history::CHUNK_RECORDS {

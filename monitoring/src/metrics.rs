@@ -761,6 +761,7 @@ impl SourceMetrics {
             | Event::TaskBegin { .. }
             | Event::Poll { .. }
             | Event::Field { .. }
+            | Event::Mark { .. }
             | Event::Unknown { .. } => {}
         }
     }

@@ -483,6 +483,7 @@ impl TickTracer {
             | Event::TaskBegin { .. }
             | Event::TaskEnd { .. }
             | Event::Field { .. }
+            | Event::Mark { .. }
             | Event::Unknown { .. } => {}
         }
     }

@@ -42,6 +42,19 @@ impl Clock {
             }
         }
     }
+
+    /// `ns` in ticks: the first tick that [`Clock::ns`] reads as `ns`
+    /// (when one does), so that a time read, written back and read again
+    /// is the same. Saturates at `u64::MAX`.
+    pub fn ticks(&self, ns: u64) -> u64 {
+        match self.ns_per_tick {
+            Some(k) => ns.div_ceil(k),
+            None => u64::try_from(
+                (u128::from(ns) * u128::from(self.ticks_per_second)).div_ceil(1_000_000_000),
+            )
+            .unwrap_or(u64::MAX),
+        }
+    }
 }
 
 impl Default for Clock {
@@ -63,5 +76,25 @@ mod tests {
         assert_eq!(Clock::new(1_000).ns(u64::MAX), u64::MAX);
         assert_eq!(Clock::new(7).ns(u64::MAX), u64::MAX);
         assert_eq!(Clock::NS.ns(42), 42);
+    }
+
+    #[test]
+    fn a_time_written_back_in_ticks_reads_the_same() {
+        for tps in [
+            1,
+            3,
+            7,
+            1_000,
+            1_000_000,
+            24_000_000,
+            1_000_000_000,
+            3_000_000_007,
+        ] {
+            let clock = Clock::new(tps);
+            for ticks in [0u64, 1, 2, 3, 999, 123_456_789, 1 << 40] {
+                let ns = clock.ns(ticks);
+                assert_eq!(clock.ns(clock.ticks(ns)), ns, "{tps} ticks/s, {ticks}");
+            }
+        }
     }
 }

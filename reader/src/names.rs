@@ -68,7 +68,7 @@ impl Names {
     }
 
     /// Every name, by id.
-    pub fn iter(&self) -> impl Iterator<Item = (NameId, &str)> {
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = (NameId, &str)> {
         self.texts.iter().map(|(&id, text)| (id, text.as_str()))
     }
 

@@ -9,8 +9,9 @@ use typhon_live_core::catchup::write_catchup_of;
 use typhon_live_core::definitions::write_names;
 use typhon_live_core::frame::OVERHEAD;
 use typhon_live_core::init::write_init;
-use typhon_live_core::{EncodeError, Metadata, NameId, NameSource, OpenLane};
+use typhon_live_core::{EncodeError, Metadata, NameId, NameSource, OpenLane, OpenSpan};
 
+use crate::clock::Clock;
 use crate::names::Names;
 use crate::state::{Lane, Session, State};
 
@@ -59,6 +60,7 @@ impl State {
         let lanes: Vec<&Lane> = self.lanes.values().collect();
         write_start(
             self.session.as_ref(),
+            Clock::NS,
             &self.names,
             &lanes,
             self.latest.unwrap_or(0),
@@ -72,6 +74,7 @@ impl State {
     pub fn checkpoint(&self) -> Checkpoint {
         Checkpoint {
             session: self.session.clone(),
+            clock: self.clock,
             lanes: self.lanes.values().cloned().collect(),
             time: self.latest.unwrap_or(0),
         }
@@ -85,6 +88,7 @@ impl State {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Checkpoint {
     session: Option<Session>,
+    clock: Clock,
     lanes: Vec<Lane>,
     time: u64,
 }
@@ -101,22 +105,33 @@ impl Checkpoint {
     }
 
     /// Written out as [`State::write_start`] would have written the
-    /// state then, with `names` (of the same session, known since).
+    /// state then, with `names` (of the same session, known since), but
+    /// in the session's own clock: so that the stream's frames after
+    /// that point can follow it as they were received (a capture).
     pub fn write_start(&self, names: &Names, seq: u32) -> Result<Start, EncodeError> {
         let lanes: Vec<&Lane> = self.lanes.iter().collect();
-        write_start(self.session.as_ref(), names, &lanes, self.time, seq)
+        write_start(
+            self.session.as_ref(),
+            self.clock,
+            names,
+            &lanes,
+            self.time,
+            seq,
+        )
     }
 }
 
+/// The start, its times written in `clock`'s ticks (the state holds ns).
 fn write_start(
     session: Option<&Session>,
+    clock: Clock,
     names: &Names,
     lanes: &[&Lane],
     now: u64,
     seq: u32,
 ) -> Result<Start, EncodeError> {
     let meta = Metadata {
-        ticks_per_second: START_TICKS_PER_SECOND,
+        ticks_per_second: clock.ticks_per_second(),
         session_id: session.map_or(0, |s| s.id),
         process_name: session.map_or("", |s| s.process_name.as_str()),
         process_id: session.map_or(0, |s| s.process_id),
@@ -140,13 +155,23 @@ fn write_start(
         len += write_names(&mut out[len..], next, names, first, count)?;
         next = next.wrapping_add(1);
     }
-    let open = lanes.iter().map(|lane| OpenLane {
+    let in_ticks: Vec<Vec<OpenSpan>> = lanes
+        .iter()
+        .map(|lane| {
+            let ticks = |open: &OpenSpan| OpenSpan {
+                start: clock.ticks(open.start),
+                ..*open
+            };
+            lane.open.iter().map(ticks).collect()
+        })
+        .collect();
+    let open = lanes.iter().zip(&in_ticks).map(|(lane, open)| OpenLane {
         info: lane.info,
         name: names.get(lane.info.name).unwrap_or(""),
         open_depth: lane.open_depth,
-        open: &lane.open,
+        open,
     });
-    len += write_catchup_of(&mut out[len..], next, now, open)?;
+    len += write_catchup_of(&mut out[len..], next, clock.ticks(now), open)?;
     out.truncate(len);
     Ok(Start {
         bytes: out,

@@ -1,11 +1,15 @@
 //! A capture: gathered from a checkpoint while its window lasts, then
 //! written whole as a trace file.
 
+use alloc::string::String;
+use alloc::vec;
 use alloc::vec::Vec;
 
+use typhon_live_core::block::{block_scratch_len, max_block_frame_len, write_block, BlockBuilder};
+use typhon_live_core::definitions::write_names;
 use typhon_live_core::frame::frame_around;
-use typhon_live_core::FrameKind;
-use typhon_live_reader::Start;
+use typhon_live_core::{Event, FrameKind, LaneId, NameId, NameSource};
+use typhon_live_reader::{Clock, Start};
 
 use crate::ring::Kept;
 use crate::trigger::Fired;
@@ -25,8 +29,22 @@ pub(crate) struct Gathering {
     pub(crate) end: u64,
     limit: u64,
     fired: Vec<Fired>,
+    /// Per fired trigger: its mark, and the frame it comes after.
+    marks: Vec<(Marked, usize)>,
     fired_more: u64,
     cut: bool,
+    /// The largest name id the stream had defined while this capture
+    /// gathered: its marks' labels take the ids after it.
+    last_name: Option<NameId>,
+}
+
+/// What a mark needs besides its [`Fired`]: its label, the lane to put it
+/// on, and the clock of its session (marks are written in its ticks).
+#[derive(Clone, Debug)]
+pub(crate) struct Marked {
+    pub label: String,
+    pub lane: LaneId,
+    pub clock: Clock,
 }
 
 /// A capture, whole: a trace file's bytes, and what it holds.
@@ -58,6 +76,7 @@ impl Gathering {
         begin: u64,
         frames: impl Iterator<Item = &'a Kept>,
         fired: Fired,
+        marked: Marked,
         end: u64,
         limit: u64,
     ) -> Gathering {
@@ -71,10 +90,12 @@ impl Gathering {
             end: 0,
             limit,
             fired: Vec::new(),
+            marks: Vec::new(),
             fired_more: 0,
             cut: false,
+            last_name: None,
         };
-        gathering.fired(fired, end);
+        gathering.fired(fired, marked, end);
         gathering
     }
 
@@ -85,12 +106,13 @@ impl Gathering {
 
     /// One more trigger in the window: it ends at `end` now, unless that
     /// is past the capture's limit.
-    pub(crate) fn fired(&mut self, fired: Fired, end: u64) {
+    pub(crate) fn fired(&mut self, fired: Fired, marked: Marked, end: u64) {
         if end > self.limit {
             self.cut = true;
         }
         self.end = self.end.max(end.min(self.limit));
         if self.fired.len() < MAX_FIRED_PER_CAPTURE {
+            self.marks.push((marked, self.frames.len()));
             self.fired.push(fired);
         } else {
             self.fired_more += 1;
@@ -102,23 +124,37 @@ impl Gathering {
         self.frames.push(kept);
     }
 
+    /// The stream has defined names up to `last` (none: `None`).
+    pub(crate) fn names_defined(&mut self, last: Option<NameId>) {
+        self.last_name = self.last_name.max(last);
+    }
+
     /// It reached a bound before its window's end.
     pub(crate) fn cut(&mut self) {
         self.cut = true;
     }
 
-    /// The trace file: the start, then every frame sealed again with its
-    /// number in the capture. Gaps stay gaps; an Init (a new session, a
-    /// new connection) names the number the next frame takes.
+    /// The trace file: the start; the marks' labels; then every frame
+    /// sealed again with its number in the capture, each mark in a Block
+    /// of its own after the frame it fired on. Gaps stay gaps; an Init (a
+    /// new session, a new connection) names the number the next frame
+    /// takes, and the labels are defined again after it.
     pub(crate) fn finish(self) -> Capture {
-        let mut out = Vec::with_capacity(self.bytes);
+        let labels = Labels::of(&self.marks, self.last_name);
+        let mut out = Vec::with_capacity(self.bytes + 256 * self.marks.len());
         out.extend_from_slice(&self.start.bytes);
         let mut next = self.start.next_seq;
+        next = labels.write(&mut out, next);
         // The number the stream's next sequenced frame would carry.
         let mut expected: Option<u32> = None;
-        for kept in &self.frames {
+        let mut marks = self.marks.iter().zip(&self.fired).peekable();
+        for (index, kept) in self.frames.iter().enumerate() {
+            while let Some(((marked, _), fired)) = marks.next_if(|((_, at), _)| *at <= index) {
+                next = write_mark(&mut out, next, fired, marked, labels.id(&marked.label));
+            }
             let seq = kept.seq();
-            let numbered = if kept.kind() == FrameKind::Init.to_byte() {
+            let is_init = kept.kind() == FrameKind::Init.to_byte();
+            let numbered = if is_init {
                 expected = Some(seq);
                 next
             } else {
@@ -142,6 +178,12 @@ impl Gathering {
                 out.extend_from_slice(payload);
                 out.extend_from_slice(&trailer);
             }
+            if is_init {
+                next = labels.write(&mut out, next);
+            }
+        }
+        for ((marked, _), fired) in marks {
+            next = write_mark(&mut out, next, fired, marked, labels.id(&marked.label));
         }
         Capture {
             bytes: out,
@@ -151,5 +193,78 @@ impl Gathering {
             fired_more: self.fired_more,
             cut: self.cut,
         }
+    }
+}
+
+/// The marks' labels, each once, and the ids they take.
+struct Labels {
+    texts: Vec<String>,
+    first: NameId,
+}
+
+impl NameSource for Labels {
+    fn count(&self) -> u32 {
+        self.first + self.texts.len() as u32
+    }
+
+    fn get(&self, id: NameId) -> Option<&str> {
+        let at = id.checked_sub(self.first)?;
+        self.texts.get(at as usize).map(String::as_str)
+    }
+}
+
+impl Labels {
+    fn of(marks: &[(Marked, usize)], last_name: Option<NameId>) -> Labels {
+        let mut texts: Vec<String> = Vec::new();
+        for (marked, _) in marks {
+            if !texts.contains(&marked.label) {
+                texts.push(marked.label.clone());
+            }
+        }
+        // Ids past every one the stream defined; a stream that reached the
+        // top of the id space leaves the labels as numbers.
+        let first = last_name.map_or(0, |last| last.saturating_add(1));
+        Labels { texts, first }
+    }
+
+    fn id(&self, label: &str) -> NameId {
+        let at = self.texts.iter().position(|t| t == label).unwrap_or(0);
+        self.first.saturating_add(at as u32)
+    }
+
+    /// A Definitions frame of the labels, numbered `seq`; the next number.
+    fn write(&self, out: &mut Vec<u8>, seq: u32) -> u32 {
+        if self.texts.is_empty() {
+            return seq;
+        }
+        let len = self.texts.iter().map(|t| t.len() + 10).sum::<usize>() + 64;
+        let mut frame = vec![0u8; len];
+        match write_names(&mut frame, seq, self, self.first, self.texts.len() as u32) {
+            Ok(n) => {
+                out.extend_from_slice(&frame[..n]);
+                seq.wrapping_add(1)
+            }
+            Err(_) => seq,
+        }
+    }
+}
+
+/// A Block of the one mark of `fired`, numbered `seq`; the next number.
+fn write_mark(out: &mut Vec<u8>, seq: u32, fired: &Fired, marked: &Marked, label: NameId) -> u32 {
+    let mut scratch = vec![0u8; block_scratch_len(1)];
+    let mut block = BlockBuilder::new(&mut scratch);
+    let mark = Event::Mark {
+        time: marked.clock.ticks(fired.time),
+        label,
+        span: fired.span.map(|s| (s.name, marked.clock.ticks(s.start))),
+    };
+    block.push(marked.lane, &mark);
+    let mut frame = vec![0u8; max_block_frame_len(block.capacity(), 0)];
+    match write_block(&mut frame, seq, &block, &[]) {
+        Ok(n) => {
+            out.extend_from_slice(&frame[..n]);
+            seq.wrapping_add(1)
+        }
+        Err(_) => seq,
     }
 }

@@ -9,7 +9,7 @@ use typhon_live_core::frame::frame_around;
 use typhon_live_core::{Frame, FrameKind};
 use typhon_live_reader::Reader;
 
-use crate::capture::{Capture, Gathering};
+use crate::capture::{Capture, Gathering, Marked};
 use crate::ring::{Kept, Ring};
 use crate::trigger::{Fired, Trigger, Watch};
 use crate::Settings;
@@ -126,6 +126,7 @@ impl Recorder {
                 self.finish();
             } else {
                 gathering.push(kept);
+                gathering.names_defined(last_name(&self.reader));
             }
         }
         let marks_a_start =
@@ -192,6 +193,22 @@ impl Recorder {
         self.done.pop_front()
     }
 
+    /// What `fired`'s mark needs: its label (the trigger as written), its
+    /// lane (the lowest known for a trigger without one), its clock.
+    fn marked(&self, fired: &Fired) -> Marked {
+        let state = self.reader.state();
+        let label = match fired.trigger {
+            Some(index) => self.triggers[index].to_string(),
+            None => alloc::format!("on demand: {}", fired.what),
+        };
+        let lowest = state.lanes().keys().next().copied();
+        Marked {
+            label,
+            lane: fired.lane.or(lowest).unwrap_or(0),
+            clock: state.clock(),
+        }
+    }
+
     fn fire(&mut self, fired: Fired) {
         self.stats.fired += 1;
         let time = fired.time;
@@ -205,9 +222,10 @@ impl Recorder {
             self.last_fired[index] = Some(time);
         }
         let end = time.saturating_add(self.settings.after_ns);
+        let marked = self.marked(&fired);
         if let Some(gathering) = &mut self.gathering {
             self.stats.merged += 1;
-            gathering.fired(fired, end);
+            gathering.fired(fired, marked, end);
             return;
         }
         let spaced = self
@@ -235,7 +253,16 @@ impl Recorder {
         };
         let begin = checkpoint.time();
         let limit = begin.saturating_add(self.settings.max_capture_ns);
-        let gathering = Gathering::new(start, begin, self.ring.from(index), fired, end, limit);
+        let mut gathering = Gathering::new(
+            start,
+            begin,
+            self.ring.from(index),
+            fired,
+            marked,
+            end,
+            limit,
+        );
+        gathering.names_defined(last_name(&self.reader));
         let over = gathering.bytes() > self.settings.max_capture_bytes;
         self.gathering = Some(gathering);
         if over {
@@ -266,4 +293,9 @@ impl Recorder {
         self.last_capture_end = Some(self.clock);
         self.done.push_back(capture);
     }
+}
+
+/// The largest name id `reader` knows.
+fn last_name(reader: &Reader) -> Option<typhon_live_core::NameId> {
+    reader.state().names().iter().next_back().map(|(id, _)| id)
 }

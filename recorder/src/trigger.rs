@@ -33,6 +33,8 @@ const MAX_WATCHED: usize = 4096;
 /// A trigger, parsed and checked.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Trigger {
+    /// As written, trimmed: a capture's marks are labelled with it.
+    text: String,
     condition: Condition,
     kind: Kind,
 }
@@ -108,13 +110,18 @@ impl FromStr for Trigger {
                 })
             }
         };
-        Ok(Trigger { condition, kind })
+        Ok(Trigger {
+            text: text.trim().into(),
+            condition,
+            kind,
+        })
     }
 }
 
 impl fmt::Display for Trigger {
+    /// As written.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.condition.fmt(f)
+        f.write_str(&self.text)
     }
 }
 

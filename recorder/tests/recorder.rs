@@ -13,6 +13,13 @@ const S: u64 = 1_000 * MS;
 /// The stream's clock is ns since the process began; it began at this
 /// Unix time.
 const UNIX_BASE: u64 = 1_700_000_000 * S;
+/// The stream's clock: 10 MHz, so that a capture's start must be written
+/// in the session's own ticks for its frames to follow it as received.
+const TICKS_PER_SECOND: u64 = 10_000_000;
+/// `ns` in the stream's ticks.
+const fn tk(ns: u64) -> u64 {
+    ns / (1_000_000_000 / TICKS_PER_SECOND)
+}
 /// "Level" begins with the first tick from 5 s: 313 ticks of 16 ms.
 const LEVEL_FROM: u64 = 313 * 16 * MS;
 
@@ -34,7 +41,7 @@ fn run(recorder: &mut Recorder, seconds: u64, stalls: &[u64]) {
     let level = names.intern("Level").unwrap();
     let memory = names.intern("memory").unwrap();
     let meta = Metadata {
-        ticks_per_second: 1_000_000_000,
+        ticks_per_second: TICKS_PER_SECOND,
         process_name: "recorder-test",
         session_id: 7,
         created_unix_ns: UNIX_BASE,
@@ -50,7 +57,7 @@ fn run(recorder: &mut Recorder, seconds: u64, stalls: &[u64]) {
     let (mut t, mut tick) = (0u64, 0u64);
     let mut poll = |exporter: &mut Exporter<'_, 1>, decoder: &mut Decoder<'_>, now: u64| {
         exporter.request_drain();
-        while let Some(frame) = exporter.poll(now, lanes, &names, &mut out).unwrap() {
+        while let Some(frame) = exporter.poll(tk(now), lanes, &names, &mut out).unwrap() {
             decoder.feed(&out[..frame.len]);
         }
         while let Some(frame) = decoder.next().unwrap() {
@@ -60,36 +67,39 @@ fn run(recorder: &mut Recorder, seconds: u64, stalls: &[u64]) {
     };
     while t < seconds * S {
         if t >= LEVEL_FROM && level_span.is_none() {
-            level_span = Some(main.begin(level, t));
+            level_span = Some(main.begin(level, tk(t)));
         }
         if t >= 15 * S {
             if let Some(span) = level_span.take() {
-                main.end(span, t, None);
+                main.end(span, tk(t), None);
             }
         }
         let stall = stalls.iter().any(|&at| (at..at + 16 * MS).contains(&t));
         let length = if stall { 1_200 * MS } else { 16 * MS };
-        main.tick_start(tick, t);
-        let span = main.begin(sim, t + MS);
+        main.tick_start(tick, tk(t));
+        let span = main.begin(sim, tk(t + MS));
         // The exporter's thread goes on while the tick is stalled.
         let mut at = t;
         while at + 16 * MS < t + length {
             at += 16 * MS;
             poll(&mut exporter, &mut decoder, at);
         }
-        main.end(span, t + length - MS, None);
+        main.end(span, tk(t + length - MS), None);
         main.gauge(
             memory,
-            t + length - MS,
+            tk(t + length - MS),
             GaugeValue::Int((tick * 1_000_000) as i64),
         );
-        main.tick_end(tick, t + length, false);
+        main.tick_end(tick, tk(t + length), false);
         t += length;
         tick += 1;
         poll(&mut exporter, &mut decoder, t);
     }
     recorder.end();
 }
+
+/// A mark as read: its label, its span's name and start, its time.
+type ReadMark = (String, Option<(String, u64)>, u64);
 
 /// Everything a reader makes of `capture`.
 struct Read {
@@ -101,6 +111,7 @@ struct Read {
     open_at_start: Vec<(String, u64)>,
     ticks: Vec<(u64, u64, u64)>,
     unnamed: u64,
+    marks: Vec<ReadMark>,
     first_time: u64,
     last_time: u64,
 }
@@ -118,6 +129,7 @@ fn read(capture: &Capture) -> Read {
         open_at_start: Vec::new(),
         ticks: Vec::new(),
         unnamed: 0,
+        marks: Vec::new(),
         first_time: u64::MAX,
         last_time: 0,
     };
@@ -154,6 +166,11 @@ fn read(capture: &Capture) -> Read {
                                 read.unnamed += 1;
                             }
                             match event {
+                                Event::Mark { time, label, span } => {
+                                    let show = |id| state.names().show(id).into_owned();
+                                    let span = span.map(|(name, start)| (show(name), start));
+                                    read.marks.push((show(label), span, time));
+                                }
                                 Event::TickStart { time, tick } => {
                                     tick_starts.insert(tick, time);
                                 }
@@ -231,6 +248,9 @@ fn a_stall_yields_one_capture_holding_it_whole_with_what_was_open() {
     // The stall, whole: the tick from 10 s (625 ticks of 16 ms) took 1.2 s.
     let longest = read.ticks.iter().max_by_key(|t| t.2).copied();
     assert_eq!(longest, Some((625, 10 * S, 1_200 * MS)));
+    // The trigger is in the file as a mark, at its time, labelled as
+    // written.
+    assert_eq!(read.marks, [("tick > 100ms".to_string(), None, fired.time)]);
     // "Level", open since 5 s, is known open at the capture's start.
     assert_eq!(read.open_at_start, [("Level".to_string(), LEVEL_FROM)]);
 }
@@ -311,4 +331,29 @@ fn bad_triggers_name_their_position() {
         assert_eq!(error.at(), at, "{text}: {error}");
         assert!(error.to_string().starts_with(message), "{text}: {error}");
     }
+}
+
+#[test]
+fn a_span_fires_while_still_open_as_a_catch_up_lists_it_and_its_mark_selects_it() {
+    let triggers = vec!["span(Level) > 3s".parse::<Trigger>().unwrap()];
+    let mut recorder = Recorder::new(settings(), triggers);
+    run(&mut recorder, 20, &[]);
+    let capture = recorder.take().expect("a capture");
+    assert!(
+        recorder.take().is_none(),
+        "fired once, not again at its end"
+    );
+    let fired = &capture.fired[0];
+    // Catch-ups come once a second: the first after 3 s open lists it.
+    assert!(fired.time > LEVEL_FROM + 3 * S && fired.time <= LEVEL_FROM + 4 * S + 16 * MS);
+    assert!(fired.what.starts_with("Level open for "), "{}", fired.what);
+    let read = read(&capture);
+    assert_eq!(
+        read.marks,
+        [(
+            "span(Level) > 3s".to_string(),
+            Some(("Level".to_string(), LEVEL_FROM)),
+            fired.time
+        )]
+    );
 }

@@ -580,6 +580,12 @@ impl Merger {
                         name_used(value);
                     }
                 }
+                Event::Mark { label, span, .. } => {
+                    name_used(label);
+                    if let Some((name, _)) = span {
+                        name_used(name);
+                    }
+                }
                 Event::Gauge { gauge, .. }
                     if has_room(state) || state.gauges.contains_key(&gauge) =>
                 {

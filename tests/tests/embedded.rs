@@ -168,9 +168,10 @@ where
                         | Event::TaskEnd { name, .. }
                         | Event::Field { key: name, .. } => names.get(&name),
                         Event::Gauge { gauge, .. } => names.get(&gauge),
-                        Event::TickStart { .. } | Event::TickEnd { .. } | Event::Unknown { .. } => {
-                            None
-                        }
+                        Event::TickStart { .. }
+                        | Event::TickEnd { .. }
+                        | Event::Mark { .. }
+                        | Event::Unknown { .. } => None,
                     };
                     let name = name.cloned().unwrap_or_else(|| match event {
                         Event::TickStart { .. } => "tick start".into(),

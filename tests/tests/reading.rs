@@ -579,11 +579,11 @@ fn block_around(kind: u8) -> Vec<u8> {
     payload
 }
 
-/// A record of a reserved kind (12 to 15) is read by the shape they share
+/// A record of a reserved kind (13 to 15) is read by the shape they share
 /// and skipped: the records after it stand.
 #[test]
 fn a_record_of_a_reserved_kind_is_skipped() {
-    let payload = block_around(12);
+    let payload = block_around(13);
     let block = BlockView::parse(&payload, 0).expect("the header reads");
     let mut events = Vec::new();
     BlockBuffer::new()
@@ -593,10 +593,23 @@ fn a_record_of_a_reserved_kind_is_skipped() {
         events,
         [
             Event::TickStart { time: 0, tick: 1 },
-            Event::Unknown { time: 0, kind: 12 },
+            Event::Unknown { time: 0, kind: 13 },
             Event::TickStart { time: 0, tick: 2 },
         ]
     );
+}
+
+/// A mark (kind 12) defines flag A only: one with flag B is damage from
+/// there on; the events before it stand.
+#[test]
+fn a_mark_with_a_flag_it_does_not_define_is_damage() {
+    let payload = block_around(12);
+    let block = BlockView::parse(&payload, 0).expect("the header reads");
+    let mut events = Vec::new();
+    let error = BlockBuffer::new()
+        .each_event(&block, |_, event| events.push(event))
+        .unwrap_err();
+    assert_eq!(events, [Event::TickStart { time: 0, tick: 1 }], "{error:?}");
 }
 
 /// A field (kinds 9 to 11) has exactly one owner, a task (A) or a span

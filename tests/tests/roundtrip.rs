@@ -187,7 +187,13 @@ fn event() -> impl Strategy<Value = Event> {
                 owner
             }
         ),
-        (time(), 12u8..=15).prop_map(|(time, kind)| Event::Unknown { time, kind }),
+        (
+            time(),
+            any::<u32>(),
+            proptest::option::of((any::<u32>(), time()))
+        )
+            .prop_map(|(time, label, span)| Event::Mark { time, label, span }),
+        (time(), 13u8..=15).prop_map(|(time, kind)| Event::Unknown { time, kind }),
     ]
 }
 

@@ -113,6 +113,7 @@ fn report(path: &Path) -> Result<(String, bool), CliError> {
                     Event::Poll { .. } => "polls",
                     Event::TaskEnd { .. } => "task ends",
                     Event::Field { .. } => "fields",
+                    Event::Mark { .. } => "trigger marks",
                     Event::Unknown { .. } => "records of reserved kinds",
                 };
                 *events.entry(kind).or_default() += 1;

@@ -619,6 +619,21 @@ impl TraceWriter {
                     self.write_spans(names, lane, out);
                 }
             }
+            // A flight recorder's trigger: an instant on its lane, named
+            // as the trigger was written.
+            Event::Mark { time, label, .. } => {
+                self.stats.instants += 1;
+                let track = self.lane_track(names, lane, out);
+                self.seq.named(
+                    out,
+                    time,
+                    track,
+                    Kind::Instant,
+                    iid(label),
+                    || names.show(label),
+                    &[],
+                );
+            }
             Event::Instant {
                 time,
                 name,
