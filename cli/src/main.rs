@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 
-use crate::cmd::{attach, convert, demo, inspect, record, relay, remote, view, web};
+use crate::cmd::{attach, capture, convert, demo, inspect, record, relay, remote, view, web};
 use crate::error::CliError;
 
 #[derive(Parser)]
@@ -50,15 +50,24 @@ enum Command {
     /// Watch a running process in a browser: serves the viewer and
     /// prints the URL to open.
     Web(web::WebOptions),
-    /// Write a live stream to a trace file.
+    /// Write a live stream to a trace file; with --on, keep its recent
+    /// past and write a capture into a directory each time a trigger
+    /// fires.
     Record {
         /// Where the process exports.
         addr: String,
         #[command(flatten)]
         remote: remote::RemoteOptions,
-        /// The trace file to write.
+        /// The trace file to write (with --on: the directory of captures).
         #[arg(short, long)]
         output: PathBuf,
+        /// A trigger (repeatable; docs/RECORDER.md): `tick > 100ms`,
+        /// `span(NAME) > 20ms`, `gauge(NAME) > 2GiB`, `overrun`, `loss`.
+        /// SIGUSR1 asks for a capture at once.
+        #[arg(long = "on", value_name = "TRIGGER")]
+        on: Vec<String>,
+        #[command(flatten)]
+        capture: capture::CaptureFlags,
         /// What to write [default: perfetto for a .pftrace or
         /// .perfetto-trace file, else tlt].
         #[arg(long, value_enum)]
@@ -127,7 +136,23 @@ fn run(cli: Cli) -> Result<(), CliError> {
             output,
             format,
             duration,
+            on,
+            capture,
         } => {
+            if !on.is_empty() {
+                if format.is_some_and(|f| f != record::Format::Tlt) {
+                    return Err(CliError::BadSettings(
+                        "captures are typhon-live trace files: --format tlt only with --on".into(),
+                    ));
+                }
+                let options = capture.options(&on)?;
+                return capture::run(&addr, &remote, &output, options, duration);
+            }
+            if capture != capture::CaptureFlags::default() {
+                return Err(CliError::BadSettings(
+                    "the recorder's flags (--keep, --before, ...) need a trigger: --on".into(),
+                ));
+            }
             let format = format.unwrap_or_else(|| record::Format::for_path(&output));
             record::run(&addr, &remote, &output, format, duration)
         }

@@ -170,6 +170,16 @@ impl Unit {
     }
 }
 
+impl core::str::FromStr for Quantity {
+    type Err = ConditionError;
+
+    /// A quantity alone, by the grammar's rule (`30s`, `64MiB`): the
+    /// configuration's durations and sizes are read as conditions' are.
+    fn from_str(text: &str) -> Result<Quantity, ConditionError> {
+        parse::quantity_alone(text)
+    }
+}
+
 impl core::str::FromStr for Condition {
     type Err = ConditionError;
 

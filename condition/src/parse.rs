@@ -79,6 +79,20 @@ pub(crate) fn condition(text: &str) -> Result<Condition, ConditionError> {
     Ok(Condition { subject, test })
 }
 
+pub(crate) fn quantity_alone(text: &str) -> Result<Quantity, ConditionError> {
+    let mut cursor = Cursor { text, at: 0 };
+    cursor.skip_spaces();
+    if cursor.peek().is_none() {
+        return Err(ConditionError::Empty);
+    }
+    let quantity = quantity(&mut cursor)?;
+    cursor.skip_spaces();
+    if cursor.peek().is_some() {
+        return Err(cursor.expected("the end"));
+    }
+    Ok(quantity)
+}
+
 fn subject(cursor: &mut Cursor<'_>) -> Result<Subject, ConditionError> {
     let at = cursor.at;
     if !cursor.peek().is_some_and(|c| c.is_ascii_alphabetic()) {
@@ -316,6 +330,28 @@ mod tests {
             error.pointed("tick > 100 xs"),
             "tick > 100 xs\n           ^ unknown unit \"xs\""
         );
+    }
+
+    #[test]
+    fn a_quantity_alone_reads_by_the_same_rule() {
+        let q: Quantity = " 30s ".parse().unwrap();
+        assert_eq!(
+            q,
+            Quantity {
+                value: 30e9,
+                unit: Unit::Duration
+            }
+        );
+        let q: Quantity = "64MiB".parse().unwrap();
+        assert_eq!(
+            q,
+            Quantity {
+                value: 64.0 * 1024.0 * 1024.0,
+                unit: Unit::Bytes
+            }
+        );
+        assert_eq!("30 x".parse::<Quantity>().unwrap_err().at(), 3);
+        assert_eq!("30s 4".parse::<Quantity>().unwrap_err().at(), 4);
     }
 
     #[test]

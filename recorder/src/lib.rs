@@ -19,6 +19,7 @@
 //!   grammar) that fire, and [`Fired`];
 //! - `ring`: the frames kept and the checkpoints a capture starts from;
 //! - `capture`: a capture gathered, then written whole;
+//! - [`options`]: the options by key, as every configuration sets them;
 //! - [`store`] (with `std`): captures on disk, bounded in files and
 //!   bytes, each written under a temporary name and renamed when whole.
 //!
@@ -31,6 +32,7 @@
 extern crate alloc;
 
 mod capture;
+pub mod options;
 mod recorder;
 mod ring;
 #[cfg(feature = "std")]
@@ -38,6 +40,7 @@ pub mod store;
 mod trigger;
 
 pub use capture::{Capture, MAX_FIRED_PER_CAPTURE};
+pub use options::{OptionError, Options};
 pub use recorder::{Recorder, Stats, CHECKPOINT_EVERY_NS};
 pub use trigger::{Fired, FiredSpan, Trigger};
 

@@ -1,6 +1,7 @@
 //! One module per subcommand: its options, and the loop that runs it.
 
 pub mod attach;
+pub mod capture;
 pub mod convert;
 pub mod demo;
 pub mod inspect;

@@ -1,0 +1,255 @@
+//! `typhon-live record HOST:PORT --on TRIGGER -o DIR`: the flight
+//! recorder from the viewer's side, for a process that is already
+//! running. It keeps the stream's recent past and writes a capture into
+//! the directory each time a trigger fires (docs/RECORDER.md); SIGUSR1
+//! asks for one at once.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use typhon_live_core::{DecodeError, Frame, FrameKind};
+use typhon_live_recorder::store::{Limits, Store};
+use typhon_live_recorder::{Options, Recorder};
+use typhon_live_std::attach::{self, Consumer, End, Flow};
+
+use crate::cmd::remote::{self, RemoteOptions};
+use crate::error::CliError;
+
+/// The recorder's flags, beside `--on`; each is the recorder option of
+/// the same name (docs/RECORDER.md has their defaults).
+#[derive(clap::Args, Debug, Default, PartialEq, Eq)]
+pub struct CaptureFlags {
+    /// The recent past kept, a duration (`30s`).
+    #[arg(long, value_name = "DURATION")]
+    pub keep: Option<String>,
+    /// The recent past kept, a size (`64MiB`).
+    #[arg(long, value_name = "SIZE")]
+    pub keep_bytes: Option<String>,
+    /// A capture's window before its trigger (`10s`).
+    #[arg(long, value_name = "DURATION")]
+    pub before: Option<String>,
+    /// A capture's window after its trigger (`5s`).
+    #[arg(long, value_name = "DURATION")]
+    pub after: Option<String>,
+    /// A trigger's quiet time after it fired (`60s`).
+    #[arg(long, value_name = "DURATION")]
+    pub cooldown: Option<String>,
+    /// The quiet time after a capture (`10s`).
+    #[arg(long, value_name = "DURATION")]
+    pub spacing: Option<String>,
+    /// A capture's length at most (`60s`).
+    #[arg(long, value_name = "DURATION")]
+    pub max_capture: Option<String>,
+    /// A capture's size at most (`128MiB`).
+    #[arg(long, value_name = "SIZE")]
+    pub max_capture_bytes: Option<String>,
+    /// Capture files kept in the directory at most (`20`); the oldest
+    /// go first.
+    #[arg(long, value_name = "N")]
+    pub max_files: Option<String>,
+    /// Their bytes at most (`1GiB`).
+    #[arg(long, value_name = "SIZE")]
+    pub max_bytes: Option<String>,
+}
+
+impl CaptureFlags {
+    /// The options these flags and `triggers` set.
+    pub fn options(&self, triggers: &[String]) -> Result<Options, CliError> {
+        let mut options = Options::default();
+        let flags = [
+            ("keep", &self.keep),
+            ("keep_bytes", &self.keep_bytes),
+            ("before", &self.before),
+            ("after", &self.after),
+            ("cooldown", &self.cooldown),
+            ("spacing", &self.spacing),
+            ("max_capture", &self.max_capture),
+            ("max_capture_bytes", &self.max_capture_bytes),
+            ("max_files", &self.max_files),
+            ("max_bytes", &self.max_bytes),
+        ];
+        let values = flags
+            .iter()
+            .filter_map(|(key, value)| value.as_deref().map(|v| (*key, v)));
+        let triggers = triggers.iter().map(|t| ("on", t.as_str()));
+        for (key, value) in triggers.chain(values) {
+            options
+                .set(key, value)
+                .map_err(|e| CliError::BadSettings(e.to_string()))?;
+        }
+        options
+            .check()
+            .map_err(|e| CliError::BadSettings(e.to_string()))?;
+        Ok(options)
+    }
+}
+
+fn unix_now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
+}
+
+struct Capturing {
+    recorder: Recorder,
+    store: Store,
+    /// SIGUSR1 arrived: a capture is asked for.
+    asked: Arc<AtomicBool>,
+    deadline: Option<Instant>,
+    last_progress: Instant,
+    shutdown: bool,
+}
+
+impl Capturing {
+    /// Every capture made whole goes to the directory, and is said.
+    fn write_captures(&mut self) {
+        while let Some(capture) = self.recorder.take() {
+            let written = self.store.write(&capture, |old| {
+                eprintln!("\rremoved {} (the directory's limits)", old.display());
+            });
+            match written {
+                Ok(path) => {
+                    let why: Vec<String> = capture
+                        .fired
+                        .iter()
+                        .map(|f| match f.trigger {
+                            Some(i) => format!("{}: {}", self.recorder.triggers()[i], f.what),
+                            None => format!("on demand: {}", f.what),
+                        })
+                        .collect();
+                    let cut = if capture.cut {
+                        ", cut at its bounds"
+                    } else {
+                        ""
+                    };
+                    eprintln!(
+                        "\rcaptured {} ({} bytes, {:.1} s{cut}): {}",
+                        path.display(),
+                        capture.bytes.len(),
+                        (capture.end - capture.begin) as f64 / 1e9,
+                        why.join("; ")
+                    );
+                }
+                // Said and counted; recording goes on.
+                Err(e) => eprintln!("\r{e}"),
+            }
+        }
+    }
+
+    fn progress(&self, end: &str) {
+        let (frames, bytes) = self.recorder.kept();
+        let stats = self.recorder.stats();
+        let store = self.store.stats();
+        eprint!(
+            "\rkept {frames} frames, {bytes} bytes; {} fired ({} in cooldown, {} spaced, {} merged); \
+             {} captures written, {} failed{end}",
+            stats.fired, stats.cooled, stats.spaced, stats.merged, store.written, store.failed
+        );
+    }
+}
+
+impl Consumer for Capturing {
+    fn frame(&mut self, frame: &Frame<'_>) -> Flow {
+        self.recorder.frame(frame, unix_now());
+        self.write_captures();
+        if frame.kind == FrameKind::Shutdown.to_byte() {
+            self.shutdown = true;
+            return Flow::Stop;
+        }
+        Flow::Continue
+    }
+
+    fn damage(&mut self, _error: DecodeError) {}
+
+    fn tick(&mut self) -> Flow {
+        if self.asked.swap(false, Ordering::Relaxed) {
+            eprintln!("\rSIGUSR1: capturing");
+            self.recorder.demand("SIGUSR1");
+        }
+        self.recorder.now(unix_now());
+        self.write_captures();
+        if self.last_progress.elapsed() >= Duration::from_secs(1) {
+            self.last_progress = Instant::now();
+            self.progress("");
+        }
+        if self.deadline.is_some_and(|d| Instant::now() >= d) {
+            return Flow::Stop;
+        }
+        Flow::Continue
+    }
+}
+
+/// SIGUSR1 sets the flag (Unix; elsewhere nothing does).
+fn on_sigusr1() -> Arc<AtomicBool> {
+    let asked = Arc::new(AtomicBool::new(false));
+    #[cfg(unix)]
+    if let Err(e) = signal_hook::flag::register(signal_hook::consts::SIGUSR1, Arc::clone(&asked)) {
+        eprintln!("SIGUSR1 will not ask for a capture: {e}");
+    }
+    asked
+}
+
+/// Keeps `addr`'s recent past and writes captures into `dir` until
+/// Shutdown, `duration`, or interruption.
+pub fn run(
+    addr: &str,
+    remote: &RemoteOptions,
+    dir: &Path,
+    options: Options,
+    duration: Option<Duration>,
+) -> Result<(), CliError> {
+    let limits = Limits {
+        files: options.max_files,
+        bytes: options.max_bytes,
+    };
+    let store =
+        Store::open(dir, typhon_live_recorder::store::DEFAULT_PREFIX, limits).map_err(|e| {
+            CliError::File {
+                path: dir.into(),
+                reason: e.to_string(),
+            }
+        })?;
+    let deadline = duration.map(|d| Instant::now() + d);
+    let secure = remote.secure()?;
+    let Some(socket) = attach::connect(addr, deadline, |_| true)? else {
+        return Ok(());
+    };
+    let mut stream = remote::open(socket, addr, secure.as_ref())?;
+    let triggers: Vec<String> = options.triggers.iter().map(ToString::to_string).collect();
+    eprintln!(
+        "recording {addr}: a capture into {} when {}",
+        dir.display(),
+        triggers.join(", or ")
+    );
+    let mut capturing = Capturing {
+        recorder: Recorder::new(options.settings, options.triggers),
+        store,
+        asked: on_sigusr1(),
+        deadline,
+        last_progress: Instant::now(),
+        shutdown: false,
+    };
+    let end = attach::read_frames(&mut stream, &mut capturing);
+    // The window being gathered ends with the stream.
+    capturing.recorder.end();
+    capturing.write_captures();
+    let why = if capturing.shutdown {
+        " (session ended)"
+    } else {
+        ""
+    };
+    capturing.progress(&format!("{why}\n"));
+    match end {
+        End::Done => Ok(()),
+        End::NotTyphon(reason) => Err(CliError::NotTyphon {
+            addr: addr.into(),
+            reason,
+        }),
+        End::Lost(reason) => Err(CliError::ConnectionLost {
+            addr: addr.into(),
+            reason,
+        }),
+    }
+}
