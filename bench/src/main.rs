@@ -314,6 +314,7 @@ fn timeline_draw_ms(model: &typhon_live_model::Model, window: Option<u64>) -> f6
         end: inputs.now,
         now: inputs.now,
         open_tasks: &inputs.open_tasks,
+        triggers: &inputs.triggers,
     };
     let area = Rect::new(0, 0, 200, 40);
     let mut times = Vec::new();

@@ -67,7 +67,7 @@ enum Command {
         #[arg(long = "on", value_name = "TRIGGER")]
         on: Vec<String>,
         #[command(flatten)]
-        capture: capture::CaptureFlags,
+        capture: Box<capture::CaptureFlags>,
         /// What to write [default: perfetto for a .pftrace or
         /// .perfetto-trace file, else tlt].
         #[arg(long, value_enum)]
@@ -148,7 +148,7 @@ fn run(cli: Cli) -> Result<(), CliError> {
                 let options = capture.options(&on)?;
                 return capture::run(&addr, &remote, &output, options, duration);
             }
-            if capture != capture::CaptureFlags::default() {
+            if *capture != capture::CaptureFlags::default() {
                 return Err(CliError::BadSettings(
                     "the recorder's flags (--keep, --before, ...) need a trigger: --on".into(),
                 ));

@@ -9,7 +9,7 @@ use std::io::Write;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::{temp, typhon, BIN};
+use common::{screen, temp, typhon, BIN};
 use typhon_live_core::{Exporter, LaneKind, Lanes, Metadata, NameTable};
 
 /// 40 ticks of 1 ms on a main lane, each a "Frame" span holding a
@@ -54,49 +54,6 @@ fn trace_with_a_stall() -> Vec<u8> {
         stream.extend_from_slice(&out[..f.len]);
     }
     stream
-}
-
-/// The screen a terminal of `rows` × `cols` shows after `output`: cursor
-/// positioning (`ESC[r;cH`) and text; other escape sequences (colours,
-/// modes) change nothing here.
-fn screen(output: &[u8], rows: usize, cols: usize) -> Vec<String> {
-    let text = String::from_utf8_lossy(output);
-    let mut grid = vec![vec![' '; cols]; rows];
-    let (mut r, mut c) = (0usize, 0usize);
-    let mut chars = text.chars().peekable();
-    while let Some(ch) = chars.next() {
-        if ch == '\u{1b}' {
-            if chars.peek() != Some(&'[') {
-                continue;
-            }
-            chars.next();
-            let mut params = String::new();
-            let mut end = ' ';
-            for p in chars.by_ref() {
-                if p.is_ascii_alphabetic() || p == '@' || p == '~' {
-                    end = p;
-                    break;
-                }
-                params.push(p);
-            }
-            if end == 'H' {
-                let mut it = params.split(';').map(|n| n.parse::<usize>().unwrap_or(1));
-                r = it.next().unwrap_or(1).saturating_sub(1);
-                c = it.next().unwrap_or(1).saturating_sub(1);
-            }
-            continue;
-        }
-        if ch == '\r' || ch == '\n' {
-            continue;
-        }
-        if r < rows && c < cols {
-            grid[r][c] = ch;
-        }
-        c += 1;
-    }
-    grid.into_iter()
-        .map(|row| row.into_iter().collect())
-        .collect()
 }
 
 #[test]

@@ -8,6 +8,7 @@ use typhon_live_core::{Event, GaugeValue};
 use crate::fields::Owner;
 use crate::history::{self, Chunk, GaugeRecord, InstantRecord, SpanRecord, TickRecord};
 use crate::limits::{MAX_GAUGES, MAX_OPEN_TICKS, MAX_TICKS};
+use crate::triggers::Trigger;
 use crate::{ns, Model, GAUGE_HISTORY, WINDOW_SECONDS};
 
 impl Model {
@@ -35,7 +36,13 @@ impl Model {
         self.note_owner(lane, event);
         self.keep(lane, event, self_time);
         match *event {
-            Event::Span { .. } | Event::Mark { .. } | Event::Unknown { .. } => {}
+            Event::Span { .. } | Event::Unknown { .. } => {}
+            Event::Mark { time, label, span } => self.triggers.add(Trigger {
+                time,
+                lane,
+                label,
+                span,
+            }),
             Event::Field {
                 time,
                 key,

@@ -15,6 +15,7 @@
 //! - [`stats`]: per-name totals and exact distributions;
 //! - [`logs`]: log events' texts, and the search both viewers run;
 //! - [`marks`]: where the stream lost something or started over;
+//! - [`triggers`]: a capture's triggers, where a view opens it;
 //! - [`limits`]: what a peer can make the viewer keep;
 //! - [`summary`]: what a view shows, computed on demand.
 #![deny(missing_docs)]
@@ -31,6 +32,7 @@ pub mod session;
 pub mod stats;
 pub mod summary;
 pub mod tasks;
+pub mod triggers;
 
 pub use fields::{FieldGroup, FieldRecord, FieldSummary};
 pub use limits::{
@@ -45,6 +47,7 @@ pub use summary::{
     TimelineInputs, PERCENTILE_SPANS,
 };
 pub use tasks::{task_tracks, OpenTask, PollMark, TaskBar, TaskTracks};
+pub use triggers::{Trigger, Triggers, MAX_TRIGGERS};
 
 /// Host time the sliding windows cover (tick durations, top spans: the
 /// latter from the per-name totals of the history's chunks that end in

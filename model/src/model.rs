@@ -18,6 +18,7 @@ use crate::logs::Logs;
 use crate::marks::{MarkKind, Marks};
 use crate::session::Connection;
 use crate::tasks::OpenTasks;
+use crate::triggers::Triggers;
 use crate::{ns, NS_PER_SECOND};
 
 /// A viewer's running state.
@@ -72,6 +73,8 @@ pub struct Model {
     pub(crate) mark_pending: Option<MarkKind>,
     /// Log events' texts.
     pub(crate) logs: Logs,
+    /// A capture's triggers.
+    pub(crate) triggers: Triggers,
 }
 
 impl Default for Model {
@@ -110,6 +113,7 @@ impl Model {
             marks: Marks::default(),
             mark_pending: None,
             logs: Logs::default(),
+            triggers: Triggers::default(),
         }
     }
 
@@ -212,6 +216,11 @@ impl Model {
     /// Log events' texts, the latest within their budget.
     pub fn logs(&self) -> &Logs {
         &self.logs
+    }
+
+    /// A capture's triggers, in the order read.
+    pub fn triggers(&self) -> &Triggers {
+        &self.triggers
     }
 
     /// Where the stream lost something or started over, oldest first.

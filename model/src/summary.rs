@@ -14,6 +14,7 @@ use crate::limits::{Limits, Refused, LIMITS};
 use crate::marks::Mark;
 use crate::session::Connection;
 use crate::tasks::OpenTask;
+use crate::triggers::Trigger;
 use crate::{ns, stats, Model, NS_PER_SECOND, WINDOW_SECONDS};
 
 impl Model {
@@ -123,6 +124,7 @@ impl Model {
             ticks_per_second: NS_PER_SECOND,
             marks: self.marks.iter().copied().collect(),
             open_tasks: self.open_tasks.iter().map(|(id, t)| (id, *t)).collect(),
+            triggers: self.triggers.iter().copied().collect(),
         }
     }
 
@@ -412,6 +414,8 @@ pub struct TimelineInputs {
     pub marks: Vec<Mark>,
     /// Task spans begun and not ended: id and what is known of them.
     pub open_tasks: Vec<(u64, OpenTask)>,
+    /// A capture's triggers, in the order read.
+    pub triggers: Vec<Trigger>,
 }
 
 /// What the viewer keeps of the stream, as `--json` reports it.

@@ -71,7 +71,7 @@ pub struct Settings {
 
 impl Default for Settings {
     /// 30 s and 64 MiB of past; 10 s before a trigger and 5 s after; a
-    /// trigger's cooldown 60 s, 10 s between captures; a capture at most
+    /// trigger's cooldown 30 s, 2 s between captures; a capture at most
     /// 60 s and 128 MiB.
     fn default() -> Settings {
         const S: u64 = 1_000_000_000;
@@ -80,8 +80,8 @@ impl Default for Settings {
             keep_bytes: 64 << 20,
             before_ns: 10 * S,
             after_ns: 5 * S,
-            cooldown_ns: 60 * S,
-            spacing_ns: 10 * S,
+            cooldown_ns: 30 * S,
+            spacing_ns: 2 * S,
             max_capture_ns: 60 * S,
             max_capture_bytes: 128 << 20,
         }

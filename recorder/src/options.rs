@@ -9,8 +9,8 @@
 //! | `keep_bytes` | the past kept, a size | `64MiB` |
 //! | `before` | the window before a trigger | `10s` |
 //! | `after` | the window after a trigger | `5s` |
-//! | `cooldown` | a trigger's quiet time after it fired | `60s` |
-//! | `spacing` | the quiet time after a capture | `10s` |
+//! | `cooldown` | a trigger's quiet time after it fired | `30s` |
+//! | `spacing` | the quiet time after a capture | `2s` |
 //! | `max_capture` | a capture's length at most | `60s` |
 //! | `max_capture_bytes` | a capture's size at most | `128MiB` |
 //! | `max_files` | capture files kept, a number | `20` |

@@ -37,4 +37,7 @@ pub enum Action {
     ToggleLog,
     /// The log's least level shown: all, info, warn, error, then all.
     LogLevel,
+    /// A capture's next trigger: its tick or span shown, the span it
+    /// fired on selected (pauses). A capture opens on its first.
+    NextTrigger,
 }

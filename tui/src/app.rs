@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use ratatui::crossterm::event::{self, Event};
 use ratatui::DefaultTerminal;
 
+use crate::action::Action;
 use crate::keymap::{self, KEYS};
 use crate::ui_state::{Mode, Scene, UiState};
 use crate::view::{self, Panes};
@@ -143,6 +144,7 @@ impl Screen {
                 end,
                 now: inputs.now,
                 open_tasks: &inputs.open_tasks,
+                triggers: &inputs.triggers,
             },
             status: self.ui.status(&scene),
             spans: SpanTable {
@@ -195,14 +197,20 @@ impl Screen {
             let Some(action) = keymap::lookup(KEYS, &key) else {
                 continue;
             };
-            let inputs = model.timeline_inputs(crate::uptime::now());
-            let stats = model.span_stats();
-            let ids: Vec<u32> = self.ui.span_list(&stats).iter().map(|s| s.id).collect();
-            let scene = Scene::new(&inputs, &ids);
-            quit |= self.ui.apply(action, &scene);
+            quit |= self.apply(model, action);
             changed = true;
         }
         (quit, changed)
+    }
+
+    /// Does what `action` asks of the view of `model`, as its key would;
+    /// whether it asks to quit.
+    pub fn apply(&mut self, model: &Model, action: Action) -> bool {
+        let inputs = model.timeline_inputs(crate::uptime::now());
+        let stats = model.span_stats();
+        let ids: Vec<u32> = self.ui.span_list(&stats).iter().map(|s| s.id).collect();
+        let scene = Scene::new(&inputs, &ids);
+        self.ui.apply(action, &scene)
     }
 
     /// Gives the terminal back.
@@ -400,6 +408,7 @@ mod tests {
                 end,
                 now: inputs.now,
                 open_tasks: &inputs.open_tasks,
+                triggers: &inputs.triggers,
             };
             let area = Rect::new(0, 0, 100, 12);
             let mut buf = Buffer::empty(area);

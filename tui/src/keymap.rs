@@ -47,6 +47,7 @@ pub const KEYS: &[Binding] = &[
     bind(KeyCode::Home, Action::Oldest, "Home/End", "oldest/live"),
     bind(KeyCode::End, Action::Live, "", ""),
     bind(KeyCode::Char('w'), Action::WorstTick, "w", "worst tick"),
+    bind(KeyCode::Char('t'), Action::NextTrigger, "t", "trigger"),
     bind(KeyCode::Char('+'), Action::ZoomIn, "+/-", "zoom"),
     bind(KeyCode::Char('='), Action::ZoomIn, "", ""),
     bind(KeyCode::Char('-'), Action::ZoomOut, "", ""),
@@ -99,7 +100,7 @@ mod tests {
         assert_eq!(
             help(KEYS),
             "q quit  space pause  ←/→ tick  PgUp/PgDn screen  Home/End oldest/live  w worst tick  \
-             +/- zoom  ↑/↓ span  / filter  m its max  l log  v log level"
+             t trigger  +/- zoom  ↑/↓ span  / filter  m its max  l log  v log level"
         );
     }
 }

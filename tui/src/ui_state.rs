@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use typhon_live_core::Level;
 use typhon_live_model::history::{self, Chunk, TickRecord};
-use typhon_live_model::{LogQuery, SpanStats, TimelineInputs};
+use typhon_live_model::{LogQuery, SpanStats, TimelineInputs, Trigger};
 
 use super::action::Action;
 
@@ -38,6 +38,8 @@ pub struct Scene<'a> {
     pub ticks_per_second: u64,
     /// The span name ids of the list, as shown (filtered).
     pub spans: &'a [u32],
+    /// A capture's triggers.
+    pub triggers: &'a [Trigger],
 }
 
 impl<'a> Scene<'a> {
@@ -48,6 +50,7 @@ impl<'a> Scene<'a> {
             now: inputs.now,
             ticks_per_second: inputs.ticks_per_second,
             spans,
+            triggers: &inputs.triggers,
         }
     }
 
@@ -84,6 +87,8 @@ pub struct UiState {
     pub log: bool,
     /// What the log shows.
     pub log_query: LogQuery,
+    /// The trigger shown last, if any.
+    pub trigger: Option<usize>,
 }
 
 impl Default for UiState {
@@ -96,6 +101,7 @@ impl Default for UiState {
             filtering: false,
             log: false,
             log_query: LogQuery::default(),
+            trigger: None,
         }
     }
 }
@@ -191,6 +197,32 @@ impl UiState {
         self.pause_at(tick.end.saturating_add(len / 8), scene);
     }
 
+    /// Shows trigger `index` of the scene: the tick it fired in, else the
+    /// span it fired on, else its moment; that span's name selected.
+    fn show_trigger(&mut self, index: usize, scene: &Scene<'_>) {
+        let Some(trigger) = scene.triggers.get(index) else {
+            return;
+        };
+        self.trigger = Some(index);
+        let span = trigger.span_in(scene.chunks());
+        let whole = history::tick_at(scene.chunks(), trigger.time).or(span.map(|s| TickRecord {
+            tick: 0,
+            start: s.start,
+            end: s.start.saturating_add(s.duration),
+            overrun: false,
+        }));
+        match whole {
+            Some(tick) => self.show_tick(tick, scene),
+            None => {
+                let len = self.window_len(scene);
+                self.pause_at(trigger.time.saturating_add(len / 8), scene);
+            }
+        }
+        if let Some(row) = span.and_then(|s| scene.spans.iter().position(|&id| id == s.name)) {
+            self.selected = row;
+        }
+    }
+
     /// One line saying what the window shows.
     pub fn status(&self, scene: &Scene<'_>) -> String {
         let tps = scene.ticks_per_second.max(1) as f64;
@@ -204,8 +236,17 @@ impl UiState {
             Mode::Live => format!("LIVE, {across} across"),
             Mode::Paused { end, pinned } => {
                 let bytes: usize = pinned.iter().map(|c| c.bytes()).sum();
+                let trigger = match self.trigger.and_then(|i| Some((i, scene.triggers.get(i)?))) {
+                    Some((i, t)) => format!(
+                        "; trigger {} of {} (▼) at {:.3} s",
+                        i + 1,
+                        scene.triggers.len(),
+                        t.time as f64 / tps
+                    ),
+                    None => String::new(),
+                };
                 format!(
-                    "PAUSED at {:.3} s, {across} across; {:.1} MiB of history pinned, from {:.3} s",
+                    "PAUSED at {:.3} s, {across} across; {:.1} MiB of history pinned, from {:.3} s{trigger}",
                     *end as f64 / tps,
                     bytes as f64 / (1 << 20) as f64,
                     pinned.first().map_or(0.0, |c| c.first as f64 / tps)
@@ -275,6 +316,11 @@ impl UiState {
                     Some(_) => None,
                 }
             }
+            Action::NextTrigger if !scene.triggers.is_empty() => {
+                let next = self.trigger.map_or(0, |i| (i + 1) % scene.triggers.len());
+                self.show_trigger(next, scene);
+            }
+            Action::NextTrigger => return false,
             Action::ZoomIn => self.zoom = Some((len / 2).max(10)),
             Action::ZoomOut => {
                 let most = scene.now.saturating_sub(scene.oldest()).max(len);
@@ -288,6 +334,7 @@ impl UiState {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use typhon_live_model::history::SpanRecord;
 
     /// Ticks of 1 000 host ticks, tick 5 overrunning to 4 000.
     fn chunks() -> Vec<Arc<Chunk>> {
@@ -313,6 +360,7 @@ mod tests {
             now: 13_000,
             ticks_per_second: 1_000_000,
             spans: &[],
+            triggers: &[],
         }
     }
 
@@ -408,6 +456,7 @@ mod tests {
             now: 13_000,
             ticks_per_second: 1_000_000,
             spans: &[7, 3],
+            triggers: &[],
         };
         let mut ui = UiState::default();
         ui.apply(Action::SelectDown, &scene);
@@ -474,6 +523,7 @@ mod tests {
             now: 13_000,
             ticks_per_second: 1_000_000,
             spans: &[],
+            triggers: &[],
         };
         ui.apply(Action::TogglePause, &scene);
         // The stream goes on: the history is now something else entirely.
@@ -483,10 +533,73 @@ mod tests {
             now: 99_000,
             ticks_per_second: 1_000_000,
             spans: &[],
+            triggers: &[],
         };
         let (_, end, drawn) = ui.window(&scene);
         assert_eq!(end, 13_000);
         assert!(Arc::ptr_eq(&drawn[0], &chunks[0]));
+    }
+
+    #[test]
+    fn a_trigger_shows_its_tick_and_selects_the_span_that_ran_when_it_fired() {
+        let mut chunks = chunks();
+        let mut extra = Chunk::default();
+        // Tick 5 runs 5 000..9 000; span name 3 ran 5 500..8 500 inside
+        // span name 7 (5 000..9 000).
+        for (name, start, duration, id) in [(7, 5_000, 4_000, 1), (3, 5_500, 3_000, 2)] {
+            extra.push_span(
+                SpanRecord {
+                    start,
+                    duration,
+                    arg: 0,
+                    id,
+                    parent: 0,
+                    name,
+                    lane: 0,
+                    has_arg: false,
+                    poll: false,
+                },
+                duration,
+            );
+        }
+        chunks.push(Arc::new(extra));
+        let triggers = [
+            Trigger {
+                time: 6_000,
+                lane: 0,
+                label: 9,
+                span: None,
+            },
+            Trigger {
+                time: 12_500,
+                lane: 0,
+                label: 9,
+                span: Some((7, 5_000)),
+            },
+        ];
+        let scene = Scene {
+            chunks: &chunks,
+            now: 13_000,
+            ticks_per_second: 1_000_000,
+            spans: &[7, 3],
+            triggers: &triggers,
+        };
+        let mut ui = UiState::default();
+        ui.apply(Action::NextTrigger, &scene);
+        // Tick 5 shown whole (zoomed out to fit it), the innermost span
+        // running at 6 000 selected.
+        let (start, end, _) = ui.window(&scene);
+        assert!(start <= 5_000 && end >= 9_000, "{start}..{end}");
+        assert_eq!(ui.selected_row(2), Some(1));
+        assert!(ui.status(&scene).ends_with("trigger 1 of 2 (▼) at 0.006 s"));
+        // The next names its span: the span's tick (9, at 12 500) has no
+        // span of its own there, so its span named 7 is selected.
+        ui.apply(Action::NextTrigger, &scene);
+        assert_eq!(ui.selected_row(2), Some(0));
+        assert!(ui.status(&scene).contains("trigger 2 of 2"));
+        // And round again.
+        ui.apply(Action::NextTrigger, &scene);
+        assert!(ui.status(&scene).contains("trigger 1 of 2"));
     }
 }
 
@@ -516,6 +629,7 @@ mod with_a_model {
             end,
             now: inputs.now,
             open_tasks: &inputs.open_tasks,
+            triggers: &inputs.triggers,
         };
         let area = Rect::new(0, 0, 94, 4);
         let mut buf = Buffer::empty(area);

@@ -175,6 +175,7 @@ mod tests {
             ticks_per_second: 1_000_000_000,
             marks: Vec::new(),
             open_tasks: Vec::new(),
+            triggers: Vec::new(),
         }
     }
 

@@ -33,10 +33,10 @@ pub struct CaptureFlags {
     /// A capture's window after its trigger (`5s`).
     #[arg(long, value_name = "DURATION")]
     pub after: Option<String>,
-    /// A trigger's quiet time after it fired (`60s`).
+    /// A trigger's quiet time after it fired (`30s`).
     #[arg(long, value_name = "DURATION")]
     pub cooldown: Option<String>,
-    /// The quiet time after a capture (`10s`).
+    /// The quiet time after a capture (`2s`).
     #[arg(long, value_name = "DURATION")]
     pub spacing: Option<String>,
     /// A capture's length at most (`60s`).

@@ -11,7 +11,6 @@ use std::time::{Duration, Instant};
 use typhon_live_model::{Connection, Model};
 use typhon_live_tui::action::Action;
 use typhon_live_tui::app::Screen;
-use typhon_live_tui::ui_state::Scene;
 
 use crate::error::CliError;
 use crate::trace_file;
@@ -31,11 +30,14 @@ pub fn run(path: &Path, json: bool) -> Result<(), CliError> {
         return Ok(());
     }
     let mut screen = Screen::open().map_err(|e| CliError::Terminal(e.to_string()))?;
-    // Paused at the end of the file.
-    let inputs = model.timeline_inputs(typhon_live_tui::uptime::now());
-    screen
-        .ui
-        .apply(Action::TogglePause, &Scene::new(&inputs, &[]));
+    // A capture opens on its first trigger; any other file paused at its
+    // end.
+    let opening = if model.triggers().is_empty() {
+        Action::TogglePause
+    } else {
+        Action::NextTrigger
+    };
+    screen.apply(&model, opening);
     loop {
         screen.draw(&mut model, Instant::now());
         let (quit, _) = screen.keys(&model, Duration::from_millis(250));
@@ -105,6 +107,20 @@ fn load(path: &Path) -> Result<Model, CliError> {
             first.offset,
             first.error
         ));
+    }
+    // A capture says so first: its trigger is what it is about.
+    if let Some(first) = model.triggers().first() {
+        let count = model.triggers().len();
+        let more = if count > 1 {
+            format!(" (1 of {count}: t for the next)")
+        } else {
+            String::new()
+        };
+        notice = format!(
+            "a capture, opened on its trigger \"{}\" at {:.3} s{more}; {notice}",
+            model.name(first.label),
+            first.time as f64 / 1e9,
+        );
     }
     model.notice = Some(notice);
     Ok(model)

@@ -267,3 +267,46 @@ pub fn middle(rect: &serde_json::Value) -> (f64, f64) {
     let at = |i: usize| rect[i].as_f64().unwrap_or(0.0);
     (at(0) + at(2) / 2.0, at(1) + at(3) / 2.0)
 }
+
+/// The screen a terminal of `rows` × `cols` shows after `output`: cursor
+/// positioning (`ESC[r;cH`) and text; other escape sequences (colours,
+/// modes) change nothing here.
+pub fn screen(output: &[u8], rows: usize, cols: usize) -> Vec<String> {
+    let text = String::from_utf8_lossy(output);
+    let mut grid = vec![vec![' '; cols]; rows];
+    let (mut r, mut c) = (0usize, 0usize);
+    let mut chars = text.chars().peekable();
+    while let Some(ch) = chars.next() {
+        if ch == '\u{1b}' {
+            if chars.peek() != Some(&'[') {
+                continue;
+            }
+            chars.next();
+            let mut params = String::new();
+            let mut end = ' ';
+            for p in chars.by_ref() {
+                if p.is_ascii_alphabetic() || p == '@' || p == '~' {
+                    end = p;
+                    break;
+                }
+                params.push(p);
+            }
+            if end == 'H' {
+                let mut it = params.split(';').map(|n| n.parse::<usize>().unwrap_or(1));
+                r = it.next().unwrap_or(1).saturating_sub(1);
+                c = it.next().unwrap_or(1).saturating_sub(1);
+            }
+            continue;
+        }
+        if ch == '\r' || ch == '\n' {
+            continue;
+        }
+        if r < rows && c < cols {
+            grid[r][c] = ch;
+        }
+        c += 1;
+    }
+    grid.into_iter()
+        .map(|row| row.into_iter().collect())
+        .collect()
+}

@@ -24,7 +24,7 @@ use typhon_live_core::OpenSpan;
 use typhon_live_reader::Names;
 
 use typhon_live_model::history::{Chunk, SpanRecord};
-use typhon_live_model::{task_tracks, OpenTask, TaskBar, TimelineInputs};
+use typhon_live_model::{task_tracks, OpenTask, TaskBar, TimelineInputs, Trigger};
 
 /// Columns of the lane labels.
 const LABEL: u16 = 14;
@@ -86,6 +86,8 @@ pub struct Timeline<'a> {
     pub now: u64,
     /// Task spans begun and not ended.
     pub open_tasks: &'a [(u64, OpenTask)],
+    /// A capture's triggers, marked on the ruler.
+    pub triggers: &'a [Trigger],
 }
 
 /// A span placed on the timeline.
@@ -281,6 +283,14 @@ impl Timeline<'_> {
                 if label.len() < room {
                     buf.set_string(x0 as u16 + 1, plot.y, &label, style);
                 }
+            }
+        }
+        // Where a capture's triggers fired, over the ticks.
+        let style = Style::default().fg(Color::White).bg(Color::Magenta);
+        for trigger in self.triggers {
+            let x = self.column(plot, trigger.time);
+            if (plot.x as i64..plot.right() as i64).contains(&x) {
+                buf[(x as u16, plot.y)].set_char('▼').set_style(style);
             }
         }
     }
@@ -516,6 +526,7 @@ mod tests {
             end: 1_000,
             now: 1_000,
             open_tasks: &[],
+            triggers: &[],
         };
         // 50 columns of plot: 20 host ticks a column.
         let area = Rect::new(0, 0, LABEL + 50, 5);
@@ -585,6 +596,7 @@ mod tests {
                 end,
                 now: u64::MAX,
                 open_tasks: &[],
+                triggers: &[],
             };
             for area in [
                 Rect::new(0, 0, 60, 10),
@@ -627,6 +639,7 @@ mod tests {
             end: 20_000,
             now: 20_000,
             open_tasks: &[],
+            triggers: &[],
         };
         // 40 columns of 500 µs: every chunk (100 µs) is narrower than one.
         let area = Rect::new(0, 0, LABEL + 40, 3);
@@ -709,6 +722,7 @@ mod tests {
             end: 1_000,
             now: 1_000,
             open_tasks: &open,
+            triggers: &[],
         };
         // 50 columns of plot: 20 host ticks a column.
         let area = Rect::new(0, 0, LABEL + 50, 4);
