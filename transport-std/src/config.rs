@@ -11,6 +11,9 @@
 //! | `Trace` | `TYPHON__PROFILER__TRACE` | `--trace <path>` | none | also write the stream to this file |
 //! | `Compression` | `TYPHON__PROFILER__COMPRESSION` | `--compression <off\|lz4\|auto>` | `auto` | LZ4 over each Block: never, always, or when it saves at least 1/16 |
 //! | `RingEvents` | `TYPHON__PROFILER__RINGEVENTS` | `--ring-events <n>` | `16384` | events each recording thread's ring holds between drains: a power of two from 1024 to 65536, 40 bytes each |
+//! | `Recorder.Dir` | `TYPHON__PROFILER__RECORDER__DIR` | `--capture-dir <dir>` | off | the flight recorder on: captures go to this directory (docs/RECORDER.md) |
+//! | `Recorder.On` (a string or a list) | `TYPHON__PROFILER__RECORDER__ON` (`;` between triggers) | `--capture-on <trigger>` (repeated) | none | the triggers; SIGUSR1 and `Profiler::capture` ask for a capture at once |
+//! | `Recorder.Keep`, `KeepBytes`, `Before`, `After`, `Cooldown`, `Spacing`, `MaxCapture`, `MaxCaptureBytes`, `MaxFiles`, `MaxBytes` | `TYPHON__PROFILER__RECORDER__KEEP`, `..._KEEPBYTES`, ... | `--capture-keep <d>`, `--capture-keep-bytes <size>`, ... | see docs/RECORDER.md | what the recorder keeps and writes (`typhon_live_recorder::options`) |
 
 use std::fmt;
 use std::net::IpAddr;
@@ -19,6 +22,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 use typhon_live_core::Compression;
+use typhon_live_recorder::{OptionError, Options};
 
 use crate::runtime::{valid_ring_events, DEFAULT_RING_EVENTS};
 
@@ -53,6 +57,11 @@ pub struct ProfilerConfig {
     /// Events each lane's ring holds: a power of two from 1024 to
     /// [`MAX_RING_EVENTS`](crate::runtime::MAX_RING_EVENTS).
     pub ring_events: usize,
+    /// The flight recorder's directory: set, the recorder runs.
+    pub capture_dir: Option<PathBuf>,
+    /// The flight recorder's options by key (`on` once per trigger), each
+    /// checked as it was read (see [`ProfilerConfig::recorder_options`]).
+    pub recorder: Vec<(String, String)>,
 }
 
 impl Default for ProfilerConfig {
@@ -67,6 +76,8 @@ impl Default for ProfilerConfig {
             block_max_age: Duration::from_millis(1),
             compression: Compression::Auto,
             ring_events: DEFAULT_RING_EVENTS,
+            capture_dir: None,
+            recorder: Vec::new(),
         }
     }
 }
@@ -98,6 +109,14 @@ pub enum ConfigError {
         /// What was expected.
         expected: &'static str,
     },
+    /// A flight recorder option that does not read; `key` names where
+    /// it came from.
+    Recorder {
+        /// Key, variable or flag.
+        key: String,
+        /// What was wrong, and where in the value.
+        error: Box<OptionError>,
+    },
 }
 
 impl fmt::Display for ConfigError {
@@ -116,6 +135,7 @@ impl fmt::Display for ConfigError {
             } => {
                 write!(f, "{key} = {value:?} is invalid: expected {expected}")
             }
+            ConfigError::Recorder { key, error } => write!(f, "{key}: {error}"),
         }
     }
 }
@@ -126,6 +146,7 @@ impl std::error::Error for ConfigError {
             ConfigError::Read { source, .. } => Some(source),
             ConfigError::Json { source, .. } => Some(source),
             ConfigError::Invalid { .. } => None,
+            ConfigError::Recorder { error, .. } => Some(&**error),
         }
     }
 }
@@ -148,6 +169,11 @@ pub struct ConfigLayer {
     pub compression: Option<Compression>,
     /// `RingEvents`.
     pub ring_events: Option<usize>,
+    /// `Recorder.Dir`.
+    pub capture_dir: Option<PathBuf>,
+    /// The other `Recorder.*` keys, as recorder options (`on` once per
+    /// trigger), in the order given.
+    pub recorder: Vec<(String, String)>,
     /// Keys the layer did not know, for a warning.
     pub unknown_keys: Vec<String>,
 }
@@ -222,6 +248,7 @@ impl ConfigLayer {
                             "RingEvents" => {
                                 self.ring_events = Some(ring_value(&name, &json_text(value))?)
                             }
+                            "Recorder" => self.read_recorder(value)?,
                             _ => self.unknown_keys.push(name),
                         }
                     }
@@ -233,6 +260,46 @@ impl ConfigLayer {
             self.enabled =
                 Some(telemetry_enabled.unwrap_or(true) && profiler_enabled.unwrap_or(true));
         }
+        Ok(())
+    }
+
+    /// `Typhon.Telemetry.Profiler.Recorder`: `Dir`, `On` (a trigger or a
+    /// list), and the recorder's options in PascalCase.
+    fn read_recorder(&mut self, recorder: &Value) -> Result<(), ConfigError> {
+        for (key, value) in recorder.as_object().into_iter().flatten() {
+            let name = format!("Typhon.Telemetry.Profiler.Recorder.{key}");
+            match (key.as_str(), value) {
+                ("Dir", value) => self.capture_dir = trace_value(value),
+                ("On", Value::Array(triggers)) => {
+                    for trigger in triggers {
+                        self.recorder_option(&name, "on", &json_text(trigger))?;
+                    }
+                }
+                ("On", trigger) => self.recorder_option(&name, "on", &json_text(trigger))?,
+                (key, value) => match recorder_key(|k| pascal(k) == key) {
+                    Some(option) => self.recorder_option(&name, option, &json_text(value))?,
+                    None => self.unknown_keys.push(name),
+                },
+            }
+        }
+        Ok(())
+    }
+
+    /// Keeps recorder option `option` = `value`, read from `name`, once it
+    /// reads.
+    fn recorder_option(
+        &mut self,
+        name: &str,
+        option: &str,
+        value: &str,
+    ) -> Result<(), ConfigError> {
+        Options::default()
+            .set(option, value)
+            .map_err(|error| ConfigError::Recorder {
+                key: name.into(),
+                error: Box::new(error),
+            })?;
+        self.recorder.push((option.into(), value.into()));
         Ok(())
     }
 
@@ -254,7 +321,18 @@ impl ConfigLayer {
                 "TRACE" => layer.trace = (!value.is_empty()).then(|| value.into()),
                 "COMPRESSION" => layer.compression = Some(compression_value(key, value)?),
                 "RINGEVENTS" => layer.ring_events = Some(ring_value(key, value)?),
-                _ => layer.unknown_keys.push(key.into()),
+                "RECORDER__DIR" => layer.capture_dir = (!value.is_empty()).then(|| value.into()),
+                "RECORDER__ON" => {
+                    for trigger in value.split(';').filter(|t| !t.trim().is_empty()) {
+                        layer.recorder_option(key, "on", trigger)?;
+                    }
+                }
+                other => match other.strip_prefix("RECORDER__").and_then(|rest| {
+                    recorder_key(|k| k.replace('_', "").to_ascii_uppercase() == rest)
+                }) {
+                    Some(option) => layer.recorder_option(key, option, value)?,
+                    None => layer.unknown_keys.push(key.into()),
+                },
             }
         }
         Ok(layer)
@@ -323,7 +401,28 @@ impl ConfigLayer {
                         .ok_or_else(|| missing("--ring-events", "a number of events"))?;
                     layer.ring_events = Some(ring_value("--ring-events", &value)?);
                 }
-                _ => {}
+                "--capture-dir" => {
+                    let value = next_value(&mut i)
+                        .ok_or_else(|| missing("--capture-dir", "a directory"))?;
+                    layer.capture_dir = Some(value.into());
+                }
+                flag => {
+                    let option = flag.strip_prefix("--capture-").and_then(|rest| {
+                        recorder_key(|k| k.replace('_', "-") == rest)
+                            .or((rest == "on").then_some("on"))
+                    });
+                    if let Some(option) = option {
+                        // A trigger holds spaces and `>`: its value is the
+                        // next argument whatever it starts with.
+                        let value = inline.clone().or_else(|| {
+                            let value = args.get(i + 1).cloned();
+                            i += usize::from(value.is_some());
+                            value
+                        });
+                        let value = value.ok_or_else(|| missing(flag, "a value"))?;
+                        layer.recorder_option(flag, option, &value)?;
+                    }
+                }
             }
             i += 1;
         }
@@ -360,8 +459,36 @@ impl ProfilerConfig {
             if let Some(events) = layer.ring_events {
                 config.ring_events = events;
             }
+            if let Some(dir) = &layer.capture_dir {
+                config.capture_dir = Some(dir.clone());
+            }
+            // A layer's triggers replace the lower layers'; its other
+            // options replace theirs key by key.
+            if layer.recorder.iter().any(|(k, _)| k == "on") {
+                config.recorder.retain(|(k, _)| k != "on");
+            }
+            for (key, value) in &layer.recorder {
+                if key != "on" {
+                    config.recorder.retain(|(k, _)| k != key);
+                }
+                config.recorder.push((key.clone(), value.clone()));
+            }
         }
         config
+    }
+
+    /// The flight recorder's options, when its directory is set; checked
+    /// together (a window before longer than the past kept, say).
+    pub fn recorder_options(&self) -> Result<Option<(PathBuf, Options)>, OptionError> {
+        let Some(dir) = &self.capture_dir else {
+            return Ok(None);
+        };
+        let mut options = Options::default();
+        for (key, value) in &self.recorder {
+            options.set(key, value)?;
+        }
+        options.check()?;
+        Ok(Some((dir.clone(), options)))
     }
 
     /// The configuration of this process: `typhon.telemetry.json` in the
@@ -492,6 +619,37 @@ fn ring_value(key: &str, value: &str) -> Result<usize, ConfigError> {
             value: value.into(),
             expected: "a power of two from 1024 to 65536",
         })
+}
+
+/// The recorder options besides `on` and the directory, by key.
+const RECORDER_KEYS: [&str; 10] = [
+    "keep",
+    "keep_bytes",
+    "before",
+    "after",
+    "cooldown",
+    "spacing",
+    "max_capture",
+    "max_capture_bytes",
+    "max_files",
+    "max_bytes",
+];
+
+/// The recorder option whose spelling in a layer passes `matches`.
+fn recorder_key(matches: impl Fn(&str) -> bool) -> Option<&'static str> {
+    RECORDER_KEYS.into_iter().find(|k| matches(k))
+}
+
+/// `keep_bytes` as the file spells it: `KeepBytes`.
+fn pascal(key: &str) -> String {
+    key.split('_')
+        .map(|word| {
+            let mut chars = word.chars();
+            chars.next().map_or_else(String::new, |c| {
+                c.to_ascii_uppercase().to_string() + chars.as_str()
+            })
+        })
+        .collect()
 }
 
 fn trace_value(value: &Value) -> Option<PathBuf> {

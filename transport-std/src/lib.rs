@@ -4,7 +4,8 @@
 //!
 //! Byte work and protocol state belong to `typhon-live-core` and its
 //! sans-IO exporter; this crate supplies threads, sockets, files, time and
-//! configuration.
+//! configuration. The flight recorder (`typhon-live-recorder`) is one more
+//! reader of the exporter when its directory is configured.
 //!
 //! ```no_run
 //! use typhon_live_std::{config::ProfilerConfig, Profiler};
@@ -27,6 +28,7 @@
 pub mod attach;
 pub mod config;
 mod file;
+mod flight;
 pub mod metadata;
 pub mod runtime;
 pub mod sampling;

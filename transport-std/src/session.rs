@@ -23,6 +23,7 @@ use typhon_live_core::{
 
 use crate::config::ProfilerConfig;
 use crate::file::TraceFile;
+use crate::flight::{self, Flight};
 use crate::metadata::OwnedMetadata;
 use crate::runtime::{self, LANES, MAX_LANES};
 use crate::sampling;
@@ -67,6 +68,9 @@ pub enum StartError {
         /// The capacity asked for.
         events: usize,
     },
+    /// The flight recorder's options do not make sense together, or its
+    /// directory cannot be made.
+    Recorder(String),
 }
 
 impl fmt::Display for StartError {
@@ -88,6 +92,7 @@ impl fmt::Display for StartError {
                 "ring capacity {events} is not a power of two from 1024 to {}",
                 runtime::MAX_RING_EVENTS
             ),
+            StartError::Recorder(why) => write!(f, "the flight recorder cannot start: {why}"),
         }
     }
 }
@@ -95,7 +100,9 @@ impl fmt::Display for StartError {
 impl std::error::Error for StartError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            StartError::AlreadyRunning | StartError::RingEvents { .. } => None,
+            StartError::AlreadyRunning
+            | StartError::RingEvents { .. }
+            | StartError::Recorder(_) => None,
             StartError::Listen { source, .. }
             | StartError::Trace { source, .. }
             | StartError::Thread(source) => Some(source),
@@ -128,6 +135,12 @@ pub struct Stats {
     /// Times a recording thread woke the exporter before its interval was
     /// up, because its ring passed half full.
     pub early_wakes: u64,
+    /// The flight recorder's triggers that fired (on demand included).
+    pub triggers_fired: u64,
+    /// Its captures written whole.
+    pub captures_written: u64,
+    /// Its captures not written (a full disk, the disk too slow).
+    pub captures_failed: u64,
 }
 
 #[derive(Default)]
@@ -145,6 +158,8 @@ struct Control {
     cycles: AtomicU64,
     /// The process's early-wake count when this session started.
     wakes_at_start: u64,
+    /// The flight recorder's.
+    flight: Arc<flight::Counters>,
 }
 
 /// A running profiler. Dropping it stops it.
@@ -214,6 +229,14 @@ impl Profiler {
             })?),
             None => None,
         };
+        let flight = match config.recorder_options() {
+            Ok(Some((dir, options))) => Some(
+                Flight::start(dir, options, Arc::clone(&control.flight))
+                    .map_err(|e| StartError::Recorder(e.to_string()))?,
+            ),
+            Ok(None) => None,
+            Err(e) => return Err(StartError::Recorder(e.to_string())),
+        };
         let live_addr = live.as_ref().and_then(TcpSink::local_addr);
         let clock = runtime::clock();
         let created = SystemTime::now()
@@ -246,7 +269,7 @@ impl Profiler {
                     // The slot is free again once the thread has let go of
                     // the lanes, however the session ends.
                     let _slot = slot;
-                    export(&meta, live, trace, pacing, &control, clock)
+                    export(&meta, live, trace, flight, pacing, &control, clock)
                 })
                 .map_err(StartError::Thread)?
         };
@@ -308,7 +331,16 @@ impl Profiler {
             worst_cycle_us: c.worst_cycle_us.load(Ordering::Relaxed),
             cycles: c.cycles.load(Ordering::Relaxed),
             early_wakes: runtime::early_wakes().saturating_sub(c.wakes_at_start),
+            triggers_fired: c.flight.fired.load(Ordering::Relaxed),
+            captures_written: c.flight.written.load(Ordering::Relaxed),
+            captures_failed: c.flight.failed.load(Ordering::Relaxed),
         }
+    }
+
+    /// Asks the flight recorder for a capture now, as SIGUSR1 does (no
+    /// effect without one).
+    pub fn capture(&self) {
+        self.control.flight.asked.store(true, Ordering::Relaxed);
     }
 
     /// Ends the session: drains what is left, sends Shutdown to the viewer
@@ -380,8 +412,9 @@ fn poll(
     }
 }
 
-/// The session's exporter: two readers, the trace file and the live viewer.
-type SessionExporter<'a> = Exporter<'a, MAX_LANES, 2>;
+/// The session's exporter: three readers, the trace file, the live viewer
+/// and the flight recorder.
+type SessionExporter<'a> = Exporter<'a, MAX_LANES, 3>;
 
 /// How the exporter thread paces and shapes its Blocks.
 #[derive(Clone, Copy)]
@@ -393,13 +426,15 @@ struct Pacing {
     compression: Compression,
 }
 
-/// Where frames go: the trace file and the live viewer, each a reader of
-/// the exporter.
+/// Where frames go: the trace file, the live viewer and the flight
+/// recorder, each a reader of the exporter.
 struct Sinks {
     live: Option<TcpSink>,
     live_reader: Option<ReaderId>,
     trace: Option<TraceFile>,
     file_reader: Option<ReaderId>,
+    flight: Option<Flight>,
+    flight_reader: Option<ReaderId>,
 }
 
 impl Sinks {
@@ -421,6 +456,11 @@ impl Sinks {
                 // Failed and closed: nothing more is encoded for it.
                 exporter.detach(frame.reader);
                 self.file_reader = None;
+            }
+        } else if Some(frame.reader) == self.flight_reader {
+            // In memory: never behind, never dropped.
+            if let Some(flight) = self.flight.as_mut() {
+                flight.frame(bytes);
             }
         } else if Some(frame.reader) == self.live_reader {
             let Some(sink) = self.live.as_mut() else {
@@ -471,7 +511,8 @@ impl Sinks {
             if out.len() < batch.frame_len() {
                 out.resize(batch.frame_len(), 0);
             }
-            for reader in [self.file_reader, self.live_reader].into_iter().flatten() {
+            let readers = [self.file_reader, self.live_reader, self.flight_reader];
+            for reader in readers.into_iter().flatten() {
                 match exporter.write_texts(reader, &batch, out) {
                     Ok(Some(frame)) => self.deliver(exporter, frame, &out[..frame.len], control),
                     Ok(None) => {}
@@ -497,6 +538,7 @@ fn export(
     meta: &OwnedMetadata,
     live: Option<TcpSink>,
     trace: Option<TraceFile>,
+    flight: Option<Flight>,
     pacing: Pacing,
     control: &Control,
     clock: &runtime::Clock,
@@ -525,6 +567,8 @@ fn export(
             live,
             live_reader: None,
             trace,
+            flight_reader: flight.as_ref().and_then(|_| exporter.attach()),
+            flight,
         };
         let mut texts = Texts {
             taken: texts::Taken::default(),
@@ -584,6 +628,9 @@ fn export(
                 // A crash loses at most this cycle.
                 file.flush();
             }
+            if let Some(flight) = sinks.flight.as_mut() {
+                flight.cycle();
+            }
             control
                 .events_refused
                 .store(exporter.events_refused(), Ordering::Relaxed);
@@ -601,11 +648,17 @@ fn export(
             }
         }
         let Sinks {
-            mut live, trace, ..
+            mut live,
+            trace,
+            flight,
+            ..
         } = sinks;
         if let Some(sink) = live.as_mut() {
             // Whatever is still queued had its chance until the deadline.
             sink.close();
+        }
+        if let Some(flight) = flight {
+            flight.finish();
         }
         trace.map_or(Ok(()), TraceFile::finish)
     });
