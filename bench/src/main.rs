@@ -11,6 +11,7 @@
 //! under load (4 sources, 4 viewers); `-- --relay-attack` its `/metrics`
 //! scraped while clients try to hold it.
 
+mod flight;
 mod formats;
 mod live;
 mod relay;
@@ -613,6 +614,10 @@ struct Options {
     /// table runs it in a process of its own.
     #[arg(long, hide = true)]
     service_row: bool,
+    /// Only the flight recorder's cost: the exporter thread's CPU at 1 M
+    /// spans/s, recorder on against off, alternated runs.
+    #[arg(long)]
+    recorder: bool,
 }
 
 fn main() {
@@ -687,6 +692,10 @@ fn main() {
     }
     if options.service_row {
         service::print_row(quick);
+        return;
+    }
+    if options.recorder {
+        print_table(quick, flight_rows(quick));
         return;
     }
     let settings = Settings {
@@ -947,7 +956,45 @@ fn main() {
         target: ">= 0.95 x no subscriber".into(),
         met: Some(service.typhon >= 0.95 * service.none),
     });
+    rows.extend(flight_rows(quick));
     print_table(quick, rows);
+}
+
+/// The flight recorder's cost on the exporter thread at 1 M spans/s:
+/// medians of alternated runs with it off and on, alone (it is then the
+/// only reader: the Blocks are encoded for it) and beside a trace file
+/// (its own part) (docs/RECORDER.md).
+fn flight_rows(quick: bool) -> Vec<Row> {
+    let (runs, seconds) = if quick { (3, 1) } else { (5, 3) };
+    [(false, "alone"), (true, "beside a trace file")]
+        .into_iter()
+        .map(|(file, beside)| {
+            let measured =
+                flight::alternated(1_000_000.0, Duration::from_secs(seconds), runs, file);
+            let (typhon, met) = match measured {
+                Some((off, on)) => (
+                    format!(
+                        "+{:.1} ms/s ({on:.1} on, {off:.1} off; median of {runs} alternated {seconds} s runs)",
+                        on - off
+                    ),
+                    Some(on - off <= 10.0),
+                ),
+                None => ("- (no /proc/self/task: Linux only)".into(), None),
+            };
+            Row {
+                what: if file {
+                    "flight recorder beside a trace file, exporter CPU at 1 M spans/s"
+                } else {
+                    "flight recorder alone, exporter CPU at 1 M spans/s"
+                },
+                typhon,
+                tracy: "-".into(),
+                puffin: "-".into(),
+                target: format!("<= +10 ms/s ({beside})"),
+                met,
+            }
+        })
+        .collect()
 }
 
 /// The table, with the machine it ran on.

@@ -65,10 +65,10 @@ impl Recorder {
     pub fn new(settings: Settings, triggers: Vec<Trigger>) -> Recorder {
         Recorder {
             last_fired: alloc::vec![None; triggers.len()],
+            watch: Watch::new(&triggers),
             settings,
             triggers,
             reader: Reader::new(),
-            watch: Watch::default(),
             ring: Ring::default(),
             gathering: None,
             done: VecDeque::new(),

@@ -167,9 +167,19 @@ struct OpenTick {
     fired: bool,
 }
 
+/// Which events any trigger looks at: the rest pass by at the cost of a
+/// match (the recorder reads every event of the stream).
+#[derive(Clone, Copy, Debug, Default)]
+struct Wants {
+    ticks: bool,
+    spans: bool,
+    gauges: bool,
+}
+
 /// What the triggers remember between updates.
 #[derive(Debug, Default)]
 pub(crate) struct Watch {
+    wants: Wants,
     ticks: Vec<OpenTick>,
     /// Open spans (lane, span id) that fired while open: they do not fire
     /// again when they end.
@@ -181,9 +191,25 @@ pub(crate) struct Watch {
 }
 
 impl Watch {
+    /// A watch of `triggers`.
+    pub(crate) fn new(triggers: &[Trigger]) -> Watch {
+        let any = |f: fn(&Kind) -> bool| triggers.iter().any(|t| f(&t.kind));
+        Watch {
+            wants: Wants {
+                ticks: any(|k| matches!(k, Kind::Tick { .. } | Kind::Overrun)),
+                spans: any(|k| matches!(k, Kind::Span { .. })),
+                gauges: any(|k| matches!(k, Kind::Gauge { .. })),
+            },
+            ..Watch::default()
+        }
+    }
+
     /// The session changed: ids mean other names, ticks and spans are gone.
     pub(crate) fn new_session(&mut self) {
-        *self = Watch::default();
+        *self = Watch {
+            wants: self.wants,
+            ..Watch::default()
+        };
     }
 
     fn named(&mut self, index: usize, name: &str, id: NameId, state: &State) -> bool {
@@ -238,7 +264,11 @@ impl Watch {
         event: Event,
         fire: &mut impl FnMut(Fired),
     ) {
+        let wants = self.wants;
         match event {
+            Event::TickStart { .. } | Event::TickEnd { .. } if !wants.ticks => {}
+            Event::Span { .. } | Event::TaskEnd { .. } if !wants.spans => {}
+            Event::Gauge { .. } if !wants.gauges => {}
             Event::TickStart { time, tick } => {
                 self.ticks.retain(|t| t.lane != lane);
                 if self.ticks.len() < MAX_WATCHED {
@@ -372,7 +402,7 @@ impl Watch {
         time: u64,
         fire: &mut impl FnMut(Fired),
     ) {
-        if !triggers.iter().any(|t| matches!(t.kind, Kind::Span { .. })) {
+        if !self.wants.spans {
             return;
         }
         for (&lane, row) in state.lanes() {
