@@ -46,6 +46,9 @@ enum Command {
         /// (within 512 MiB).
         #[arg(long, default_value_t = 60.0, value_parser = positive)]
         history: f64,
+        /// Where the `c` key's captures go (docs/RECORDER.md).
+        #[arg(long, default_value = "captures")]
+        capture_dir: PathBuf,
     },
     /// Watch a running process in a browser: serves the viewer and
     /// prints the URL to open.
@@ -129,7 +132,8 @@ fn run(cli: Cli) -> Result<(), CliError> {
             json,
             duration,
             history,
-        } => attach::run(&addr, &remote, json, duration, history),
+            capture_dir,
+        } => attach::run(&addr, &remote, json, duration, history, &capture_dir),
         Command::Record {
             addr,
             remote,

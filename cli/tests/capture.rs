@@ -209,3 +209,49 @@ fn a_bad_trigger_is_a_usage_error_that_points_at_its_fault() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("need a trigger: --on"));
 }
+
+#[test]
+fn the_c_key_of_the_terminal_view_writes_a_capture_of_what_it_kept() {
+    if !cfg!(unix) || Command::new("script").arg("--version").output().is_err() {
+        common::skipped("the terminal view needs a pty (script, util-linux)");
+        return;
+    }
+    let (mut demo, addr) = spawn_demo_with(&["--duration", "20", "--threads", "1"]);
+    let dir = temp("key-captures");
+    let _ = std::fs::remove_dir_all(&dir);
+    let command = format!(
+        "stty rows 40 cols 200; exec {BIN} attach {addr} --capture-dir {}",
+        dir.display()
+    );
+    let mut child = common::without_settings(&mut Command::new("script"))
+        .args(["-qfec", &command, "/dev/null"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("script starts");
+    let mut keys = child.stdin.take().unwrap();
+    std::thread::sleep(Duration::from_secs(3));
+    let _ = keys.write_all(b"c");
+    let _ = keys.flush();
+    // The window after is 5 s: the capture is whole once it has passed.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while captures(&dir).is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let _ = keys.write_all(b"q");
+    let _ = keys.flush();
+    let _ = child.wait();
+    let _ = demo.kill();
+    let _ = demo.wait();
+    let paths = captures(&dir);
+    assert_eq!(paths.len(), 1, "{paths:?}");
+    let held = read(&paths[0]);
+    assert_eq!(
+        (held.missed, held.damaged, held.unnamed),
+        (0, 0, 0),
+        "{held:?}"
+    );
+    assert_eq!(held.marks, ["on demand: the c key of the terminal view"]);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -180,6 +180,12 @@ impl Recorder {
         self.advance();
     }
 
+    /// A new connection: its frames are numbered afresh (the reader's
+    /// rule); the past kept and a capture being gathered go on.
+    pub fn reconnected(&mut self) {
+        self.reader.reconnected();
+    }
+
     /// The stream ended (a Shutdown, the connection closed for good): the
     /// capture being gathered is made whole now.
     pub fn end(&mut self) {

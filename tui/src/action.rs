@@ -40,4 +40,7 @@ pub enum Action {
     /// A capture's next trigger: its tick or span shown, the span it
     /// fired on selected (pauses). A capture opens on its first.
     NextTrigger,
+    /// Ask the flight recorder the view keeps for a capture: the past it
+    /// kept, and the window after (the attaching command writes it).
+    Capture,
 }

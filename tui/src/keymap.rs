@@ -48,6 +48,7 @@ pub const KEYS: &[Binding] = &[
     bind(KeyCode::End, Action::Live, "", ""),
     bind(KeyCode::Char('w'), Action::WorstTick, "w", "worst tick"),
     bind(KeyCode::Char('t'), Action::NextTrigger, "t", "trigger"),
+    bind(KeyCode::Char('c'), Action::Capture, "c", "capture"),
     bind(KeyCode::Char('+'), Action::ZoomIn, "+/-", "zoom"),
     bind(KeyCode::Char('='), Action::ZoomIn, "", ""),
     bind(KeyCode::Char('-'), Action::ZoomOut, "", ""),
@@ -100,7 +101,7 @@ mod tests {
         assert_eq!(
             help(KEYS),
             "q quit  space pause  ←/→ tick  PgUp/PgDn screen  Home/End oldest/live  w worst tick  \
-             t trigger  +/- zoom  ↑/↓ span  / filter  m its max  l log  v log level"
+             t trigger  c capture  +/- zoom  ↑/↓ span  / filter  m its max  l log  v log level"
         );
     }
 }

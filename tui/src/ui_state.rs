@@ -89,6 +89,9 @@ pub struct UiState {
     pub log_query: LogQuery,
     /// The trigger shown last, if any.
     pub trigger: Option<usize>,
+    /// A capture was asked for (`c`), for whoever keeps the recorder to
+    /// take.
+    pub capture_asked: bool,
 }
 
 impl Default for UiState {
@@ -102,6 +105,7 @@ impl Default for UiState {
             log: false,
             log_query: LogQuery::default(),
             trigger: None,
+            capture_asked: false,
         }
     }
 }
@@ -321,6 +325,7 @@ impl UiState {
                 self.show_trigger(next, scene);
             }
             Action::NextTrigger => return false,
+            Action::Capture => self.capture_asked = true,
             Action::ZoomIn => self.zoom = Some((len / 2).max(10)),
             Action::ZoomOut => {
                 let most = scene.now.saturating_sub(scene.oldest()).max(len);

@@ -1,14 +1,17 @@
 //! `typhon-live attach`: the live view of a running process.
 
 use std::io::{IsTerminal, Write};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use typhon_live_core::{DecodeError, Frame};
 use typhon_live_model::history::DEFAULT_HISTORY_BYTES;
 use typhon_live_model::{Connection, Model};
+use typhon_live_recorder::{Options, Settings};
 use typhon_live_std::attach::{self, Backoff, Consumer, End, Flow};
 use typhon_live_tui::app::Screen;
 
+use crate::cmd::capture::{self, Keeper};
 use crate::cmd::remote::{self, RemoteOptions, Secure, Stream};
 use crate::error::CliError;
 
@@ -75,6 +78,8 @@ impl Output {
 
 struct Viewer {
     model: Model,
+    /// The flight recorder the view keeps: `c` asks it for a capture.
+    keeper: Keeper,
     output: Output,
     last_draw: Instant,
     /// A key changed the view since the last draw.
@@ -87,6 +92,7 @@ impl Consumer for Viewer {
     fn frame(&mut self, frame: &Frame<'_>) -> Flow {
         // A damaged frame is in the model's notice.
         let _ = self.model.on_frame(frame, typhon_live_tui::uptime::now());
+        self.keeper.recorder.frame(frame, capture::unix_now());
         if self.model.ended_cleanly {
             Flow::Stop
         } else {
@@ -107,6 +113,21 @@ impl Consumer for Viewer {
         // A key redraws at once (at most ~30 times a second: a held key
         // must not starve the reading); otherwise every REFRESH.
         self.dirty |= changed;
+        if let Output::Terminal(screen) = &mut self.output {
+            if std::mem::take(&mut screen.ui.capture_asked) {
+                self.keeper
+                    .recorder
+                    .demand("the c key of the terminal view");
+                self.model.notice = Some(format!(
+                    "capturing the past and the next {:.0} s, into {}",
+                    Settings::default().after_ns as f64 / 1e9,
+                    self.keeper.dir().display()
+                ));
+            }
+        }
+        self.keeper.recorder.now(capture::unix_now());
+        let model = &mut self.model;
+        self.keeper.write(|line| model.notice = Some(line));
         let since = self.last_draw.elapsed();
         if (self.dirty && since >= KEY_REDRAW) || since >= REFRESH {
             self.last_draw = Instant::now();
@@ -125,10 +146,12 @@ pub fn run(
     json: bool,
     duration: Option<Duration>,
     history_seconds: f64,
+    capture_dir: &Path,
 ) -> Result<(), CliError> {
     let secure = remote.secure()?;
     let mut viewer = Viewer {
         model: Model::with_history(history_seconds, DEFAULT_HISTORY_BYTES),
+        keeper: Keeper::new(capture_dir, Options::default()),
         output: Output::new(json)?,
         last_draw: Instant::now(),
         dirty: false,
@@ -198,6 +221,7 @@ fn watch(addr: &str, secure: Option<&Secure>, viewer: &mut Viewer) -> Result<(),
                 };
                 stream = reconnected;
                 viewer.model.reconnected();
+                viewer.keeper.recorder.reconnected();
                 // A new Init tells a restart (new session id) from a
                 // transient drop (same id); the model notices which.
                 viewer.model.notice = Some("reconnected after a dropped connection".into());

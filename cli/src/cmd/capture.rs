@@ -4,13 +4,13 @@
 //! the directory each time a trigger fires (docs/RECORDER.md); SIGUSR1
 //! asks for one at once.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use typhon_live_core::{DecodeError, Frame, FrameKind};
-use typhon_live_recorder::store::{Limits, Store};
+use typhon_live_recorder::store::{Limits, Store, DEFAULT_PREFIX};
 use typhon_live_recorder::{Options, Recorder};
 use typhon_live_std::attach::{self, Consumer, End, Flow};
 
@@ -86,28 +86,58 @@ impl CaptureFlags {
     }
 }
 
-fn unix_now() -> u64 {
+/// Unix time now, ns: a frame's arrival as the recorder takes it.
+pub fn unix_now() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as u64)
 }
 
-struct Capturing {
-    recorder: Recorder,
-    store: Store,
-    /// SIGUSR1 arrived: a capture is asked for.
-    asked: Arc<AtomicBool>,
-    deadline: Option<Instant>,
-    last_progress: Instant,
-    shutdown: bool,
+/// A recorder beside a stream's reader, and the directory its captures
+/// go to (opened, made if missing, at the first capture).
+pub struct Keeper {
+    /// The recorder.
+    pub recorder: Recorder,
+    dir: PathBuf,
+    limits: Limits,
+    store: Option<Store>,
 }
 
-impl Capturing {
-    /// Every capture made whole goes to the directory, and is said.
-    fn write_captures(&mut self) {
+impl Keeper {
+    /// A recorder of `options` writing into `dir`.
+    pub fn new(dir: &Path, options: Options) -> Keeper {
+        Keeper {
+            limits: Limits {
+                files: options.max_files,
+                bytes: options.max_bytes,
+            },
+            recorder: Recorder::new(options.settings, options.triggers),
+            dir: dir.into(),
+            store: None,
+        }
+    }
+
+    /// Every capture made whole goes to the directory; each, and each
+    /// older one removed for the limits, is said to `say`.
+    pub fn write(&mut self, mut say: impl FnMut(String)) {
         while let Some(capture) = self.recorder.take() {
-            let written = self.store.write(&capture, |old| {
-                eprintln!("\rremoved {} (the directory's limits)", old.display());
+            if self.store.is_none() {
+                match Store::open(&self.dir, DEFAULT_PREFIX, self.limits) {
+                    Ok(store) => self.store = Some(store),
+                    Err(e) => {
+                        say(e.to_string());
+                        continue;
+                    }
+                }
+            }
+            let Some(store) = self.store.as_mut() else {
+                continue;
+            };
+            let written = store.write(&capture, |old| {
+                say(format!(
+                    "removed {} (the directory's limits)",
+                    old.display()
+                ));
             });
             match written {
                 Ok(path) => {
@@ -124,35 +154,62 @@ impl Capturing {
                     } else {
                         ""
                     };
-                    eprintln!(
-                        "\rcaptured {} ({} bytes, {:.1} s{cut}): {}",
+                    say(format!(
+                        "captured {} ({} bytes, {:.1} s{cut}): {}",
                         path.display(),
                         capture.bytes.len(),
                         (capture.end - capture.begin) as f64 / 1e9,
                         why.join("; ")
-                    );
+                    ));
                 }
                 // Said and counted; recording goes on.
-                Err(e) => eprintln!("\r{e}"),
+                Err(e) => say(e.to_string()),
             }
         }
     }
 
+    /// Where its captures go.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Captures written, and not written.
+    fn counts(&self) -> (u64, u64) {
+        self.store
+            .as_ref()
+            .map_or((0, 0), |s| (s.stats().written, s.stats().failed))
+    }
+}
+
+struct Capturing {
+    keeper: Keeper,
+    /// SIGUSR1 arrived: a capture is asked for.
+    asked: Arc<AtomicBool>,
+    deadline: Option<Instant>,
+    last_progress: Instant,
+    shutdown: bool,
+}
+
+impl Capturing {
+    fn write_captures(&mut self) {
+        self.keeper.write(|line| eprintln!("\r{line}"));
+    }
+
     fn progress(&self, end: &str) {
-        let (frames, bytes) = self.recorder.kept();
-        let stats = self.recorder.stats();
-        let store = self.store.stats();
+        let (frames, bytes) = self.keeper.recorder.kept();
+        let stats = self.keeper.recorder.stats();
+        let (written, failed) = self.keeper.counts();
         eprint!(
             "\rkept {frames} frames, {bytes} bytes; {} fired ({} in cooldown, {} spaced, {} merged); \
-             {} captures written, {} failed{end}",
-            stats.fired, stats.cooled, stats.spaced, stats.merged, store.written, store.failed
+             {written} captures written, {failed} failed{end}",
+            stats.fired, stats.cooled, stats.spaced, stats.merged
         );
     }
 }
 
 impl Consumer for Capturing {
     fn frame(&mut self, frame: &Frame<'_>) -> Flow {
-        self.recorder.frame(frame, unix_now());
+        self.keeper.recorder.frame(frame, unix_now());
         self.write_captures();
         if frame.kind == FrameKind::Shutdown.to_byte() {
             self.shutdown = true;
@@ -166,9 +223,9 @@ impl Consumer for Capturing {
     fn tick(&mut self) -> Flow {
         if self.asked.swap(false, Ordering::Relaxed) {
             eprintln!("\rSIGUSR1: capturing");
-            self.recorder.demand("SIGUSR1");
+            self.keeper.recorder.demand("SIGUSR1");
         }
-        self.recorder.now(unix_now());
+        self.keeper.recorder.now(unix_now());
         self.write_captures();
         if self.last_progress.elapsed() >= Duration::from_secs(1) {
             self.last_progress = Instant::now();
@@ -200,17 +257,15 @@ pub fn run(
     options: Options,
     duration: Option<Duration>,
 ) -> Result<(), CliError> {
+    // The directory is refused now, not at the first capture.
     let limits = Limits {
         files: options.max_files,
         bytes: options.max_bytes,
     };
-    let store =
-        Store::open(dir, typhon_live_recorder::store::DEFAULT_PREFIX, limits).map_err(|e| {
-            CliError::File {
-                path: dir.into(),
-                reason: e.to_string(),
-            }
-        })?;
+    Store::open(dir, DEFAULT_PREFIX, limits).map_err(|e| CliError::File {
+        path: dir.into(),
+        reason: e.to_string(),
+    })?;
     let deadline = duration.map(|d| Instant::now() + d);
     let secure = remote.secure()?;
     let Some(socket) = attach::connect(addr, deadline, |_| true)? else {
@@ -224,8 +279,7 @@ pub fn run(
         triggers.join(", or ")
     );
     let mut capturing = Capturing {
-        recorder: Recorder::new(options.settings, options.triggers),
-        store,
+        keeper: Keeper::new(dir, options),
         asked: on_sigusr1(),
         deadline,
         last_progress: Instant::now(),
@@ -233,7 +287,7 @@ pub fn run(
     };
     let end = attach::read_frames(&mut stream, &mut capturing);
     // The window being gathered ends with the stream.
-    capturing.recorder.end();
+    capturing.keeper.recorder.end();
     capturing.write_captures();
     let why = if capturing.shutdown {
         " (session ended)"

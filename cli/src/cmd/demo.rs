@@ -427,6 +427,8 @@ pub fn run(opts: DemoOptions) -> Result<(), CliError> {
             false,
             opts.duration,
             typhon_live_model::history::DEFAULT_HISTORY_SECONDS,
+            // The c key's captures, as `attach` writes them.
+            std::path::Path::new("captures"),
         )
     };
     stop.store(true, Ordering::Relaxed);
