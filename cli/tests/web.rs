@@ -265,6 +265,72 @@ fn a_recorded_trace_is_read_whole_by_the_page_and_shown_paused_at_its_end() {
     let _ = std::fs::remove_file(&trace);
 }
 
+/// A capture of the demo's stall, written by the recorder in the demo's
+/// process, opens in the browser paused on its trigger: the stalled tick
+/// shown, the AI system's span selected, the trigger drawn.
+#[test]
+fn a_capture_opens_in_the_browser_on_its_trigger() {
+    if !cfg!(target_os = "linux") {
+        return skipped("the browser test runs Chromium on Linux only");
+    }
+    let _turn = one_browser();
+    let browser = match Browser::start(1400, 800) {
+        Ok(browser) => browser,
+        Err(why) => return skipped(&why),
+    };
+    let dir = common::temp("web-captures");
+    let _ = std::fs::remove_dir_all(&dir);
+    let ran = typhon()
+        .args([
+            "demo",
+            "--no-view",
+            "--live",
+            "0",
+            "--duration",
+            "13",
+            "--threads",
+            "2",
+        ])
+        .env("TYPHON__PROFILER__RECORDER__DIR", &dir)
+        .env("TYPHON__PROFILER__RECORDER__ON", "tick > 100ms")
+        .env("TYPHON__PROFILER__RECORDER__BEFORE", "1s")
+        .env("TYPHON__PROFILER__RECORDER__AFTER", "2s")
+        .stdout(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(ran.success());
+    let capture = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .next()
+        .expect("the stall at 10 s made a capture");
+    let (_view, url) = serve_web(&["view", capture.to_str().unwrap(), "--web"]);
+    browser.open(&url).unwrap();
+    let state = browser
+        .wait_for(HOOK, WAIT, |s| {
+            s["page"]["summary"]["connection"]["state"] == "file"
+                && s["page"]["triggers"]
+                    .as_array()
+                    .is_some_and(|t| !t.is_empty())
+                && !s["page"]["selected"].is_null()
+        })
+        .unwrap_or_else(|e| panic!("the page did not open the capture on its trigger: {e}"));
+    let page = &state["page"];
+    assert_eq!(page["paused"], true, "{page}");
+    assert_eq!(page["triggers"][0][0], "tick > 100ms", "{page}");
+    assert_eq!(page["selected"]["name"], "Sim.AI", "{page}");
+    // The stalled tick, 1.2 s, is in the window with room around it.
+    let window = &page["window"];
+    let length = window["end"].as_u64().unwrap() - window["start"].as_u64().unwrap();
+    assert!(length >= 1_200_000_000, "{window}");
+    let screenshot = std::env::temp_dir().join("typhon-live-capture.png");
+    if let Ok(png) = browser.screenshot() {
+        let _ = std::fs::write(&screenshot, png);
+        eprintln!("screenshot: {}", screenshot.display());
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn the_relays_browser_viewer_is_read_over_https_by_a_public_name() {
     if !cfg!(target_os = "linux") {

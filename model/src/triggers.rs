@@ -3,7 +3,7 @@
 //! capture on the first, paused, that span selected.
 
 use serde::Serialize;
-use typhon_live_core::NameId;
+use typhon_live_core::{NameId, OpenSpan};
 
 use crate::history::{Chunk, SpanRecord};
 
@@ -27,12 +27,22 @@ pub struct Trigger {
 impl Trigger {
     /// The span it fired on, in `chunks`: the one its mark names, else
     /// the innermost span of its lane that was running when it fired (a
-    /// tick's trigger names none: what ran then is its cause).
-    pub fn span_in<'a>(&self, chunks: impl Iterator<Item = &'a Chunk>) -> Option<SpanRecord> {
+    /// tick's trigger names none: what ran then is its cause). A span
+    /// still open where the stream ends (a capture cut inside its stall)
+    /// is found among `lanes`' open spans (as [`TimelineInputs`] lists
+    /// them), lasting until `now`.
+    ///
+    /// [`TimelineInputs`]: crate::TimelineInputs
+    pub fn span_in<'a>(
+        &self,
+        chunks: impl Iterator<Item = &'a Chunk>,
+        lanes: &[(u16, String, Vec<OpenSpan>)],
+        now: u64,
+    ) -> Option<SpanRecord> {
         let spans = chunks
             .flat_map(|c| c.spans.iter())
             .filter(|s| s.lane == self.lane && !s.poll);
-        match self.span {
+        let ended = match self.span {
             Some((name, start)) => spans
                 .filter(|s| s.name == name && s.start == start)
                 .copied()
@@ -41,7 +51,26 @@ impl Trigger {
                 .filter(|s| s.start <= self.time && self.time <= s.start.saturating_add(s.duration))
                 .min_by_key(|s| s.duration)
                 .copied(),
-        }
+        };
+        ended.or_else(|| {
+            let (_, _, open) = lanes.iter().find(|(id, _, _)| *id == self.lane)?;
+            let open = match self.span {
+                Some((name, start)) => open.iter().find(|o| o.name == name && o.start == start),
+                // Outermost first: the last begun by then is the innermost.
+                None => open.iter().rev().find(|o| o.start <= self.time),
+            }?;
+            Some(SpanRecord {
+                start: open.start,
+                duration: now.saturating_sub(open.start),
+                arg: 0,
+                id: open.id,
+                parent: 0,
+                name: open.name,
+                lane: self.lane,
+                has_arg: false,
+                poll: false,
+            })
+        })
     }
 }
 

@@ -1119,6 +1119,24 @@ pub fn nested_stream(ticks: std::ops::Range<u64>) -> Vec<u8> {
     stream
 }
 
+/// A flight recorder's capture of [`nested_stream`]'s ticks 0 to 99: tick
+/// 42 overruns, and the trigger `overrun` fires on it (20 ms before, 20 ms
+/// after).
+pub fn capture_stream() -> Vec<u8> {
+    use typhon_live_recorder::{Recorder, Settings};
+    const MS: u64 = 1_000_000;
+    let settings = Settings {
+        keep_ns: 100 * MS,
+        before_ns: 20 * MS,
+        after_ns: 20 * MS,
+        ..Settings::default()
+    };
+    let mut recorder = Recorder::new(settings, vec!["overrun".parse().unwrap()]);
+    each_frame(&nested_stream(0..100), |frame| recorder.frame(frame, 0));
+    recorder.end();
+    recorder.take().expect("tick 42 overran").bytes
+}
+
 /// Every frame of `bytes`, whole, to `take`; a test's stream has no
 /// damage, so any is a failure.
 pub fn each_frame(bytes: &[u8], mut take: impl FnMut(&typhon_live_core::Frame<'_>)) {

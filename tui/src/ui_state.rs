@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use typhon_live_core::Level;
+use typhon_live_core::{Level, OpenSpan};
 use typhon_live_model::history::{self, Chunk, TickRecord};
 use typhon_live_model::{LogQuery, SpanStats, TimelineInputs, Trigger};
 
@@ -40,6 +40,8 @@ pub struct Scene<'a> {
     pub spans: &'a [u32],
     /// A capture's triggers.
     pub triggers: &'a [Trigger],
+    /// The lanes with their open spans, in drawing order.
+    pub lanes: &'a [(u16, String, Vec<OpenSpan>)],
 }
 
 impl<'a> Scene<'a> {
@@ -51,6 +53,7 @@ impl<'a> Scene<'a> {
             ticks_per_second: inputs.ticks_per_second,
             spans,
             triggers: &inputs.triggers,
+            lanes: &inputs.lanes,
         }
     }
 
@@ -208,7 +211,7 @@ impl UiState {
             return;
         };
         self.trigger = Some(index);
-        let span = trigger.span_in(scene.chunks());
+        let span = trigger.span_in(scene.chunks(), scene.lanes, scene.now);
         let whole = history::tick_at(scene.chunks(), trigger.time).or(span.map(|s| TickRecord {
             tick: 0,
             start: s.start,
@@ -366,6 +369,7 @@ mod tests {
             ticks_per_second: 1_000_000,
             spans: &[],
             triggers: &[],
+            lanes: &[],
         }
     }
 
@@ -462,6 +466,7 @@ mod tests {
             ticks_per_second: 1_000_000,
             spans: &[7, 3],
             triggers: &[],
+            lanes: &[],
         };
         let mut ui = UiState::default();
         ui.apply(Action::SelectDown, &scene);
@@ -529,6 +534,7 @@ mod tests {
             ticks_per_second: 1_000_000,
             spans: &[],
             triggers: &[],
+            lanes: &[],
         };
         ui.apply(Action::TogglePause, &scene);
         // The stream goes on: the history is now something else entirely.
@@ -539,6 +545,7 @@ mod tests {
             ticks_per_second: 1_000_000,
             spans: &[],
             triggers: &[],
+            lanes: &[],
         };
         let (_, end, drawn) = ui.window(&scene);
         assert_eq!(end, 13_000);
@@ -588,6 +595,7 @@ mod tests {
             ticks_per_second: 1_000_000,
             spans: &[7, 3],
             triggers: &triggers,
+            lanes: &[],
         };
         let mut ui = UiState::default();
         ui.apply(Action::NextTrigger, &scene);

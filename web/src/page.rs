@@ -8,7 +8,7 @@ use std::time::Duration;
 use egui::{Color32, Context, Rect, RichText, Sense};
 use serde::Serialize;
 use std::collections::VecDeque;
-use typhon_live_model::history::SpanRecord;
+use typhon_live_model::history::{self, SpanRecord};
 
 use typhon_live_core::Level;
 use typhon_live_model::marks::LATENCY_MARK;
@@ -164,7 +164,27 @@ impl Page {
             path: "a recorded trace".into(),
         };
         self.view.resume();
-        self.view.pause(self.model.timeline_inputs(now));
+        let inputs = self.model.timeline_inputs(now);
+        // A capture opens on its first trigger: the tick it fired in, or
+        // the span it fired on, that span's name selected.
+        let opening = inputs.triggers.first().map(|trigger| {
+            let chunks = inputs.chunks.iter().map(|c| &**c);
+            let span = trigger.span_in(chunks.clone(), &inputs.lanes, inputs.now);
+            let shown = history::tick_at(chunks, trigger.time)
+                .map(|t| (t.start, t.duration()))
+                .or(span.map(|s| (s.start, s.duration.max(1))));
+            (trigger.time, shown, span.map(|s| s.name))
+        });
+        self.view.pause(inputs);
+        if let Some((time, shown, name)) = opening {
+            match shown {
+                Some((start, length)) => self.view.show(start, length),
+                None => self.view.centre_on(time),
+            }
+            if name.is_some() {
+                self.view.selected = name;
+            }
+        }
     }
 
     /// The stream's connection closed.
@@ -561,6 +581,12 @@ impl Page {
                 .collect(),
             pause_button: self.pause_button.map(css),
             timeline: self.geometry.rect.map(css),
+            triggers: self
+                .layout
+                .triggers
+                .iter()
+                .map(|(x, t)| (self.model.name(t.label), *x))
+                .collect(),
             log: self.log_made_for.as_ref().map(|_| LogHook {
                 matched: self.log_search.matched().len(),
                 kept: self.model.logs().lines().len(),
@@ -609,6 +635,8 @@ struct Hook {
     latency_marks: Vec<(u64, f64)>,
     pause_button: Option<[f32; 4]>,
     timeline: Option<[f32; 4]>,
+    /// A capture's triggers drawn: each label, and its x in the timeline.
+    triggers: Vec<(String, f32)>,
     /// The log panel, once the stream sent a line.
     log: Option<LogHook>,
 }
@@ -995,6 +1023,27 @@ mod tests {
             serde_json::json!([[1_700_000_000_123_456_789u64, 10.0]]),
             "{marks}"
         );
+    }
+
+    #[test]
+    fn a_capture_opens_paused_on_its_trigger() {
+        let mut page = Page::new(64 << 20);
+        page.connected("test".into());
+        page.take(&typhon_live_tests::capture_stream(), Duration::ZERO);
+        page.file_ended(Duration::ZERO);
+        let ctx = Context::default();
+        frame(&mut page, &ctx, Duration::ZERO, vec![]);
+        let hook = hook(&mut page);
+        assert_eq!(hook["paused"], Value::from(true), "{hook}");
+        // Tick 42, from 43 ms to 43.95 ms (host ns), shown whole, and the
+        // trigger drawn at its end.
+        let window = &hook["window"];
+        let (start, end) = (
+            window["start"].as_u64().unwrap(),
+            window["end"].as_u64().unwrap(),
+        );
+        assert!(start <= 43_000_000 && end >= 43_950_000, "{window}");
+        assert_eq!(hook["triggers"][0][0], Value::from("overrun"), "{hook}");
     }
 
     #[test]

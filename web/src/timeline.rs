@@ -21,6 +21,7 @@ use egui::{Align2, Color32, FontId, Painter, Pos2, Rect, Stroke, StrokeKind};
 use typhon_live_core::OpenSpan;
 use typhon_live_model::history::{InstantRecord, SpanRecord, TickRecord};
 use typhon_live_model::marks::{Mark, MarkKind};
+use typhon_live_model::Trigger;
 use typhon_live_model::{task_tracks, TaskTracks, TimelineInputs};
 
 use crate::view::Window;
@@ -103,6 +104,8 @@ pub struct Layout {
     pub gauges: Vec<GaugeRow>,
     /// Marks in the window, at their x.
     pub marks: Vec<(f32, Mark)>,
+    /// A capture's triggers in the window, at their x.
+    pub triggers: Vec<(f32, Trigger)>,
     /// The task spans in the window, packed in rows.
     pub tasks: TaskTracks,
     /// Spans read to lay it out, and bars made.
@@ -269,6 +272,12 @@ pub fn lay_out(inputs: &TimelineInputs, window: Window, width: f32) -> Layout {
         .iter()
         .filter(|m| (window.start..=window.end).contains(&m.time))
         .map(|m| (x(m.time), *m))
+        .collect();
+    layout.triggers = inputs
+        .triggers
+        .iter()
+        .filter(|t| (window.start..=window.end).contains(&t.time))
+        .map(|t| (x(t.time), *t))
         .collect();
     layout.bars = layout.lanes.iter().map(|l| l.bars.len()).sum();
     layout
@@ -601,6 +610,23 @@ pub fn paint(painter: &Painter, rect: Rect, layout: &Layout, style: &Style<'_>) 
             mark_text(mark),
             font.clone(),
             colour,
+        );
+    }
+    // A capture's triggers: a magenta line and what fired, by its label.
+    let magenta = Color32::from_rgb(0xe0, 0x40, 0xe0);
+    for (x, trigger) in &layout.triggers {
+        let at = left + x;
+        painter.line_segment(
+            [Pos2::new(at, ruler.top()), Pos2::new(at, y)],
+            Stroke::new(2.0, magenta),
+        );
+        // Under the ruler, where a tick's own label does not cover it.
+        painter.text(
+            Pos2::new(at + 3.0, ruler.bottom() + 14.0),
+            Align2::LEFT_TOP,
+            format!("trigger: {}", (style.name)(trigger.label)),
+            font.clone(),
+            magenta,
         );
     }
     geometry
