@@ -255,3 +255,68 @@ fn the_c_key_of_the_terminal_view_writes_a_capture_of_what_it_kept() {
     assert_eq!(held.marks, ["on demand: the c key of the terminal view"]);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The relay records each source on its own: the demo's stall captured,
+/// named by its source, and counted in /metrics.
+#[test]
+fn the_relay_captures_per_source_and_counts_its_captures() {
+    let (demo, addr) = spawn_demo_with(&["--duration", "30", "--threads", "1"]);
+    let _demo = common::Killed(demo);
+    let dir = temp("relay-captures");
+    let _ = std::fs::remove_dir_all(&dir);
+    let (_relay, metrics) = common::spawn_relay(
+        &[
+            "--metrics",
+            "127.0.0.1:0",
+            "--duration",
+            "30",
+            "--source",
+            &format!("game.server={addr}"),
+            "--capture",
+            dir.to_str().unwrap(),
+            "--on",
+            "tick > 100ms",
+            "--capture-option",
+            "before=2s",
+            "--capture-option",
+            "after=2s",
+            "--capture-memory",
+            "64MiB",
+        ],
+        "typhon-live relay: metrics on http://",
+    );
+    let port: u16 = metrics.rsplit(':').next().unwrap().parse().unwrap();
+    // The demo stalls at 10 s; the capture is whole 2 s after it fired.
+    common::wait_for(port, "typhon_captures_total{source=\"game.server\"}", |v| {
+        v >= 1.0
+    });
+    assert!(
+        common::relay_value(
+            port,
+            "typhon_capture_triggers_total{source=\"game.server\"}"
+        ) >= Some(1.0)
+    );
+    assert_eq!(
+        common::relay_value(
+            port,
+            "typhon_capture_failures_total{source=\"game.server\"}"
+        ),
+        Some(0.0)
+    );
+    let paths = captures(&dir);
+    assert_eq!(paths.len(), 1, "{paths:?}");
+    let name = paths[0].file_name().unwrap().to_string_lossy().into_owned();
+    assert!(
+        name.starts_with("game_server-") && name.ends_with(".tlt"),
+        "{name}"
+    );
+    let held = read(&paths[0]);
+    assert_eq!(
+        (held.missed, held.damaged, held.unnamed),
+        (0, 0, 0),
+        "{held:?}"
+    );
+    assert!(held.longest_ai >= 1_200_000_000, "{held:?}");
+    assert_eq!(held.marks, ["tick > 100ms"]);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -380,3 +380,57 @@ fn two_hundred_half_open_handshakes_leave_a_good_viewer_unaffected() {
     assert!(counted("crowded") + counted("timed_out") >= crowded_by as f64);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `POST /capture/NAME` to the metrics port asks the relay's recorder of
+/// that source for a capture at once: with the token only.
+#[test]
+fn a_capture_is_asked_over_https_with_the_token_and_refused_without() {
+    let (demo, source) = common::spawn_demo("30", "1");
+    let _demo = Killed(demo);
+    let dir = common::temp("remote-capture");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let token_file = dir.join("token");
+    std::fs::write(&token_file, format!("{TOKEN}\n")).unwrap();
+    let captures = dir.join("captures");
+    let (_relay, _addr, _fingerprint, metrics) = relay_over_tls(
+        &source,
+        &token_file,
+        &[
+            "--capture",
+            captures.to_str().unwrap(),
+            "--capture-option",
+            "after=500ms",
+        ],
+    );
+    let post = |path: &str, token: Option<&str>| {
+        let mut request = unverified().post(&format!("https://127.0.0.1:{metrics}{path}"));
+        if let Some(token) = token {
+            request = request.header("Authorization", &format!("Bearer {token}"));
+        }
+        request.send_empty().unwrap().status().as_u16()
+    };
+    // Let the relay read the source's Init first.
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(post("/capture/d", None), 401);
+    assert_eq!(post("/capture/d", Some("not-the-token")), 401);
+    assert_eq!(post("/capture/nobody", Some(TOKEN)), 404);
+    assert_eq!(post("/capture/d", Some(TOKEN)), 202);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let written = || {
+        std::fs::read_dir(&captures)
+            .map(|d| {
+                d.filter(|e| {
+                    e.as_ref()
+                        .is_ok_and(|e| e.file_name().to_string_lossy().ends_with(".tlt"))
+                })
+                .count()
+            })
+            .unwrap_or(0)
+    };
+    while written() == 0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(written(), 1, "one capture, asked once");
+    let _ = std::fs::remove_dir_all(&dir);
+}

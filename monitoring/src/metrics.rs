@@ -188,6 +188,9 @@ pub struct Metrics {
     refused: Family<SourceLabel, Counter>,
     log_lines: Family<LevelLabels, Counter>,
     log_lines_lost: Family<SourceLabel, Counter>,
+    capture_triggers: Family<SourceLabel, Counter>,
+    captures: Family<SourceLabel, Counter>,
+    capture_failures: Family<SourceLabel, Counter>,
     otlp_drops: Counter,
     otlp_rejected: Family<SignalLabel, Counter>,
     viewers: Gauge,
@@ -222,6 +225,9 @@ impl Metrics {
             refused: Family::default(),
             log_lines: Family::default(),
             log_lines_lost: Family::default(),
+            capture_triggers: Family::default(),
+            captures: Family::default(),
+            capture_failures: Family::default(),
             otlp_drops: Counter::default(),
             otlp_rejected: Family::default(),
             viewers: Gauge::default(),
@@ -292,6 +298,21 @@ impl Metrics {
             "series_refused",
             "Spans and gauge readings of names past the per-source series caps",
             metrics.refused.clone(),
+        );
+        registry.register(
+            "capture_triggers",
+            "The flight recorder's triggers that fired on a source's stream (docs/RECORDER.md), on demand included",
+            metrics.capture_triggers.clone(),
+        );
+        registry.register(
+            "captures",
+            "Captures of a source's stream written whole",
+            metrics.captures.clone(),
+        );
+        registry.register(
+            "capture_failures",
+            "Captures of a source's stream not written (a full disk, a disk too slow, a capture over the directory's limit)",
+            metrics.capture_failures.clone(),
         );
         registry.register(
             "log_lines",
@@ -492,6 +513,16 @@ fn level_label(source: &str, level: Level) -> LevelLabels {
     }
 }
 
+/// A source's captures written and not written, counted from the thread
+/// that writes them.
+#[derive(Clone, Debug)]
+pub struct CaptureCounts {
+    /// Written whole.
+    pub written: Counter,
+    /// Not written.
+    pub failed: Counter,
+}
+
 /// One source's side of the metrics: reads its frames and records.
 pub struct SourceMetrics {
     metrics: Arc<Metrics>,
@@ -525,6 +556,9 @@ impl SourceMetrics {
             &metrics.restarts,
             &metrics.refused,
             &metrics.log_lines_lost,
+            &metrics.capture_triggers,
+            &metrics.captures,
+            &metrics.capture_failures,
         ] {
             let _ = family.get_or_create(&label);
         }
@@ -603,6 +637,23 @@ impl SourceMetrics {
     pub fn reconnected(&mut self) {
         self.metrics.reconnects.get_or_create(&self.label).inc();
         self.ticks.clear();
+    }
+
+    /// Its flight recorder's triggers fired `n` times more.
+    pub fn capture_triggers(&self, n: u64) {
+        self.count(&self.metrics.capture_triggers, n);
+    }
+
+    /// Its capture counters, for the thread that writes its captures.
+    pub fn capture_counts(&self) -> CaptureCounts {
+        CaptureCounts {
+            written: self.metrics.captures.get_or_create(&self.label).clone(),
+            failed: self
+                .metrics
+                .capture_failures
+                .get_or_create(&self.label)
+                .clone(),
+        }
     }
 
     /// A frame of the source's arrived whole and broke a rule of the

@@ -81,15 +81,22 @@ pub fn negotiate<'a>(accept: impl IntoIterator<Item = &'a str>) -> Format {
 
 /// Serves [`app`] on `listener` until the process ends: over TLS, to
 /// scrapers that give the token as a bearer token, if `security` is
-/// given.
+/// given; `secured_routes` too (the relay's `POST /capture`), only then.
 pub fn serve(
     listener: TcpListener,
     metrics: Arc<Metrics>,
     security: Option<(Arc<rustls::ServerConfig>, Token)>,
+    secured_routes: Option<Router>,
 ) {
     let (app, tls) = match security {
         None => (app(metrics), None),
-        Some((tls, token)) => (bearer::require(app(metrics), token), Some(tls)),
+        Some((tls, token)) => {
+            let app = match secured_routes {
+                Some(routes) => app(metrics).merge(routes),
+                None => app(metrics),
+            };
+            (bearer::require(app, token), Some(tls))
+        }
     };
     if let Err(e) = typhon_live_http::serve(listener, app, Limits::default(), tls) {
         eprintln!("typhon-live relay: /metrics is not served: {e}");
@@ -108,7 +115,7 @@ mod tests {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
         let metrics = Arc::new(Metrics::new());
-        std::thread::spawn(move || serve(listener, metrics, None));
+        std::thread::spawn(move || serve(listener, metrics, None, None));
         let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
         stream
             .set_read_timeout(Some(Duration::from_secs(10)))

@@ -125,13 +125,13 @@ impl Options {
     }
 }
 
-/// A duration, in ns.
-fn duration(text: &str) -> Result<u64, ConditionError> {
+/// A duration, in ns, by the condition grammar's rule (`30s`).
+pub fn duration(text: &str) -> Result<u64, ConditionError> {
     whole(text, Unit::Duration)
 }
 
-/// A size, in bytes (a plain number is bytes).
-fn size(text: &str) -> Result<u64, ConditionError> {
+/// A size, in bytes (`64MiB`; a plain number is bytes).
+pub fn size(text: &str) -> Result<u64, ConditionError> {
     whole(text, Unit::Bytes)
 }
 

@@ -274,6 +274,83 @@ impl Store {
     }
 }
 
+/// Captures made whole and not yet written, at most, in a [`Writer`]: a
+/// disk slower than the triggers loses captures (counted), never the
+/// reading thread's time.
+pub const WAITING: usize = 2;
+
+/// A store written by a thread of its own, so that whoever reads the
+/// stream (an exporter, a relay's source) never waits on the disk.
+#[derive(Debug)]
+pub struct Writer {
+    captures: Option<std::sync::mpsc::SyncSender<Capture>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+/// What became of a capture handed to a [`Writer`], told to its `said`.
+#[derive(Debug)]
+pub enum Written<'a> {
+    /// Written whole, at this path; what made it.
+    Whole(&'a Path, &'a Capture),
+    /// An older capture removed for the directory's limits.
+    Removed(&'a Path),
+    /// Not written; nothing of it is left on disk.
+    Failed(&'a StoreError),
+}
+
+impl Writer {
+    /// A thread writing into `store`, telling `said` what became of each
+    /// capture.
+    pub fn start(
+        mut store: Store,
+        mut said: impl FnMut(Written<'_>) + Send + 'static,
+    ) -> io::Result<Writer> {
+        let (captures, waiting) = std::sync::mpsc::sync_channel::<Capture>(WAITING);
+        let thread = std::thread::Builder::new()
+            .name("typhon-live-captures".into())
+            .spawn(move || {
+                for capture in waiting {
+                    match store.write(&capture, |old| said(Written::Removed(old))) {
+                        Ok(path) => said(Written::Whole(&path, &capture)),
+                        Err(e) => said(Written::Failed(&e)),
+                    }
+                }
+            })?;
+        Ok(Writer {
+            captures: Some(captures),
+            thread: Some(thread),
+        })
+    }
+
+    /// Hands `capture` to the thread; it is given back when [`WAITING`]
+    /// are already waiting (or the thread is gone).
+    pub fn send(&self, capture: Capture) -> Result<(), Capture> {
+        match &self.captures {
+            Some(captures) => captures.try_send(capture).map_err(|e| match e {
+                std::sync::mpsc::TrySendError::Full(c)
+                | std::sync::mpsc::TrySendError::Disconnected(c) => c,
+            }),
+            None => Err(capture),
+        }
+    }
+
+    /// Hands `capture` to the thread, waiting for room (the stream ended).
+    pub fn send_waiting(&self, capture: Capture) -> Result<(), Capture> {
+        match &self.captures {
+            Some(captures) => captures.send(capture).map_err(|e| e.0),
+            None => Err(capture),
+        }
+    }
+
+    /// Every capture handed over written, then the thread ended.
+    pub fn finish(mut self) {
+        self.captures = None;
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

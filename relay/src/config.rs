@@ -13,7 +13,11 @@
 //!   "otlp_timeout_s": 10,
 //!   "slow_tick_ms": 100,
 //!   "otlp_interval_s": 5,
-//!   "web": 9300
+//!   "web": 9300,
+//!   "capture": "captures",
+//!   "capture_on": ["tick > 100ms"],
+//!   "capture_options": { "before": "5s" },
+//!   "capture_memory": "512MiB"
 //! }
 //! ```
 //!
@@ -29,9 +33,11 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+use crate::capture::{CaptureConfig, DEFAULT_MEMORY};
 use crate::error::RelayError;
 use crate::source::Source;
 use typhon_live_monitoring::otlp::settings::{Collector, OtelEnv, OtlpLayer};
+use typhon_live_recorder::Options;
 
 /// Ticks longer than this are exported over OTLP, by default.
 pub const DEFAULT_SLOW_TICK: Duration = Duration::from_millis(100);
@@ -87,6 +93,17 @@ pub struct Layer {
     /// the file.
     #[serde(skip)]
     pub token: Option<String>,
+    /// The flight recorder's directory: set, each source is recorded
+    /// (docs/RECORDER.md).
+    pub capture: Option<PathBuf>,
+    /// Its triggers.
+    #[serde(default)]
+    pub capture_on: Vec<String>,
+    /// Its other options by key (`keep`, `before`, ...).
+    #[serde(default)]
+    pub capture_options: BTreeMap<String, String>,
+    /// The memory every source's recorder may hold together (`512MiB`).
+    pub capture_memory: Option<String>,
 }
 
 impl Layer {
@@ -205,6 +222,8 @@ pub struct RelayConfig {
     pub unprefixed: bool,
     /// What the relay calls itself in what it prints.
     pub who: String,
+    /// The flight recorder per source, if asked for.
+    pub capture: Option<CaptureConfig>,
 }
 
 impl RelayConfig {
@@ -217,6 +236,7 @@ impl RelayConfig {
             .or(below.bind_address)
             .unwrap_or(IpAddr::V4(Ipv4Addr::LOCALHOST));
         let tls = tls(&below, &top, bind_address)?;
+        let capture = capture(&below, &top)?;
         let mut sources = below.sources;
         sources.extend(top.sources);
         if sources.is_empty() {
@@ -266,8 +286,48 @@ impl RelayConfig {
             tls,
             unprefixed: false,
             who: "typhon-live relay".into(),
+            capture,
         })
     }
+}
+
+/// The flight recorder's settings, `top` over `below`: a layer's
+/// triggers replace the lower one's, its options replace theirs key by
+/// key. An error names the option and where in its value it went wrong.
+fn capture(below: &Layer, top: &Layer) -> Result<Option<CaptureConfig>, String> {
+    let Some(dir) = top.capture.clone().or_else(|| below.capture.clone()) else {
+        if !top.capture_on.is_empty() || !below.capture_on.is_empty() {
+            return Err("capture_on: the triggers need a directory (--capture DIR)".into());
+        }
+        return Ok(None);
+    };
+    let mut options = Options::default();
+    let triggers = if top.capture_on.is_empty() {
+        &below.capture_on
+    } else {
+        &top.capture_on
+    };
+    for (key, value) in below.capture_options.iter().chain(&top.capture_options) {
+        options.set(key, value).map_err(|e| e.to_string())?;
+    }
+    for trigger in triggers {
+        options.set("on", trigger).map_err(|e| e.to_string())?;
+    }
+    options.check().map_err(|e| e.to_string())?;
+    let memory = match top
+        .capture_memory
+        .as_ref()
+        .or(below.capture_memory.as_ref())
+    {
+        Some(text) => typhon_live_recorder::options::size(text)
+            .map_err(|e| format!("capture_memory:\n{}", e.pointed(text)))?,
+        None => DEFAULT_MEMORY,
+    };
+    Ok(Some(CaptureConfig {
+        dir,
+        options,
+        memory,
+    }))
 }
 
 /// TLS on the viewers' port: asked for, implied by a certificate or a

@@ -31,6 +31,14 @@ pub enum RelayError {
         /// The bind error.
         reason: String,
     },
+    /// The captures' directory could not be made or read, or its
+    /// writer started.
+    Capture {
+        /// The directory.
+        dir: PathBuf,
+        /// Why.
+        reason: String,
+    },
 }
 
 impl fmt::Display for RelayError {
@@ -47,6 +55,9 @@ impl fmt::Display for RelayError {
             RelayError::BadSettings(reason) => f.write_str(reason),
             RelayError::CannotListen { addr, reason } => {
                 write!(f, "cannot listen on {addr}: {reason}")
+            }
+            RelayError::Capture { dir, reason } => {
+                write!(f, "captures cannot go to {}: {reason}", dir.display())
             }
         }
     }

@@ -11,6 +11,7 @@
 //! - [`remote`]: the viewers' port over TLS with a token (beyond loopback
 //!   always);
 //! - [`browser`]: the browser viewer's page and its tabs' streams;
+//! - [`capture`]: the flight recorder per source;
 //! - [`serve`]: all of it run from a [`RelayConfig`] ([`config`]: flags
 //!   over a JSON file over defaults), with the metrics served and
 //!   exported by `typhon-live-monitoring`.
@@ -18,6 +19,7 @@
 
 mod announce;
 pub mod browser;
+pub mod capture;
 pub mod config;
 mod error;
 pub mod fanout;

@@ -2,13 +2,16 @@
 //! serves them merged to any number of viewers, their metrics to
 //! Prometheus, and exports to OTLP.
 
+use std::collections::BTreeMap;
 use std::net::{SocketAddr, TcpListener};
+use std::sync::atomic::AtomicBool;
 use std::sync::mpsc::SyncSender;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::announce::tell;
 use crate::browser::{self, tabs};
+use crate::capture::{self, Asked, SourceCapture};
 use crate::config::RelayConfig;
 use crate::error::RelayError;
 use crate::fanout::{self, Input};
@@ -52,6 +55,32 @@ pub fn run(serve: &RelayConfig, duration: Option<Duration>) -> Result<(), RelayE
         .as_ref()
         .map(|tls| Security::new(who, tls, serve.bind_address))
         .transpose()?;
+    // Each source's flag for `POST /capture`, when its stream is recorded.
+    let asked: Asked = Arc::new(match &serve.capture {
+        Some(_) => sources
+            .iter()
+            .map(|s| (s.name.clone(), Arc::new(AtomicBool::new(false))))
+            .collect(),
+        None => BTreeMap::new(),
+    });
+    if let Some(capture) = &serve.capture {
+        let options = capture.per_source(sources.len());
+        let triggers: Vec<String> = options.triggers.iter().map(ToString::to_string).collect();
+        tell(
+            who,
+            &format!(
+                "captures into {} when {} (each source's past {} bytes at most, its capture {})",
+                capture.dir.display(),
+                if triggers.is_empty() {
+                    "asked".into()
+                } else {
+                    triggers.join(", or ")
+                },
+                options.settings.keep_bytes,
+                options.settings.max_capture_bytes
+            ),
+        );
+    }
     if let Some(addr) = serve.metrics {
         let secured = security
             .as_ref()
@@ -75,7 +104,10 @@ pub fn run(serve: &RelayConfig, duration: Option<Duration>) -> Result<(), RelayE
             ),
         }
         let metrics = Arc::clone(&metrics);
-        std::thread::spawn(move || scrape::serve(listener, metrics, secured));
+        // Asking for a capture takes the token: only on a secured port.
+        let routes = (serve.capture.is_some() && secured.is_some())
+            .then(|| capture::routes(Arc::clone(&asked)));
+        std::thread::spawn(move || scrape::serve(listener, metrics, secured, routes));
     }
     let inbox = if serve.listen.is_some() || serve.web.is_some() {
         let created = SystemTime::now()
@@ -127,13 +159,35 @@ pub fn run(serve: &RelayConfig, duration: Option<Duration>) -> Result<(), RelayE
         .map(|collector| export(who, collector, &metrics, serve.otlp_interval))
         .transpose()?;
     let traced = serve.otlp.as_ref().is_some_and(|c| c.traces.is_some());
-    let threads: Vec<_> = sources
+    let threads = sources
         .iter()
         .cloned()
         .enumerate()
-        .map(|(index, source)| {
+        .map(|(index, source)| -> Result<_, RelayError> {
+            let source_metrics = SourceMetrics::new(Arc::clone(&metrics), &source.name);
+            let capture = match (&serve.capture, asked.get(&source.name)) {
+                (Some(config), Some(flag)) => {
+                    let options = config.per_source(sources.len());
+                    let counts = source_metrics.capture_counts();
+                    Some(
+                        SourceCapture::start(
+                            config,
+                            options,
+                            &source.name,
+                            counts,
+                            Arc::clone(flag),
+                        )
+                        .map_err(|e| RelayError::Capture {
+                            dir: config.dir.clone(),
+                            reason: e.to_string(),
+                        })?,
+                    )
+                }
+                _ => None,
+            };
             let mut sinks = Sinks {
-                metrics: SourceMetrics::new(Arc::clone(&metrics), &source.name),
+                capture,
+                metrics: source_metrics,
                 merger: inbox.clone().map(|inbox: SyncSender<Input>| ToMerger {
                     inbox,
                     source: index,
@@ -143,9 +197,11 @@ pub fn run(serve: &RelayConfig, duration: Option<Duration>) -> Result<(), RelayE
                     TickTracer::new(&source.name, serve.slow_tick, exports, Arc::clone(&metrics))
                 }),
             };
-            std::thread::spawn(move || source::run(&source, &mut sinks, deadline))
+            Ok(std::thread::spawn(move || {
+                source::run(&source, &mut sinks, deadline)
+            }))
         })
-        .collect();
+        .collect::<Result<Vec<_>, _>>()?;
     for thread in threads {
         let _ = thread.join();
     }

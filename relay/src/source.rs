@@ -13,6 +13,8 @@ use typhon_live_monitoring::metrics::SourceMetrics;
 use typhon_live_monitoring::otlp::{unix_ns, TickTracer};
 use typhon_live_reader::owned::Reader;
 
+use crate::capture::SourceCapture;
+
 /// A source: its name in the metrics, and its address.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Source {
@@ -66,6 +68,8 @@ pub struct Sinks {
     pub merger: Option<ToMerger>,
     /// Its slow ticks, if they are exported over OTLP.
     pub tracer: Option<TickTracer>,
+    /// Its flight recorder, if captures are asked for.
+    pub capture: Option<SourceCapture>,
 }
 
 /// Frames read into updates for the sinks, until the deadline.
@@ -96,6 +100,9 @@ impl Consumer for Feed<'_> {
             }
         }
         let sinks = &mut *self.sinks;
+        if let Some(capture) = &mut sinks.capture {
+            capture.frame(frame, unix_ns(), &sinks.metrics);
+        }
         // A payload that does not decode (a peer's bug: its checksum
         // held) loses what it held; the frames after it go on.
         let result = self.reader.read(frame, unix_ns(), |update, state| {
@@ -133,6 +140,9 @@ impl Consumer for Feed<'_> {
     fn damage(&mut self, _error: DecodeError) {}
 
     fn tick(&mut self) -> Flow {
+        if let Some(capture) = &mut self.sinks.capture {
+            capture.tick(unix_ns(), &self.sinks.metrics);
+        }
         if self.up && self.last_frame.elapsed() > STALL_AFTER {
             (self.up, self.stalled) = (false, true);
             self.sinks.metrics.stalled();
@@ -184,6 +194,9 @@ pub fn run(source: &Source, sinks: &mut Sinks, deadline: Option<Instant>) {
         );
         let since = Instant::now();
         reader.reconnected();
+        if let Some(capture) = &mut sinks.capture {
+            capture.reconnected();
+        }
         let mut feed = Feed {
             name: &source.name,
             reader: &mut reader,

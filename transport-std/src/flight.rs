@@ -8,17 +8,11 @@
 use std::io;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::mpsc::{self, SyncSender, TrySendError};
 use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use typhon_live_recorder::store::{Limits, Store, DEFAULT_PREFIX};
-use typhon_live_recorder::{Capture, Options, Recorder};
-
-/// Captures made whole and not yet written, at most: a disk slower than
-/// the triggers loses captures (counted), never the exporter's time.
-const WAITING: usize = 2;
+use typhon_live_recorder::store::{Limits, Store, Writer, Written, DEFAULT_PREFIX, WAITING};
+use typhon_live_recorder::{Options, Recorder};
 
 /// What the recorder did, readable while the session runs.
 #[derive(Debug, Default)]
@@ -33,8 +27,7 @@ pub(crate) struct Counters {
 /// The recorder and the thread that writes its captures.
 pub(crate) struct Flight {
     recorder: Recorder,
-    captures: Option<SyncSender<Capture>>,
-    writer: Option<JoinHandle<()>>,
+    writer: Writer,
     counters: Arc<Counters>,
 }
 
@@ -56,38 +49,30 @@ impl Flight {
             files: options.max_files,
             bytes: options.max_bytes,
         };
-        let mut store = Store::open(&dir, DEFAULT_PREFIX, limits).map_err(io::Error::other)?;
-        let (captures, waiting) = mpsc::sync_channel::<Capture>(WAITING);
-        let written = Arc::clone(&counters);
-        let writer = std::thread::Builder::new()
-            .name("typhon-live-captures".into())
-            .spawn(move || {
-                for capture in waiting {
-                    let result = store.write(&capture, |old| {
-                        log::info!(
-                            "typhon-live: removed capture {} (the directory's limits)",
-                            old.display()
-                        );
-                    });
-                    match result {
-                        Ok(path) => {
-                            written.written.fetch_add(1, Ordering::Relaxed);
-                            let why: Vec<&str> =
-                                capture.fired.iter().map(|f| f.what.as_str()).collect();
-                            log::info!(
-                                "typhon-live: captured {} ({})",
-                                path.display(),
-                                why.join("; ")
-                            );
-                        }
-                        Err(e) => {
-                            // Said and counted; recording goes on.
-                            written.failed.fetch_add(1, Ordering::Relaxed);
-                            log::warn!("typhon-live: {e}");
-                        }
-                    }
-                }
-            })?;
+        let store = Store::open(&dir, DEFAULT_PREFIX, limits).map_err(io::Error::other)?;
+        let told = Arc::clone(&counters);
+        let writer = Writer::start(store, move |written| match written {
+            Written::Whole(path, capture) => {
+                told.written.fetch_add(1, Ordering::Relaxed);
+                let why: Vec<&str> = capture.fired.iter().map(|f| f.what.as_str()).collect();
+                log::info!(
+                    "typhon-live: captured {} ({})",
+                    path.display(),
+                    why.join("; ")
+                );
+            }
+            Written::Removed(old) => {
+                log::info!(
+                    "typhon-live: removed capture {} (the directory's limits)",
+                    old.display()
+                );
+            }
+            Written::Failed(e) => {
+                // Said and counted; recording goes on.
+                told.failed.fetch_add(1, Ordering::Relaxed);
+                log::warn!("typhon-live: {e}");
+            }
+        })?;
         #[cfg(unix)]
         if let Err(e) =
             signal_hook::flag::register(signal_hook::consts::SIGUSR1, Arc::clone(&counters.asked))
@@ -96,8 +81,7 @@ impl Flight {
         }
         Ok(Flight {
             recorder: Recorder::new(options.settings, options.triggers),
-            captures: Some(captures),
-            writer: Some(writer),
+            writer,
             counters,
         })
     }
@@ -130,20 +114,11 @@ impl Flight {
             .fired
             .store(self.recorder.stats().fired, Ordering::Relaxed);
         while let Some(capture) = self.recorder.take() {
-            let Some(captures) = &self.captures else {
-                return;
-            };
-            match captures.try_send(capture) {
-                Ok(()) => {}
-                Err(TrySendError::Full(_)) => {
-                    self.counters.failed.fetch_add(1, Ordering::Relaxed);
-                    log::warn!(
-                        "typhon-live: a capture was not written: {WAITING} were still waiting for the disk"
-                    );
-                }
-                Err(TrySendError::Disconnected(_)) => {
-                    self.counters.failed.fetch_add(1, Ordering::Relaxed);
-                }
+            if self.writer.send(capture).is_err() {
+                self.counters.failed.fetch_add(1, Ordering::Relaxed);
+                log::warn!(
+                    "typhon-live: a capture was not written: {WAITING} were still waiting for the disk"
+                );
             }
         }
     }
@@ -152,15 +127,11 @@ impl Flight {
     /// every capture written before this returns.
     pub(crate) fn finish(mut self) {
         self.recorder.end();
-        if let Some(captures) = self.captures.take() {
-            while let Some(capture) = self.recorder.take() {
-                if captures.send(capture).is_err() {
-                    self.counters.failed.fetch_add(1, Ordering::Relaxed);
-                }
+        while let Some(capture) = self.recorder.take() {
+            if self.writer.send_waiting(capture).is_err() {
+                self.counters.failed.fetch_add(1, Ordering::Relaxed);
             }
         }
-        if let Some(writer) = self.writer.take() {
-            let _ = writer.join();
-        }
+        self.writer.finish();
     }
 }

@@ -86,6 +86,24 @@ pub struct RelayOptions {
     /// start; repeat for each.
     #[arg(long = "public-host", value_name = "NAME")]
     pub public_hosts: Vec<String>,
+    /// Record each source with the flight recorder, its captures into
+    /// this directory, named by the source (docs/RECORDER.md).
+    #[arg(long, value_name = "DIR")]
+    pub capture: Option<PathBuf>,
+    /// A trigger (repeatable), for every source: `tick > 100ms`,
+    /// `span(NAME) > 20ms`, `gauge(NAME) > 2GiB`, `overrun`, `loss`.
+    /// With --tls, POST /capture[/NAME] to --metrics with the token asks
+    /// for a capture at once.
+    #[arg(long = "on", value_name = "TRIGGER")]
+    pub on: Vec<String>,
+    /// A recorder option for every source, KEY=VALUE (keep=30s,
+    /// before=10s, after=5s, cooldown=30s, ...); repeat for each.
+    #[arg(long = "capture-option", value_name = "KEY=VALUE")]
+    pub capture_options: Vec<String>,
+    /// The memory every source's recorder may hold together [default:
+    /// 512MiB].
+    #[arg(long, value_name = "SIZE")]
+    pub capture_memory: Option<String>,
     /// Stop after this many seconds.
     #[arg(long, value_parser = seconds)]
     pub duration: Option<Duration>,
@@ -133,6 +151,19 @@ pub fn run(options: RelayOptions) -> Result<(), CliError> {
         token_file: options.token_file,
         public_hosts: options.public_hosts,
         token: std::env::var(TOKEN_VARIABLE).ok(),
+        capture: options.capture,
+        capture_on: options.on,
+        capture_options: options
+            .capture_options
+            .iter()
+            .map(|text| {
+                let (key, value) = text.split_once('=').ok_or_else(|| {
+                    CliError::BadSettings(format!("--capture-option {text:?} is not KEY=VALUE"))
+                })?;
+                Ok((key.trim().to_owned(), value.trim().to_owned()))
+            })
+            .collect::<Result<_, CliError>>()?,
+        capture_memory: options.capture_memory,
     };
     let env = OtelEnv::of_process().map_err(CliError::BadSettings)?;
     let config = RelayConfig::layered(file.unwrap_or_default(), &env, flags)

@@ -55,6 +55,7 @@ pub fn serve(
         tls: None,
         unprefixed: true,
         who: "typhon-live web".into(),
+        capture: None,
     };
     Ok(typhon_live_relay::serve::run(&relay, duration)?)
 }
