@@ -233,6 +233,12 @@ impl Model {
         &self.history
     }
 
+    /// What the model's reader knows of the stream (a flight recorder
+    /// that keeps the frames the model reads checkpoints it).
+    pub fn state(&self) -> &State {
+        self.reader.state()
+    }
+
     /// Names by id.
     pub fn names(&self) -> &Names {
         self.reader.state().names()

@@ -7,7 +7,7 @@ use alloc::vec::Vec;
 
 use typhon_live_core::frame::frame_around;
 use typhon_live_core::{Frame, FrameKind};
-use typhon_live_reader::Reader;
+use typhon_live_reader::{Reader, State};
 
 use crate::capture::{Capture, Gathering, Marked};
 use crate::ring::{Kept, Ring};
@@ -57,6 +57,9 @@ pub struct Recorder {
     last_capture_end: Option<u64>,
     /// The stream's time: the latest it stated, or later as time passes.
     clock: u64,
+    /// Its frames come with another reader's state ([`Recorder::keep`]):
+    /// its own reader knows nothing.
+    shared: bool,
     stats: Stats,
 }
 
@@ -74,6 +77,7 @@ impl Recorder {
             done: VecDeque::new(),
             last_capture_end: None,
             clock: 0,
+            shared: false,
             stats: Stats::default(),
         }
     }
@@ -101,7 +105,10 @@ impl Recorder {
 
     /// Reads `frame`, which arrived at Unix time `arrival` (ns).
     pub fn frame(&mut self, frame: &Frame<'_>, arrival: u64) {
-        self.stats.frames += 1;
+        debug_assert!(
+            !self.shared,
+            "a recorder reads its frames or keeps another's reading, not both"
+        );
         let mut fired = Vec::new();
         let (watch, triggers) = (&mut self.watch, &self.triggers);
         // A damaged payload is told as a loss in the updates; the frame
@@ -109,7 +116,24 @@ impl Recorder {
         let _ = self.reader.read_at(frame, arrival, |state, update| {
             watch.update(triggers, state, &update, &mut |f| fired.push(f));
         });
-        self.clock = self.clock.max(self.reader.state().latest().unwrap_or(0));
+        let reader = core::mem::take(&mut self.reader);
+        self.take_in(frame, reader.state(), fired);
+        self.reader = reader;
+    }
+
+    /// Keeps `frame`, which its caller has read with a reader of its own
+    /// that now knows `state` (a viewer's model): no second reading, so
+    /// no trigger but [`Recorder::demand_with`]. A recorder takes its
+    /// frames one way or the other, never both.
+    pub fn keep(&mut self, frame: &Frame<'_>, state: &State) {
+        self.shared = true;
+        self.take_in(frame, state, Vec::new());
+    }
+
+    /// `frame` kept, `state` its reading; `fired` what it fired.
+    fn take_in(&mut self, frame: &Frame<'_>, state: &State, fired: Vec<Fired>) {
+        self.stats.frames += 1;
+        self.clock = self.clock.max(state.latest().unwrap_or(0));
         let Ok((header, trailer)) = frame_around(frame.kind, frame.flags, frame.seq, frame.payload)
         else {
             return;
@@ -126,12 +150,11 @@ impl Recorder {
                 self.finish();
             } else {
                 gathering.push(kept);
-                gathering.names_defined(last_name(&self.reader));
+                gathering.names_defined(last_name(state));
             }
         }
         let marks_a_start =
             frame.kind == FrameKind::Init.to_byte() || frame.kind == FrameKind::CatchUp.to_byte();
-        let state = self.reader.state();
         let due = self
             .ring
             .last_checkpoint()
@@ -139,10 +162,11 @@ impl Recorder {
         if state.session().is_some() && (marks_a_start || due) {
             self.ring.checkpoint(state.checkpoint());
         }
+        let mut fired = fired;
         self.watch
             .now(&self.triggers, self.clock, &mut |f| fired.push(f));
         for f in fired {
-            self.fire(f);
+            self.fire(f, state);
         }
         self.advance();
     }
@@ -151,7 +175,21 @@ impl Recorder {
     /// ticks past a trigger's bound fire; a window that has ended is
     /// made whole.
     pub fn now(&mut self, now: u64) {
-        if let Some(offset) = self.reader.state().unix_offset() {
+        debug_assert!(
+            !self.shared,
+            "a recorder that keeps another's reading takes now_with"
+        );
+        let reader = core::mem::take(&mut self.reader);
+        self.now_with(now, reader.state());
+        self.reader = reader;
+    }
+
+    /// [`Recorder::now`] for a recorder that [keeps](Recorder::keep) what
+    /// a reader of its caller's read: `state` is what that reader knows.
+    /// `now` moves the stream's time on only if that reader was given
+    /// frames' arrival times, in the same clock as `now`.
+    pub fn now_with(&mut self, now: u64, state: &State) {
+        if let Some(offset) = state.unix_offset() {
             let stream = i128::from(now) - offset;
             if let Ok(stream) = u64::try_from(stream) {
                 self.clock = self.clock.max(stream);
@@ -161,7 +199,7 @@ impl Recorder {
         self.watch
             .now(&self.triggers, self.clock, &mut |f| fired.push(f));
         for f in fired {
-            self.fire(f);
+            self.fire(f, state);
         }
         self.advance();
     }
@@ -170,13 +208,26 @@ impl Recorder {
     /// request): it passes no cooldown or spacing, and merges like any
     /// other into a capture being gathered.
     pub fn demand(&mut self, what: &str) {
-        self.fire(Fired {
+        debug_assert!(
+            !self.shared,
+            "a recorder that keeps another's reading takes demand_with"
+        );
+        let reader = core::mem::take(&mut self.reader);
+        self.demand_with(what, reader.state());
+        self.reader = reader;
+    }
+
+    /// [`Recorder::demand`] for a recorder that [keeps](Recorder::keep)
+    /// what a reader of its caller's read, which knows `state`.
+    pub fn demand_with(&mut self, what: &str, state: &State) {
+        let fired = Fired {
             trigger: None,
             time: self.clock,
             lane: None,
             span: None,
             what: what.into(),
-        });
+        };
+        self.fire(fired, state);
         self.advance();
     }
 
@@ -201,8 +252,7 @@ impl Recorder {
 
     /// What `fired`'s mark needs: its label (the trigger as written), its
     /// lane (the lowest known for a trigger without one), its clock.
-    fn marked(&self, fired: &Fired) -> Marked {
-        let state = self.reader.state();
+    fn marked(&self, fired: &Fired, state: &State) -> Marked {
         let label = match fired.trigger {
             Some(index) => self.triggers[index].to_string(),
             None => alloc::format!("on demand: {}", fired.what),
@@ -215,7 +265,7 @@ impl Recorder {
         }
     }
 
-    fn fire(&mut self, fired: Fired) {
+    fn fire(&mut self, fired: Fired, state: &State) {
         self.stats.fired += 1;
         let time = fired.time;
         if let Some(index) = fired.trigger {
@@ -228,7 +278,7 @@ impl Recorder {
             self.last_fired[index] = Some(time);
         }
         let end = time.saturating_add(self.settings.after_ns);
-        let marked = self.marked(&fired);
+        let marked = self.marked(&fired, state);
         if let Some(gathering) = &mut self.gathering {
             self.stats.merged += 1;
             gathering.fired(fired, marked, end);
@@ -241,7 +291,6 @@ impl Recorder {
             self.stats.spaced += 1;
             return;
         }
-        let state = self.reader.state();
         let Some(session) = state.session().map(|s| s.id) else {
             self.stats.unstarted += 1;
             return;
@@ -268,7 +317,7 @@ impl Recorder {
             end,
             limit,
         );
-        gathering.names_defined(last_name(&self.reader));
+        gathering.names_defined(last_name(state));
         let over = gathering.bytes() > self.settings.max_capture_bytes;
         self.gathering = Some(gathering);
         if over {
@@ -301,7 +350,7 @@ impl Recorder {
     }
 }
 
-/// The largest name id `reader` knows.
-fn last_name(reader: &Reader) -> Option<typhon_live_core::NameId> {
-    reader.state().names().iter().next_back().map(|(id, _)| id)
+/// The largest name id `state` knows.
+fn last_name(state: &State) -> Option<typhon_live_core::NameId> {
+    state.names().iter().next_back().map(|(id, _)| id)
 }

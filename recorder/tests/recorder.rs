@@ -29,6 +29,24 @@ const LEVEL_FROM: u64 = 313 * 16 * MS;
 /// 16 ms of the clock, stall or not (its thread does not stall), and each
 /// frame goes to `recorder` with `now` told after each poll.
 fn run(recorder: &mut Recorder, seconds: u64, stalls: &[u64]) {
+    let recorder = std::cell::RefCell::new(recorder);
+    run_with(
+        |frame, arrival| recorder.borrow_mut().frame(frame, arrival),
+        |now| recorder.borrow_mut().now(now),
+        seconds,
+        stalls,
+    );
+    recorder.borrow_mut().end();
+}
+
+/// [`run`]'s stream, each frame to `frame` with its arrival time, and
+/// the time after each poll to `now`.
+fn run_with(
+    mut frame: impl FnMut(&typhon_live_core::Frame<'_>, u64),
+    mut now_is: impl FnMut(u64),
+    seconds: u64,
+    stalls: &[u64],
+) {
     // Each run its own lanes: tests run at once, and an exporter drains
     // every lane of its table.
     let lanes: Box<Lanes<1, 4096>> = Box::new(Lanes::new());
@@ -60,10 +78,10 @@ fn run(recorder: &mut Recorder, seconds: u64, stalls: &[u64]) {
         while let Some(frame) = exporter.poll(tk(now), lanes, &names, &mut out).unwrap() {
             decoder.feed(&out[..frame.len]);
         }
-        while let Some(frame) = decoder.next().unwrap() {
-            recorder.frame(&frame, UNIX_BASE + now);
+        while let Some(decoded) = decoder.next().unwrap() {
+            frame(&decoded, UNIX_BASE + now);
         }
-        recorder.now(UNIX_BASE + now);
+        now_is(UNIX_BASE + now);
     };
     while t < seconds * S {
         if t >= LEVEL_FROM && level_span.is_none() {
@@ -95,7 +113,6 @@ fn run(recorder: &mut Recorder, seconds: u64, stalls: &[u64]) {
         tick += 1;
         poll(&mut exporter, &mut decoder, t);
     }
-    recorder.end();
 }
 
 /// A mark as read: its label, its span's name and start, its time.
@@ -356,4 +373,30 @@ fn a_span_fires_while_still_open_as_a_catch_up_lists_it_and_its_mark_selects_it(
             fired.time
         )]
     );
+}
+
+#[test]
+fn a_recorder_that_keeps_what_another_reader_read_captures_on_demand_alike() {
+    let reader = std::cell::RefCell::new(Reader::new());
+    let recorder = std::cell::RefCell::new(Recorder::new(settings(), Vec::new()));
+    run_with(
+        |frame, arrival| {
+            let mut reader = reader.borrow_mut();
+            reader.read_at(frame, arrival, |_, _| {}).unwrap();
+            recorder.borrow_mut().keep(frame, reader.state());
+        },
+        |now| recorder.borrow_mut().now_with(now, reader.borrow().state()),
+        4,
+        &[],
+    );
+    let mut recorder = recorder.into_inner();
+    let reader = reader.into_inner();
+    recorder.demand_with("a key", reader.state());
+    recorder.end();
+    let capture = recorder.take().expect("a capture");
+    let read = read(&capture);
+    assert_eq!((read.missed, read.damaged, read.unnamed), (0, 0, 0));
+    assert_eq!(read.marks[0].0, "on demand: a key");
+    // The past it kept: 2 s before the demand at the end of 4 s.
+    assert!(read.first_time <= 2 * S + 16 * MS, "{}", read.first_time);
 }

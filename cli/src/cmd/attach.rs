@@ -92,7 +92,8 @@ impl Consumer for Viewer {
     fn frame(&mut self, frame: &Frame<'_>) -> Flow {
         // A damaged frame is in the model's notice.
         let _ = self.model.on_frame(frame, typhon_live_tui::uptime::now());
-        self.keeper.recorder.frame(frame, capture::unix_now());
+        // The model's reading, kept: no second one.
+        self.keeper.recorder.keep(frame, self.model.state());
         if self.model.ended_cleanly {
             Flow::Stop
         } else {
@@ -117,7 +118,7 @@ impl Consumer for Viewer {
             if std::mem::take(&mut screen.ui.capture_asked) {
                 self.keeper
                     .recorder
-                    .demand("the c key of the terminal view");
+                    .demand_with("the c key of the terminal view", self.model.state());
                 self.model.notice = Some(format!(
                     "capturing the past and the next {:.0} s, into {}",
                     Settings::default().after_ns as f64 / 1e9,
@@ -125,7 +126,9 @@ impl Consumer for Viewer {
                 ));
             }
         }
-        self.keeper.recorder.now(capture::unix_now());
+        self.keeper
+            .recorder
+            .now_with(capture::unix_now(), self.model.state());
         let model = &mut self.model;
         self.keeper.write(|line| model.notice = Some(line));
         let since = self.last_draw.elapsed();
@@ -221,7 +224,6 @@ fn watch(addr: &str, secure: Option<&Secure>, viewer: &mut Viewer) -> Result<(),
                 };
                 stream = reconnected;
                 viewer.model.reconnected();
-                viewer.keeper.recorder.reconnected();
                 // A new Init tells a restart (new session id) from a
                 // transient drop (same id); the model notices which.
                 viewer.model.notice = Some("reconnected after a dropped connection".into());
