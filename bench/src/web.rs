@@ -198,10 +198,13 @@ fn reader(url: &str, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<(u64, u64
             .get_ref()
             .set_read_timeout(Some(Duration::from_millis(100)));
         let (mut feed, mut model) = (Feed::new(), Model::default());
+        // The page's recorder too: it keeps every frame the page reads.
+        let settings = typhon_live_web::page::recorder_settings();
+        let mut recorder = typhon_live_recorder::Recorder::new(settings, Vec::new());
         let began = Instant::now();
         while !stop.load(Ordering::Acquire) {
             if let Ok(tungstenite::Message::Binary(bytes)) = socket.read() {
-                feed.push(&bytes, &mut model, began.elapsed());
+                feed.push(&bytes, &mut model, &mut recorder, began.elapsed());
                 if let Some(said) = feed.say_read() {
                     let _ = socket.send(tungstenite::Message::text(said));
                 }

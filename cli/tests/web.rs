@@ -200,6 +200,17 @@ fn the_demo_is_watched_live_in_chromium() {
     );
     let selected_png = browser.screenshot().unwrap();
 
+    // c: the page's recorder captures the past it kept and the next 5 s,
+    // then offers the file as a download.
+    browser.type_text("c").unwrap();
+    let captured = browser
+        .wait_for(HOOK, Duration::from_secs(20), |s| {
+            s["page"]["captures"].as_u64() >= Some(1)
+        })
+        .unwrap_or_else(|e| panic!("c made no capture: {e}"));
+    let notice = captured["page"]["summary"]["notice"].as_str().unwrap_or("");
+    assert!(notice.starts_with("captured "), "{notice}");
+
     // The picture is a picture: many colours, and kept for a person to
     // look at.
     for (png, name) in [(stall_png, "stall"), (selected_png, "selected")] {

@@ -153,6 +153,7 @@ struct Tab {
     socket: tungstenite::WebSocket<TcpStream>,
     feed: Feed,
     model: Model,
+    recorder: typhon_live_recorder::Recorder,
 }
 
 /// Why a [`Tab`] stopped reading.
@@ -172,6 +173,10 @@ impl Tab {
             socket: socket(addr, token, &format!("http://{addr}")).unwrap(),
             feed: Feed::new(),
             model: Model::default(),
+            recorder: typhon_live_recorder::Recorder::new(
+                typhon_live_web::page::recorder_settings(),
+                Vec::new(),
+            ),
         }
     }
 
@@ -188,7 +193,8 @@ impl Tab {
             match self.socket.read() {
                 Ok(Message::Binary(bytes)) => {
                     last = Instant::now();
-                    self.feed.push(&bytes, &mut self.model, began.elapsed());
+                    let (model, recorder) = (&mut self.model, &mut self.recorder);
+                    self.feed.push(&bytes, model, recorder, began.elapsed());
                     match self.feed.say_read() {
                         // The last may find the stream closed after a
                         // file's end.

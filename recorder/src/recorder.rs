@@ -2,6 +2,7 @@
 //! gathering a capture when a trigger fires.
 
 use alloc::collections::VecDeque;
+use alloc::string::ToString;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 

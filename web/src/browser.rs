@@ -68,6 +68,9 @@ impl eframe::App for App {
         let began = now();
         let mut page = self.page.borrow_mut();
         page.ui(ctx, began);
+        if let Some(bytes) = page.take_download() {
+            download(&bytes);
+        }
         if !page.view.is_paused() {
             ctx.request_repaint_after(LIVE_REPAINT);
         }
@@ -80,6 +83,31 @@ impl eframe::App for App {
             f.push(took);
         });
     }
+}
+
+/// Offers `bytes` as a file download, `capture-UNIXMS.tlt`: a blob, a
+/// link to it clicked, the blob let go.
+fn download(bytes: &[u8]) {
+    let Some(document) = web_sys::window().and_then(|w| w.document()) else {
+        return;
+    };
+    let parts = js_sys::Array::of1(&js_sys::Uint8Array::from(bytes));
+    let options = web_sys::BlobPropertyBag::new();
+    options.set_type("application/octet-stream");
+    let Ok(blob) = web_sys::Blob::new_with_u8_array_sequence_and_options(&parts, &options) else {
+        return;
+    };
+    let Ok(url) = web_sys::Url::create_object_url_with_blob(&blob) else {
+        return;
+    };
+    if let Ok(link) = document.create_element("a") {
+        if let Ok(link) = link.dyn_into::<web_sys::HtmlAnchorElement>() {
+            link.set_href(&url);
+            link.set_download(&format!("capture-{}.tlt", js_sys::Date::now() as u64));
+            link.click();
+        }
+    }
+    let _ = web_sys::Url::revoke_object_url(&url);
 }
 
 /// Opens the stream's socket; when it closes, opens it again after

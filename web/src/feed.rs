@@ -11,6 +11,7 @@ use std::time::Duration;
 use typhon_live_core::{Decoder, DEFAULT_MAX_FRAME};
 use typhon_live_model::Model;
 use typhon_live_reader::carry::ReadReceipt;
+use typhon_live_recorder::Recorder;
 
 /// The decoder of a page's stream.
 pub struct Feed {
@@ -49,7 +50,13 @@ impl Feed {
     /// Takes `bytes` that arrived at `now` into `model`; returns the
     /// frames read whole. Damage is the model's notice; the frames after
     /// it are read on.
-    pub fn push(&mut self, mut bytes: &[u8], model: &mut Model, now: Duration) -> u64 {
+    pub fn push(
+        &mut self,
+        mut bytes: &[u8],
+        model: &mut Model,
+        recorder: &mut Recorder,
+        now: Duration,
+    ) -> u64 {
         let before = self.frames;
         self.bytes += bytes.len() as u64;
         self.receipt.took(bytes.len());
@@ -62,6 +69,8 @@ impl Feed {
                         self.frames += 1;
                         // A malformed payload is said in the model's notice.
                         let _ = model.on_frame(&frame, now);
+                        // The model's reading, kept: no second one.
+                        recorder.keep(&frame, model.state());
                     }
                     Ok(None) => break,
                     Err(error) => model.notice = Some(format!("damaged stream: {error}")),
@@ -109,13 +118,14 @@ mod tests {
     fn frames_cut_anywhere_are_read_whole() {
         let stream = nested_stream(0..50);
         let mut whole = Model::default();
-        let frames = Feed::new().push(&stream, &mut whole, Duration::ZERO);
+        let mut recorder = Recorder::new(Default::default(), Vec::new());
+        let frames = Feed::new().push(&stream, &mut whole, &mut recorder, Duration::ZERO);
         assert!(frames > 2, "{frames}");
         // The same bytes in messages of 7 bytes.
         let (mut feed, mut cut) = (Feed::new(), Model::default());
         let read: u64 = stream
             .chunks(7)
-            .map(|part| feed.push(part, &mut cut, Duration::ZERO))
+            .map(|part| feed.push(part, &mut cut, &mut recorder, Duration::ZERO))
             .sum();
         assert_eq!(read, frames);
         assert_eq!(cut.events(), whole.events());

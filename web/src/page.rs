@@ -15,6 +15,7 @@ use typhon_live_model::marks::LATENCY_MARK;
 use typhon_live_model::{
     Connection, FieldSummary, LogQuery, LogRow, LogSearch, Model, Summary, TimelineInputs,
 };
+use typhon_live_recorder::{Recorder, Settings};
 
 use crate::feed::Feed;
 use crate::selection::Selection;
@@ -57,6 +58,9 @@ pub enum Action {
     Jump(SpanRecord),
     /// Show the moment a log line was recorded, paused.
     ShowTime(u64),
+    /// A capture of the past the page kept and the window after it,
+    /// downloaded once whole.
+    Capture,
 }
 
 /// The browser viewer's state: the stream's model and what is shown.
@@ -98,6 +102,22 @@ pub struct Page {
     /// drawn.
     log_search_box: Option<Rect>,
     log_listed: Vec<(usize, Rect)>,
+    /// The flight recorder the page keeps: `c` asks it for a capture.
+    recorder: Recorder,
+    /// Captures made whole, for the browser to download.
+    downloads: Vec<Vec<u8>>,
+    /// Captures made since the page opened.
+    captures: u64,
+}
+
+/// What the page's recorder keeps: 30 s of the past within 32 MiB, and a
+/// capture at most 64 MiB (the recorder's other defaults).
+pub fn recorder_settings() -> Settings {
+    Settings {
+        keep_bytes: 32 << 20,
+        max_capture_bytes: 64 << 20,
+        ..Settings::default()
+    }
 }
 
 impl Page {
@@ -132,6 +152,9 @@ impl Page {
             log_made_for: None,
             log_search_box: None,
             log_listed: Vec::new(),
+            recorder: Recorder::new(recorder_settings(), Vec::new()),
+            downloads: Vec::new(),
+            captures: 0,
         }
     }
 
@@ -139,7 +162,8 @@ impl Page {
     /// to tell the server when it is due ([`Feed::say_read`]).
     pub fn take(&mut self, bytes: &[u8], now: Duration) -> Option<String> {
         self.first_bytes_at.get_or_insert(now);
-        self.feed.push(bytes, &mut self.model, now);
+        self.feed
+            .push(bytes, &mut self.model, &mut self.recorder, now);
         self.feed.say_read()
     }
 
@@ -305,7 +329,31 @@ impl Page {
                 self.view.pause(self.model.timeline_inputs(now));
                 self.view.centre_on(time);
             }
+            Action::Capture => {
+                let what = "the c key of the browser viewer";
+                self.recorder.demand_with(what, self.model.state());
+                self.model.notice = Some(format!(
+                    "capturing the past and the next {:.0} s, downloaded when whole",
+                    recorder_settings().after_ns as f64 / 1e9
+                ));
+            }
         }
+    }
+
+    /// A capture made whole since last asked, as a trace file's bytes,
+    /// for the browser to download.
+    pub fn take_download(&mut self) -> Option<Vec<u8>> {
+        self.recorder.now_with(0, self.model.state());
+        while let Some(capture) = self.recorder.take() {
+            self.captures += 1;
+            self.model.notice = Some(format!(
+                "captured {:.1} s of the stream ({} bytes): downloaded",
+                (capture.end - capture.begin) as f64 / 1e9,
+                capture.bytes.len()
+            ));
+            self.downloads.push(capture.bytes);
+        }
+        self.downloads.pop()
     }
 
     /// The log, under the timeline, once the stream has sent a line: its
@@ -435,6 +483,9 @@ impl Page {
         });
         if ctx.input(|i| i.key_pressed(egui::Key::Space)) && !ctx.wants_keyboard_input() {
             actions.push(Action::TogglePause);
+        }
+        if ctx.input(|i| i.key_pressed(egui::Key::C)) && !ctx.wants_keyboard_input() {
+            actions.push(Action::Capture);
         }
     }
 
@@ -581,6 +632,7 @@ impl Page {
                 .collect(),
             pause_button: self.pause_button.map(css),
             timeline: self.geometry.rect.map(css),
+            captures: self.captures,
             triggers: self
                 .layout
                 .triggers
@@ -637,6 +689,8 @@ struct Hook {
     timeline: Option<[f32; 4]>,
     /// A capture's triggers drawn: each label, and its x in the timeline.
     triggers: Vec<(String, f32)>,
+    /// Captures made whole (the `c` key), downloaded.
+    captures: u64,
     /// The log panel, once the stream sent a line.
     log: Option<LogHook>,
 }
