@@ -43,6 +43,9 @@ fn main() -> std::io::Result<()> {
         ("span-fields.tlt", typhon_live_tests::fields_stream()),
         ("log-texts.tlt", typhon_live_tests::text_stream()),
         ("task-fields.tlt", typhon_live_tests::task_fields_stream()),
+        // A flight recorder's capture: a written start, its labels, the
+        // frames renumbered, a mark (kind 12).
+        ("capture-marks.tlt", typhon_live_tests::capture_stream()),
     ];
     for (name, bytes) in seeds {
         fs::write(dir.join(name), &bytes)?;

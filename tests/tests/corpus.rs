@@ -45,8 +45,10 @@ fn seed_corpus_decodes_without_damage_but_the_crafted_block() {
             "{}",
             path.display()
         );
+        // A capture ends where its window does, not at a Shutdown.
+        let capture = path.to_string_lossy().contains("capture");
         assert!(
-            matches!(got.last(), Some(Owned::Shutdown { .. })),
+            capture || matches!(got.last(), Some(Owned::Shutdown { .. })),
             "{}",
             path.display()
         );
