@@ -150,32 +150,8 @@ fn each_stall_of_the_demo_makes_one_capture_holding_it_whole_and_view_opens_on_i
     }
     let stalled = read(&paths[0]).longest_tick.0;
     let (rows, cols) = (40, 200);
-    let command = format!(
-        "stty rows {rows} cols {cols}; exec {BIN} view {}",
-        paths[0].display()
-    );
-    let mut child = common::without_settings(&mut Command::new("script"))
-        .args(["-qfec", &command, "/dev/null"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("script starts");
-    let mut keys = child.stdin.take().unwrap();
-    let typist = std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_millis(2_000));
-        let _ = keys.write_all(b"q");
-        let _ = keys.flush();
-        // Held open until the view quits: an early EOF would end `script`.
-        std::thread::sleep(Duration::from_secs(3));
-    });
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while child.try_wait().unwrap().is_none() {
-        assert!(Instant::now() < deadline, "view did not quit on q");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let output = child.wait_with_output().unwrap();
-    typist.join().unwrap();
+    let view = format!("view {}", paths[0].display());
+    let output = common::in_pty(&view, rows, cols, &[(2_000, b"q")]);
     let shown = screen(&output.stdout, rows, cols).join("\n");
     assert!(
         shown.contains("a capture, opened on its trigger \"tick > 100ms\""),

@@ -5,11 +5,9 @@
 
 mod common;
 
-use std::io::Write;
-use std::process::{Command, Stdio};
-use std::time::Duration;
+use std::process::Command;
 
-use common::{screen, temp, typhon, BIN};
+use common::{screen, temp, typhon};
 use typhon_live_core::{Exporter, LaneKind, Lanes, Metadata, NameTable};
 
 /// 40 ticks of 1 ms on a main lane, each a "Frame" span holding a
@@ -70,42 +68,9 @@ fn view_opens_a_file_paused_at_its_end_and_finds_the_stall_by_its_name() {
     let path = temp("stall.tlt");
     std::fs::write(&path, trace_with_a_stall()).unwrap();
     let (rows, cols) = (40, 180);
-    let command = format!(
-        "stty rows {rows} cols {cols}; exec {BIN} view {}",
-        path.display()
-    );
-    let mut child = common::without_settings(&mut Command::new("script"))
-        .args(["-qfec", &command, "/dev/null"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("script starts");
-    let mut keys = child.stdin.take().unwrap();
-    let typist = std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_millis(1_500));
-        // Filter the span names to "load", then jump to its longest.
-        let _ = keys.write_all(b"/load\r");
-        let _ = keys.flush();
-        std::thread::sleep(Duration::from_millis(500));
-        let _ = keys.write_all(b"m");
-        let _ = keys.flush();
-        std::thread::sleep(Duration::from_millis(1_000));
-        let _ = keys.write_all(b"q");
-        let _ = keys.flush();
-        // Held open until the view quits: an early EOF would end `script`.
-        std::thread::sleep(Duration::from_secs(3));
-    });
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    while child.try_wait().unwrap().is_none() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "view did not quit on q"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let output = child.wait_with_output().unwrap();
-    typist.join().unwrap();
+    // Filter the span names to "load", then jump to its longest; quit.
+    let keys: [(u64, &[u8]); 3] = [(1_500, b"/load\r"), (500, b"m"), (1_000, b"q")];
+    let output = common::in_pty(&format!("view {}", path.display()), rows, cols, &keys);
     assert!(output.status.success());
     // The terminal is given back: the alternate screen is left at the end.
     let out = &output.stdout;

@@ -12,8 +12,9 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use typhon_live_core::{DecodeError, Frame, FrameKind};
 use typhon_live_recorder::store::{Limits, Store, DEFAULT_PREFIX};
 use typhon_live_recorder::{Options, Recorder};
-use typhon_live_std::attach::{self, Consumer, End, Flow};
+use typhon_live_std::attach::{self, Consumer, Flow};
 
+use crate::cmd::record;
 use crate::cmd::remote::{self, RemoteOptions};
 use crate::error::CliError;
 
@@ -295,15 +296,5 @@ pub fn run(
         ""
     };
     capturing.progress(&format!("{why}\n"));
-    match end {
-        End::Done => Ok(()),
-        End::NotTyphon(reason) => Err(CliError::NotTyphon {
-            addr: addr.into(),
-            reason,
-        }),
-        End::Lost(reason) => Err(CliError::ConnectionLost {
-            addr: addr.into(),
-            reason,
-        }),
-    }
+    record::ended(addr, end)
 }

@@ -252,6 +252,11 @@ pub fn run(
     if let Some(error) = recorder.error {
         return Err(error);
     }
+    ended(addr, end)
+}
+
+/// How a recording of `addr` ended, as the command's result.
+pub fn ended(addr: &str, end: End) -> Result<(), CliError> {
     match end {
         End::Done => Ok(()),
         End::NotTyphon(reason) => Err(CliError::NotTyphon {

@@ -310,3 +310,37 @@ pub fn screen(output: &[u8], rows: usize, cols: usize) -> Vec<String> {
         .map(|row| row.into_iter().collect())
         .collect()
 }
+
+/// `typhon-live ARGS` (one shell word each, as `script` takes them) in a
+/// pseudo-terminal of `rows` × `cols` (`script`, from util-linux), with
+/// `keys` typed into it, each after its pause in ms. It must end within
+/// 20 s (a key among them quits it); what it wrote, and its status.
+pub fn in_pty(args: &str, rows: usize, cols: usize, keys: &[(u64, &[u8])]) -> std::process::Output {
+    let command = format!("stty rows {rows} cols {cols}; exec {BIN} {args}");
+    let mut child = without_settings(&mut Command::new("script"))
+        .args(["-qfec", &command, "/dev/null"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("script starts");
+    let mut stdin = child.stdin.take().unwrap();
+    let keys: Vec<(u64, Vec<u8>)> = keys.iter().map(|(ms, k)| (*ms, k.to_vec())).collect();
+    let typist = std::thread::spawn(move || {
+        for (ms, key) in keys {
+            std::thread::sleep(Duration::from_millis(ms));
+            let _ = stdin.write_all(&key);
+            let _ = stdin.flush();
+        }
+        // Held open until it ends: an early EOF would end `script`.
+        std::thread::sleep(Duration::from_secs(3));
+    });
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while child.try_wait().unwrap().is_none() {
+        assert!(Instant::now() < deadline, "{args} did not end on its keys");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let output = child.wait_with_output().unwrap();
+    typist.join().unwrap();
+    output
+}
