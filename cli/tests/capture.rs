@@ -145,7 +145,7 @@ fn each_stall_of_the_demo_makes_one_capture_holding_it_whole_and_view_opens_on_i
     // `view` opens the first on its trigger: paused on the stalled tick,
     // the AI system's span selected.
     if !cfg!(unix) || Command::new("script").arg("--version").output().is_err() {
-        common::skipped("the terminal view needs a pty (script, util-linux)");
+        common::skipped("the terminal view test needs a pty (script, util-linux): Unix only");
         return;
     }
     let stalled = read(&paths[0]).longest_tick.0;
@@ -189,7 +189,7 @@ fn a_bad_trigger_is_a_usage_error_that_points_at_its_fault() {
 #[test]
 fn the_c_key_of_the_terminal_view_writes_a_capture_of_what_it_kept() {
     if !cfg!(unix) || Command::new("script").arg("--version").output().is_err() {
-        common::skipped("the terminal view needs a pty (script, util-linux)");
+        common::skipped("the terminal view test needs a pty (script, util-linux): Unix only");
         return;
     }
     let (mut demo, addr) = spawn_demo_with(&["--duration", "20", "--threads", "1"]);

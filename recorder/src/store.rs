@@ -424,13 +424,16 @@ mod tests {
         fn full(path: &Path, bytes: &[u8]) -> io::Result<()> {
             // Half the file reaches the disk, then it is full.
             fs::write(path, &bytes[..bytes.len() / 2])?;
-            Err(io::Error::from_raw_os_error(28))
+            Err(io::Error::new(
+                io::ErrorKind::StorageFull,
+                "No space left on device (injected)",
+            ))
         }
         let dir = tempfile::tempdir().unwrap();
         let mut store = Store::with_writer(dir.path(), "capture", Limits::default(), full).unwrap();
         let error = store.write(&capture(100), |_| {}).unwrap_err();
         assert!(
-            matches!(&error, StoreError::Write { reason, .. } if reason.raw_os_error() == Some(28))
+            matches!(&error, StoreError::Write { reason, .. } if reason.kind() == io::ErrorKind::StorageFull)
         );
         assert!(
             error.to_string().contains("No space left on device"),
