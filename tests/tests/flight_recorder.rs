@@ -88,7 +88,8 @@ fn a_stall_and_a_demand_each_make_a_capture_in_the_configured_directory() {
     let captures = read(&dir);
     assert_eq!(captures.len(), 2, "{captures:?}");
     assert_eq!(captures[0].0, ["tick > 100ms"]);
-    assert!(captures[0].1 >= 250, "the stall, whole: {captures:?}");
+    // A 250 ms sleep, a few ms short under wine's clock.
+    assert!(captures[0].1 >= 240, "the stall, whole: {captures:?}");
     assert_eq!(
         captures[1].0,
         ["on demand: asked (SIGUSR1 or Profiler::capture)"]
