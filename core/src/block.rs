@@ -30,7 +30,9 @@ use crate::codec::{self, Codec, Compression, Lz4Table, MAX_EVENTS_LEN};
 use crate::column::{ColumnReader, Layout, MAX_HEADER_LEN, MAX_ROUNDING};
 use crate::cursor::{Reader, Writer, MAX_VARINT_LEN};
 use crate::error::{DecodeError, EncodeError};
-use crate::event::{kind, Event, FieldOwner, FieldValue, GaugeValue, LaneId, SpanId, TaskId};
+use crate::event::{
+    kind, Event, EventKinds, FieldOwner, FieldValue, GaugeValue, LaneId, SpanId, TaskId,
+};
 use crate::frame::{write_frame_with_flags, FrameKind, OVERHEAD};
 
 const FIXED_HEADER: usize = 22;
@@ -968,6 +970,8 @@ impl<'a> BlockView<'a> {
             left_in_group: 0,
             done: false,
             pending: None,
+            wanted: EventKinds::ALL,
+            skipped: 0,
         };
         if self.records == 0 {
             if !packed.is_empty() {
@@ -1036,9 +1040,30 @@ pub struct BlockEvents<'a> {
     done: bool,
     /// An error found by [`BlockEvents::read`] after events it returned.
     pending: Option<DecodeError>,
+    /// Groups with no record of these kinds are passed over.
+    wanted: EventKinds,
+    /// Records of the groups passed over.
+    skipped: u32,
 }
 
 impl BlockEvents<'_> {
+    /// Passes over, undecoded, each lane group that holds no record of a
+    /// kind in `wanted`: a reader that watches for a few kinds (a flight
+    /// recorder's tick triggers) then pays for a group of spans with its
+    /// kind column alone, or nothing when the column is of one value. A
+    /// group that holds a wanted record is decoded whole, its other
+    /// events too. A group passed over is not checked past its columns'
+    /// sizes; its records are counted by [`BlockEvents::skipped`].
+    pub fn skim(mut self, wanted: EventKinds) -> Self {
+        self.wanted = wanted;
+        self
+    }
+
+    /// Records passed over so far (see [`BlockEvents::skim`]).
+    pub fn skipped(&self) -> u32 {
+        self.skipped
+    }
+
     /// Decodes up to `out.len()` events into `out` and returns how many, 0
     /// once the Block is done: the fast way to read a Block. A group whose
     /// records all have one kind (a worker's query spans, say) is decoded
@@ -1136,8 +1161,28 @@ impl BlockEvents<'_> {
                 return Ok(false);
             }
             self.start_group()?;
+            if self.wanted != EventKinds::ALL && !self.group_wanted() {
+                for column in &mut self.columns {
+                    column.pass_over();
+                }
+                self.seen += self.left_in_group;
+                self.skipped += self.left_in_group;
+                self.left_in_group = 0;
+            }
         }
         Ok(true)
+    }
+
+    /// Whether the group just started holds a record of a wanted kind (or
+    /// a kind column that does not read: its decoding reports it).
+    fn group_wanted(&self) -> bool {
+        let mut kinds = self.columns[col::CODE];
+        let wanted =
+            |v: u64| record_code(v).map_or(true, |code| self.wanted.has_kind(code >> KIND_SHIFT));
+        if let Some(v) = kinds.constant(self.left_in_group as usize) {
+            return wanted(v);
+        }
+        (0..self.left_in_group).any(|_| kinds.next().map_or(true, wanted))
     }
 
     fn start_group(&mut self) -> Result<(), DecodeError> {

@@ -494,6 +494,12 @@ impl<'a> ColumnReader<'a> {
         }
     }
 
+    /// Takes every value and escape left unread: a group passed over.
+    pub(crate) fn pass_over(&mut self) {
+        self.left = 0;
+        self.escapes_left = 0;
+    }
+
     /// Fails unless every value and escape was read.
     pub(crate) fn expect_end(&self) -> Result<(), DecodeError> {
         if self.left == 0 && self.escapes_left == 0 {

@@ -108,6 +108,92 @@ pub(crate) mod kind {
     pub const LAST_RESERVED: u8 = 15;
 }
 
+/// A set of event kinds: what a reader that skims Blocks wants decoded
+/// ([`BlockEvents::skim`](crate::BlockEvents::skim)). Each constant names
+/// the kinds of one [`Event`] variant.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct EventKinds(u16);
+
+impl EventKinds {
+    /// No kind.
+    pub const NONE: EventKinds = EventKinds(0);
+    /// Every kind, the ones a later writer may define included.
+    pub const ALL: EventKinds = EventKinds(u16::MAX);
+    /// [`Event::Span`].
+    pub const SPAN: EventKinds = EventKinds::bit(kind::SPAN);
+    /// [`Event::Instant`].
+    pub const INSTANT: EventKinds = EventKinds::bit(kind::INSTANT);
+    /// [`Event::Gauge`].
+    pub const GAUGE: EventKinds = EventKinds::bit(kind::GAUGE);
+    /// [`Event::TickStart`].
+    pub const TICK_START: EventKinds = EventKinds::bit(kind::TICK_START);
+    /// [`Event::TickEnd`].
+    pub const TICK_END: EventKinds = EventKinds::bit(kind::TICK_END);
+    /// [`Event::TaskBegin`].
+    pub const TASK_BEGIN: EventKinds = EventKinds::bit(kind::TASK_BEGIN);
+    /// [`Event::Poll`].
+    pub const POLL: EventKinds = EventKinds::bit(kind::POLL);
+    /// [`Event::TaskEnd`].
+    pub const TASK_END: EventKinds = EventKinds::bit(kind::TASK_END);
+    /// [`Event::Field`], of any value.
+    pub const FIELD: EventKinds = EventKinds(
+        EventKinds::bit(kind::FIELD_INT).0
+            | EventKinds::bit(kind::FIELD_FLOAT).0
+            | EventKinds::bit(kind::FIELD_STR).0,
+    );
+    /// [`Event::Mark`].
+    pub const MARK: EventKinds = EventKinds::bit(kind::MARK);
+
+    const fn bit(kind: u8) -> EventKinds {
+        EventKinds(1 << kind)
+    }
+
+    /// The kind of `event`: a skimmed Block hands on every event of a
+    /// wanted kind, so this is how its consumer tells them from the
+    /// others of their group.
+    pub const fn of(event: &Event) -> EventKinds {
+        match *event {
+            Event::Span { .. } => EventKinds::SPAN,
+            Event::Instant { .. } => EventKinds::INSTANT,
+            Event::Gauge { .. } => EventKinds::GAUGE,
+            Event::TickStart { .. } => EventKinds::TICK_START,
+            Event::TickEnd { .. } => EventKinds::TICK_END,
+            Event::TaskBegin { .. } => EventKinds::TASK_BEGIN,
+            Event::Poll { .. } => EventKinds::POLL,
+            Event::TaskEnd { .. } => EventKinds::TASK_END,
+            Event::Field { .. } => EventKinds::FIELD,
+            Event::Mark { .. } => EventKinds::MARK,
+            Event::Unknown { kind, .. } if kind < 16 => EventKinds::bit(kind),
+            Event::Unknown { .. } => EventKinds::NONE,
+        }
+    }
+
+    /// The kinds of either set.
+    pub const fn union(self, other: EventKinds) -> EventKinds {
+        EventKinds(self.0 | other.0)
+    }
+
+    /// Whether every kind of `other` is in this set.
+    pub const fn contains(self, other: EventKinds) -> bool {
+        self.0 & other.0 == other.0
+    }
+
+    /// Whether the record kind `kind` (FORMAT.md, "Records": 0 to 15) is
+    /// in this set.
+    pub(crate) const fn has_kind(self, kind: u8) -> bool {
+        kind < 16 && self.0 & (1 << kind) != 0
+    }
+}
+
+impl core::ops::BitOr for EventKinds {
+    type Output = EventKinds;
+
+    fn bitor(self, other: EventKinds) -> EventKinds {
+        self.union(other)
+    }
+}
+
 /// One recorded event. Timestamps are in host clock ticks (see
 /// [`crate::init::Metadata::ticks_per_second`]).
 #[derive(Clone, Copy, Debug, PartialEq)]

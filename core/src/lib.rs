@@ -116,7 +116,8 @@ pub use decode::{Decoder, Frame, Payload, DEFAULT_MAX_FRAME};
 pub use definitions::DefinitionsView;
 pub use error::{DecodeError, EncodeError};
 pub use event::{
-    Event, FieldOwner, FieldValue, GaugeValue, LaneId, LaneKind, NameId, OpenSpan, SpanId, TaskId,
+    Event, EventKinds, FieldOwner, FieldValue, GaugeValue, LaneId, LaneKind, NameId, OpenSpan,
+    SpanId, TaskId,
 };
 pub use exporter::{Emitted, Exporter, ReaderId, Totals};
 pub use frame::FrameKind;

@@ -1,12 +1,13 @@
 //! Arbitrary bytes, in arbitrary chunks, through the stream decoder; every
 //! frame parsed, every table walked, every Block's columns parsed and every
-//! event iterated, compressed Blocks decompressed first, every Text
+//! event iterated (and skimmed for ticks), compressed Blocks decompressed
+//! first, every Text
 //! frame's records read. Checksums are
 //! skipped under `cfg(fuzzing)`, so the fuzzer reaches the payload parsers.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use typhon_live_core::{Decoder, Event, Payload};
+use typhon_live_core::{Decoder, Event, EventKinds, Payload};
 
 fn walk(payload: Payload<'_>) {
     match payload {
@@ -50,6 +51,28 @@ fn walk(payload: Payload<'_>) {
             }
             // Same events up to the first error (NaN gauges compare by bits).
             assert_eq!(format!("{iterated:?}"), format!("{read:?}"));
+            // Skimmed for ticks: every tick the whole reading gave comes
+            // first in the same order (a group it passes over may be one
+            // where the whole reading stopped, so more may follow), and no
+            // more records than the Block states are read and passed over.
+            let ticks = EventKinds::TICK_START | EventKinds::TICK_END;
+            let of_ticks = |events: &[(u16, Event)]| -> Vec<String> {
+                let ticks = events.iter().filter(|(_, e)| ticks.contains(EventKinds::of(e)));
+                ticks.map(|e| format!("{e:?}")).collect()
+            };
+            if let Ok(events) = block.events_in(&mut unpacked) {
+                let mut events = events.skim(ticks);
+                let mut skimmed = Vec::new();
+                for event in events.by_ref() {
+                    match event {
+                        Ok(event) => skimmed.push(event),
+                        Err(_) => break,
+                    }
+                }
+                assert!(skimmed.len() as u64 + u64::from(events.skipped()) <= u64::from(block.records));
+                let (whole, skimmed) = (of_ticks(&iterated), of_ticks(&skimmed));
+                assert!(skimmed.starts_with(&whole), "{whole:?} not first in {skimmed:?}");
+            }
         }
         Payload::Definitions(defs) => {
             defs.names().for_each(drop);

@@ -4,7 +4,7 @@
 use alloc::vec::Vec;
 use core::fmt;
 
-use typhon_live_core::{BlockEvents, BlockView, Codec, DecodeError, Event, LaneId};
+use typhon_live_core::{BlockEvents, BlockView, Codec, DecodeError, Event, EventKinds, LaneId};
 
 /// Where a reader decompresses Blocks, and decodes their events a batch
 /// at a time: one per reader, reused for every Block, so that reading
@@ -30,6 +30,9 @@ pub struct BlockDamage {
     pub error: DecodeError,
     /// Records the Block states that were not read.
     pub unread: u32,
+    /// Records passed over, undamaged as far as anyone looked, before the
+    /// fault (a skimming reader's: [`BlockBuffer::each_event_of`]).
+    pub skipped: u32,
 }
 
 impl fmt::Display for BlockDamage {
@@ -60,27 +63,46 @@ impl BlockBuffer {
     pub fn each_event(
         &mut self,
         block: &BlockView<'_>,
-        mut take: impl FnMut(LaneId, Event),
+        take: impl FnMut(LaneId, Event),
     ) -> Result<(), BlockDamage> {
+        self.each_event_of(block, EventKinds::ALL, take).map(drop)
+    }
+
+    /// [`BlockBuffer::each_event`] for a reader that wants only the kinds
+    /// `wanted`: lane groups with none of them are passed over
+    /// ([`BlockEvents::skim`]). Returns the records passed over.
+    pub fn each_event_of(
+        &mut self,
+        block: &BlockView<'_>,
+        wanted: EventKinds,
+        mut take: impl FnMut(LaneId, Event),
+    ) -> Result<u32, BlockDamage> {
         let mut read = 0u32;
+        let mut skipped = 0u32;
         if self.batch.len() < BATCH {
             self.batch
                 .resize(BATCH, (0, Event::TickStart { time: 0, tick: 0 }));
         }
         let batch = &mut self.batch;
-        let result = unpack(&mut self.bytes, block).and_then(|mut events| loop {
-            let n = events.read(batch)?;
-            if n == 0 {
-                return Ok(());
-            }
-            for &(lane, event) in &batch[..n] {
-                read += 1;
-                take(lane, event);
+        let result = unpack(&mut self.bytes, block).and_then(|events| {
+            let mut events = events.skim(wanted);
+            loop {
+                let n = events.read(batch);
+                skipped = events.skipped();
+                let n = n?;
+                if n == 0 {
+                    return Ok(skipped);
+                }
+                for &(lane, event) in &batch[..n] {
+                    read += 1;
+                    take(lane, event);
+                }
             }
         });
         result.map_err(|error| BlockDamage {
             error,
-            unread: block.records.saturating_sub(read),
+            unread: block.records.saturating_sub(read).saturating_sub(skipped),
+            skipped,
         })
     }
 }

@@ -7,8 +7,8 @@ use alloc::vec::Vec;
 use typhon_live_core::catchup::begun_by;
 
 use typhon_live_core::{
-    BlockView, CatchUpView, DecodeError, Event, Frame, InitView, LaneInfo, Payload, RestartCheck,
-    SequenceCheck, Shutdown, TextsView, MAX_OPEN_SPANS,
+    BlockView, CatchUpView, DecodeError, Event, EventKinds, Frame, InitView, LaneInfo, Payload,
+    RestartCheck, SequenceCheck, Shutdown, TextsView, MAX_OPEN_SPANS,
 };
 
 use crate::block_buffer::BlockBuffer;
@@ -40,6 +40,8 @@ pub struct Reader {
     fresh: bool,
     /// Counts since the stream's first Init, for its Shutdown's totals.
     stream: Option<StreamCount>,
+    /// The event kinds its consumer wants decoded ([`Reader::skim`]).
+    wanted: EventKinds,
 }
 
 /// What a reader saw of one stream since its first Init.
@@ -66,7 +68,24 @@ impl Reader {
             unpacked: BlockBuffer::new(),
             fresh: true,
             stream: None,
+            wanted: EventKinds::ALL,
         }
+    }
+
+    /// From now on, reads of each Block only the lane groups that hold an
+    /// event of a kind in `wanted` ([`BlockEvents::skim`]); `ALL`, the
+    /// default, reads every one. The events of the groups passed over are
+    /// counted in the tally, and handed to no one.
+    ///
+    /// A span passed over does not strike itself from the open spans a
+    /// Catch-up listed, so unless `wanted` holds [`EventKinds::SPAN`] and
+    /// [`EventKinds::POLL`], [`State::lanes`]' open spans are exact only
+    /// as a Catch-up (or an Init) leaves them: a flight recorder that
+    /// watches ticks takes its checkpoints there.
+    ///
+    /// [`BlockEvents::skim`]: typhon_live_core::BlockEvents::skim
+    pub fn skim(&mut self, wanted: EventKinds) {
+        self.wanted = wanted;
     }
 
     /// What it knows.
@@ -374,7 +393,8 @@ impl Reader {
         // A clock in ns (most hosts'): the times are already what they
         // must be.
         let in_ns_already = clock == Clock::NS;
-        let result = self.unpacked.each_event(block, |lane, event| {
+        let wanted = self.wanted;
+        let result = self.unpacked.each_event_of(block, wanted, |lane, event| {
             let event = if in_ns_already {
                 event
             } else {
@@ -388,7 +408,12 @@ impl Reader {
             }
             take(state, Update::Event { lane, event });
         });
-        result.map_err(|damage| {
+        let skipped = match result {
+            Ok(skipped) => skipped,
+            Err(damage) => damage.skipped,
+        };
+        self.state.tally.events = self.state.tally.events.saturating_add(u64::from(skipped));
+        result.map(drop).map_err(|damage| {
             self.state.tally.events_damaged = self
                 .state
                 .tally

@@ -7,7 +7,7 @@ use alloc::sync::Arc;
 use alloc::vec::Vec;
 
 use typhon_live_core::frame::frame_around;
-use typhon_live_core::{Frame, FrameKind};
+use typhon_live_core::{EventKinds, Frame, FrameKind};
 use typhon_live_reader::{Reader, State};
 
 use crate::capture::{Capture, Gathering, Marked};
@@ -18,6 +18,12 @@ use crate::Settings;
 /// How often the reader's state is kept as a place a capture can start
 /// from, ns of the stream's clock (and at every Init and Catch-up): a
 /// capture starts at most this much before its window asks.
+///
+/// A recorder without span triggers skims the stream (its reader decodes
+/// only the lane groups that hold what its triggers watch), so its open
+/// spans are exact only at a Catch-up: it keeps its state at Inits and
+/// Catch-ups alone, and a capture may start one catch-up interval (a
+/// typhon-live process's: 1 s) before its window.
 pub const CHECKPOINT_EVERY_NS: u64 = 250_000_000;
 
 /// What a recorder did, since it was made.
@@ -61,18 +67,26 @@ pub struct Recorder {
     /// Its frames come with another reader's state ([`Recorder::keep`]):
     /// its own reader knows nothing.
     shared: bool,
+    /// Its own reader skims: its open spans are exact only at a Catch-up.
+    skims: bool,
     stats: Stats,
 }
 
 impl Recorder {
     /// A recorder watching for `triggers`.
     pub fn new(settings: Settings, triggers: Vec<Trigger>) -> Recorder {
+        let watch = Watch::new(&triggers);
+        let mut reader = Reader::new();
+        // The events no trigger looks at cost their groups' kind columns
+        // only: the recorder's steady cost is then its copy of the bytes.
+        reader.skim(watch.kinds());
         Recorder {
             last_fired: alloc::vec![None; triggers.len()],
-            watch: Watch::new(&triggers),
+            skims: !watch.kinds().contains(EventKinds::SPAN | EventKinds::POLL),
+            watch,
             settings,
             triggers,
-            reader: Reader::new(),
+            reader,
             ring: Ring::default(),
             gathering: None,
             done: VecDeque::new(),
@@ -156,10 +170,14 @@ impl Recorder {
         }
         let marks_a_start =
             frame.kind == FrameKind::Init.to_byte() || frame.kind == FrameKind::CatchUp.to_byte();
-        let due = self
-            .ring
-            .last_checkpoint()
-            .is_none_or(|last| self.clock >= last.saturating_add(CHECKPOINT_EVERY_NS));
+        // A state whose open spans are exact between Catch-ups (every
+        // span read) is kept every CHECKPOINT_EVERY_NS besides.
+        let exact_anytime = self.shared || !self.skims;
+        let due = exact_anytime
+            && self
+                .ring
+                .last_checkpoint()
+                .is_none_or(|last| self.clock >= last.saturating_add(CHECKPOINT_EVERY_NS));
         if state.session().is_some() && (marks_a_start || due) {
             self.ring.checkpoint(state.checkpoint());
         }

@@ -20,7 +20,7 @@ use core::fmt;
 use core::str::FromStr;
 
 use typhon_live_condition::{Comparison, Condition, ConditionError, Test, Unit};
-use typhon_live_core::{Event, GaugeValue, LaneId, NameId, SpanId};
+use typhon_live_core::{Event, EventKinds, GaugeValue, LaneId, NameId, SpanId};
 use typhon_live_reader::{State, Update};
 
 /// The words a trigger may use, for errors.
@@ -167,8 +167,9 @@ struct OpenTick {
     fired: bool,
 }
 
-/// Which events any trigger looks at: the rest pass by at the cost of a
-/// match (the recorder reads every event of the stream).
+/// Which events any trigger looks at: the recorder's reader passes over
+/// the lane groups with none of them, and the rest of a group's events
+/// pass by at the cost of a match.
 #[derive(Clone, Copy, Debug, Default)]
 struct Wants {
     ticks: bool,
@@ -202,6 +203,23 @@ impl Watch {
             },
             ..Watch::default()
         }
+    }
+
+    /// The event kinds the triggers look at: a recorder's reader decodes
+    /// only the lane groups that hold one.
+    pub(crate) fn kinds(&self) -> EventKinds {
+        let mut kinds = EventKinds::NONE;
+        if self.wants.ticks {
+            kinds = kinds | EventKinds::TICK_START | EventKinds::TICK_END;
+        }
+        if self.wants.spans {
+            // Polls strike the open spans a Catch-up listed, as spans do.
+            kinds = kinds | EventKinds::SPAN | EventKinds::POLL | EventKinds::TASK_END;
+        }
+        if self.wants.gauges {
+            kinds = kinds | EventKinds::GAUGE;
+        }
+        kinds
     }
 
     /// The session changed: ids mean other names, ticks and spans are gone.

@@ -22,9 +22,13 @@ const fn tk(ns: u64) -> u64 {
 }
 /// "Level" begins with the first tick from 5 s: 313 ticks of 16 ms.
 const LEVEL_FROM: u64 = 313 * 16 * MS;
+/// "Load" is open over the Catch-up near 8 s, and ends after it: from
+/// tick 469 to tick 519.
+const LOAD: core::ops::Range<u64> = 469 * 16 * MS..519 * 16 * MS;
 
 /// A run of `seconds`: ticks every 16 ms, each with a "Sim" span; a tick
-/// at `stall_at` that lasts 1.2 s; "Level" open from 5 s to 15 s; a
+/// at `stall_at` that lasts 1.2 s; "Level" open from 5 s to 15 s; "Load"
+/// open over [`LOAD`]; a
 /// "memory" gauge climbing 1 MB a tick. The exporter is polled every
 /// 16 ms of the clock, stall or not (its thread does not stall), and each
 /// frame goes to `recorder` with `now` told after each poll.
@@ -57,6 +61,7 @@ fn run_with(
         .unwrap();
     let sim = names.intern("Sim").unwrap();
     let level = names.intern("Level").unwrap();
+    let load = names.intern("Load").unwrap();
     let memory = names.intern("memory").unwrap();
     let meta = Metadata {
         ticks_per_second: TICKS_PER_SECOND,
@@ -72,6 +77,7 @@ fn run_with(
     let mut buf = vec![0u8; 1 << 20];
     let mut decoder = Decoder::new(&mut buf);
     let mut level_span = None;
+    let mut load_span = None;
     let (mut t, mut tick) = (0u64, 0u64);
     let mut poll = |exporter: &mut Exporter<'_, 1>, decoder: &mut Decoder<'_>, now: u64| {
         exporter.request_drain();
@@ -89,6 +95,14 @@ fn run_with(
         }
         if t >= 15 * S {
             if let Some(span) = level_span.take() {
+                main.end(span, tk(t), None);
+            }
+        }
+        if LOAD.contains(&t) && load_span.is_none() {
+            load_span = Some(main.begin(load, tk(t)));
+        }
+        if t >= LOAD.end {
+            if let Some(span) = load_span.take() {
                 main.end(span, tk(t), None);
             }
         }
@@ -126,6 +140,8 @@ struct Read {
     first_kinds: Vec<u8>,
     /// (name, start) of each span the capture's first Catch-up lists open.
     open_at_start: Vec<(String, u64)>,
+    /// (name, start) of each span that ended in it.
+    ended: Vec<(String, u64)>,
     ticks: Vec<(u64, u64, u64)>,
     unnamed: u64,
     marks: Vec<ReadMark>,
@@ -144,6 +160,7 @@ fn read(capture: &Capture) -> Read {
         damaged: 0,
         first_kinds: Vec::new(),
         open_at_start: Vec::new(),
+        ended: Vec::new(),
         ticks: Vec::new(),
         unnamed: 0,
         marks: Vec::new(),
@@ -172,7 +189,7 @@ fn read(capture: &Capture) -> Read {
                             }
                         }
                         Update::Event { event, .. } => {
-                            read.first_time = read.first_time.min(event.time());
+                            read.first_time = read.first_time.min(event.end_time());
                             read.last_time = read.last_time.max(event.time());
                             let name = match event {
                                 Event::Span { name, .. } => Some(name),
@@ -183,6 +200,10 @@ fn read(capture: &Capture) -> Read {
                                 read.unnamed += 1;
                             }
                             match event {
+                                Event::Span { name, start, .. } => {
+                                    let name = state.names().show(name).into_owned();
+                                    read.ended.push((name, start));
+                                }
                                 Event::Mark { time, label, span } => {
                                     let show = |id| state.names().show(id).into_owned();
                                     let span = span.map(|(name, start)| (show(name), start));
@@ -246,11 +267,11 @@ fn a_stall_yields_one_capture_holding_it_whole_with_what_was_open() {
     // Init first; the written start's Catch-up next (no Definitions: the
     // names are one run from 0).
     assert_eq!(read.first_kinds, [1, 4]);
-    // The window: from 2 s before the trigger (a checkpoint at most
-    // 250 ms earlier) to 2 s after it.
+    // The window: from 2 s before the trigger (a Catch-up at most 1 s
+    // earlier: a tick trigger's recorder skims) to 2 s after it.
     let from = fired.time - 2 * S;
     assert!(
-        (from - 250 * MS - 16 * MS..=from).contains(&capture.begin),
+        (from - S - 16 * MS..=from).contains(&capture.begin),
         "window from {} ms, asked {} ms",
         capture.begin / MS,
         from / MS
@@ -269,7 +290,48 @@ fn a_stall_yields_one_capture_holding_it_whole_with_what_was_open() {
     // written.
     assert_eq!(read.marks, [("tick > 100ms".to_string(), None, fired.time)]);
     // "Level", open since 5 s, is known open at the capture's start.
-    assert_eq!(read.open_at_start, [("Level".to_string(), LEVEL_FROM)]);
+    assert!(read
+        .open_at_start
+        .contains(&("Level".to_string(), LEVEL_FROM)));
+    every_span_open_at_the_start_ends_in_the_capture_or_after(&read, capture.end);
+}
+
+/// A span a capture lists open at its start either ends in it, or was
+/// still open when the capture ends: a recorder that skims never starts
+/// a capture from a state that missed a span's end.
+fn every_span_open_at_the_start_ends_in_the_capture_or_after(read: &Read, end: u64) {
+    for open in &read.open_at_start {
+        let still_open = match open.0.as_str() {
+            "Level" => end < 15 * S,
+            "Load" => end < LOAD.end,
+            _ => false,
+        };
+        assert!(
+            still_open || read.ended.contains(open),
+            "{open:?} listed open at the start, ended before {} ms unseen",
+            end / MS
+        );
+    }
+}
+
+#[test]
+fn a_tick_triggers_capture_starts_where_its_open_spans_are_exact() {
+    // The stall fires 100 ms into tick 663 (10.608 s): the window opens
+    // at 8.708 s, after "Load" ended (8.304 s) and after the Catch-up near
+    // 8 s that listed it open. The recorder reads no span (it skims), so
+    // its capture starts at that Catch-up, with "Load" open and its end
+    // in the capture.
+    let triggers = vec!["tick > 100ms".parse::<Trigger>().unwrap()];
+    let mut recorder = Recorder::new(settings(), triggers);
+    run(&mut recorder, 14, &[663 * 16 * MS]);
+    let capture = recorder.take().expect("a capture");
+    assert!(capture.begin <= LOAD.end, "{} ms", capture.begin / MS);
+    let read = read(&capture);
+    assert_eq!((read.missed, read.damaged, read.unnamed), (0, 0, 0));
+    assert!(read
+        .open_at_start
+        .contains(&("Load".to_string(), LOAD.start)));
+    every_span_open_at_the_start_ends_in_the_capture_or_after(&read, capture.end);
 }
 
 #[test]

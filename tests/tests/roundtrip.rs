@@ -8,8 +8,8 @@ use typhon_live_core::definitions::write_definitions;
 use typhon_live_core::init::write_init;
 use typhon_live_core::text::{within_bound, write_texts};
 use typhon_live_core::{
-    BlockBuilder, Compression, Decoder, EncodeError, Event, FieldOwner, FieldValue, GaugeValue,
-    LaneId, LaneInfo, LaneKind, Metadata, NameSource, Shutdown,
+    BlockBuilder, Compression, Decoder, EncodeError, Event, EventKinds, FieldOwner, FieldValue,
+    GaugeValue, LaneId, LaneInfo, LaneKind, Metadata, NameSource, Shutdown,
 };
 use typhon_live_core::{Level, TextBatch};
 use typhon_live_tests::{
@@ -380,6 +380,40 @@ proptest! {
             got.extend_from_slice(&out[..n]);
         }
         prop_assert!(same_events(&got, &events), "{:?} != {:?}", got, events);
+    }
+
+    #[test]
+    fn a_skimmed_block_hands_on_every_wanted_event_and_counts_the_rest(
+        events in prop::collection::vec((0u16..3, event()), 0..300),
+        sorted in any::<bool>(),
+        wanted in prop::sample::subsequence(
+            vec![EventKinds::SPAN, EventKinds::GAUGE, EventKinds::TICK_START, EventKinds::TICK_END, EventKinds::POLL, EventKinds::FIELD],
+            0..3,
+        ),
+    ) {
+        let mut events = events;
+        if sorted {
+            events.sort_by_key(|(lane, _)| *lane);
+        }
+        let wanted = wanted.into_iter().fold(EventKinds::NONE, |a, b| a | b);
+        let (bytes, _) = block_frame(1, &events, &[], block_scratch_len(RECORDS_PER_GROUP * 300));
+        let view = typhon_live_core::BlockView::parse(&bytes[16..bytes.len() - 4], 0).expect("parses");
+        let all: Vec<_> = view.events().expect("columns parse").map(|e| e.expect("valid")).collect();
+        let mut skimming = view.events().expect("columns parse").skim(wanted);
+        let got: Vec<_> = skimming.by_ref().map(|e| e.expect("valid")).collect();
+        prop_assert_eq!(got.len() + skimming.skipped() as usize, all.len());
+        let of_wanted = |events: &[(LaneId, Event)]| -> Vec<(LaneId, Event)> {
+            events.iter().copied().filter(|(_, e)| wanted.contains(EventKinds::of(e))).collect()
+        };
+        prop_assert!(same_events(&of_wanted(&got), &of_wanted(&all)));
+        // What it hands on is what a whole reading gives, less whole groups.
+        let mut rest = all.iter();
+        for event in &got {
+            prop_assert!(rest.any(|e| same_events(&[*e], &[*event])), "{:?} out of order", event);
+        }
+        if !all.iter().any(|(_, e)| wanted.contains(EventKinds::of(e))) {
+            prop_assert!(got.is_empty());
+        }
     }
 
     #[test]
