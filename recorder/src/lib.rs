@@ -40,7 +40,7 @@ pub mod store;
 mod trigger;
 
 pub use capture::{Capture, MAX_FIRED_PER_CAPTURE};
-pub use options::{OptionError, Options};
+pub use options::{Limits, OptionError, Options};
 pub use recorder::{Recorder, Stats, CHECKPOINT_EVERY_NS};
 pub use trigger::{Fired, FiredSpan, Trigger};
 

@@ -36,20 +36,36 @@ pub struct Options {
     pub settings: Settings,
     /// When it captures.
     pub triggers: Vec<Trigger>,
-    /// Capture files kept at most.
-    pub max_files: usize,
-    /// Their bytes at most.
-    pub max_bytes: u64,
+    /// What its directory holds at most.
+    pub limits: Limits,
 }
 
 impl Default for Options {
-    /// [`Settings::default`], no trigger, 20 files and 1 GiB.
+    /// [`Settings::default`], no trigger, [`Limits::default`].
     fn default() -> Options {
         Options {
             settings: Settings::default(),
             triggers: Vec::new(),
-            max_files: 20,
-            max_bytes: 1 << 30,
+            limits: Limits::default(),
+        }
+    }
+}
+
+/// How many capture files and bytes a directory holds at most.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// Files.
+    pub files: usize,
+    /// Bytes, over every file.
+    pub bytes: u64,
+}
+
+impl Default for Limits {
+    /// 20 files, 1 GiB.
+    fn default() -> Limits {
+        Limits {
+            files: 20,
+            bytes: 1 << 30,
         }
     }
 }
@@ -112,8 +128,8 @@ impl Options {
             "spacing" => s.spacing_ns = duration(value).map_err(bad)?,
             "max_capture" => s.max_capture_ns = duration(value).map_err(bad)?,
             "max_capture_bytes" => s.max_capture_bytes = size(value).map_err(bad)? as usize,
-            "max_files" => self.max_files = number(value).map_err(bad)? as usize,
-            "max_bytes" => self.max_bytes = size(value).map_err(bad)?,
+            "max_files" => self.limits.files = number(value).map_err(bad)? as usize,
+            "max_bytes" => self.limits.bytes = size(value).map_err(bad)?,
             _ => return Err(OptionError::UnknownKey { key: key.into() }),
         }
         Ok(())
@@ -184,7 +200,13 @@ mod tests {
         assert_eq!(options.triggers.len(), 2);
         assert_eq!(options.settings.after_ns, 1_500_000_000);
         assert_eq!(options.settings.keep_bytes, 32 << 20);
-        assert_eq!((options.max_files, options.max_bytes), (5, 1_000_000));
+        assert_eq!(
+            options.limits,
+            Limits {
+                files: 5,
+                bytes: 1_000_000
+            }
+        );
 
         let error = options.set("keep", "20 MB").unwrap_err();
         assert_eq!(

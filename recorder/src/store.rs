@@ -12,30 +12,12 @@ use std::path::{Path, PathBuf};
 use std::string::String;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+pub use crate::options::Limits;
 use crate::Capture;
 
 /// Capture files are named `PREFIX-UNIXMS.tlt`; the prefix is this unless
 /// said (the relay's is its source's name).
 pub const DEFAULT_PREFIX: &str = "capture";
-
-/// How many capture files and bytes a directory holds at most.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Limits {
-    /// Files.
-    pub files: usize,
-    /// Bytes, over every file.
-    pub bytes: u64,
-}
-
-impl Default for Limits {
-    /// 20 files, 1 GiB.
-    fn default() -> Limits {
-        Limits {
-            files: 20,
-            bytes: 1 << 30,
-        }
-    }
-}
 
 /// What a store did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

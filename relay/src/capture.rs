@@ -17,7 +17,7 @@ use typhon_live_http::axum::http::StatusCode;
 use typhon_live_http::axum::routing::post;
 use typhon_live_http::axum::Router;
 use typhon_live_monitoring::metrics::{CaptureCounts, SourceMetrics};
-use typhon_live_recorder::store::{Limits, Store, Writer, Written};
+use typhon_live_recorder::store::{Store, Writer, Written};
 use typhon_live_recorder::{Options, Recorder};
 
 /// The memory every source's recorder may hold together, by default.
@@ -85,11 +85,8 @@ impl SourceCapture {
         counts: CaptureCounts,
         asked: Arc<AtomicBool>,
     ) -> io::Result<SourceCapture> {
-        let limits = Limits {
-            files: options.max_files,
-            bytes: options.max_bytes,
-        };
-        let store = Store::open(&config.dir, &prefix(name), limits).map_err(io::Error::other)?;
+        let store =
+            Store::open(&config.dir, &prefix(name), options.limits).map_err(io::Error::other)?;
         let source = name.to_owned();
         let writer = Writer::start(store, move |written| match written {
             Written::Whole(path, capture) => {

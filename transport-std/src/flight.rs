@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use typhon_live_recorder::store::{Limits, Store, Writer, Written, DEFAULT_PREFIX, WAITING};
+use typhon_live_recorder::store::{Store, Writer, Written, DEFAULT_PREFIX, WAITING};
 use typhon_live_recorder::{Options, Recorder};
 
 /// What the recorder did, readable while the session runs.
@@ -45,11 +45,7 @@ impl Flight {
         options: Options,
         counters: Arc<Counters>,
     ) -> io::Result<Flight> {
-        let limits = Limits {
-            files: options.max_files,
-            bytes: options.max_bytes,
-        };
-        let store = Store::open(&dir, DEFAULT_PREFIX, limits).map_err(io::Error::other)?;
+        let store = Store::open(&dir, DEFAULT_PREFIX, options.limits).map_err(io::Error::other)?;
         let told = Arc::clone(&counters);
         let writer = Writer::start(store, move |written| match written {
             Written::Whole(path, capture) => {

@@ -15,7 +15,7 @@ use typhon_live_recorder::{Options, Recorder};
 use typhon_live_std::attach::{self, Consumer, Flow};
 
 use crate::cmd::record;
-use crate::cmd::remote::{self, RemoteOptions};
+use crate::cmd::remote::RemoteOptions;
 use crate::error::CliError;
 
 /// The recorder's flags, beside `--on`; each is the recorder option of
@@ -108,10 +108,7 @@ impl Keeper {
     /// A recorder of `options` writing into `dir`.
     pub fn new(dir: &Path, options: Options) -> Keeper {
         Keeper {
-            limits: Limits {
-                files: options.max_files,
-                bytes: options.max_bytes,
-            },
+            limits: options.limits,
             recorder: Recorder::new(options.settings, options.triggers),
             dir: dir.into(),
             store: None,
@@ -259,20 +256,14 @@ pub fn run(
     duration: Option<Duration>,
 ) -> Result<(), CliError> {
     // The directory is refused now, not at the first capture.
-    let limits = Limits {
-        files: options.max_files,
-        bytes: options.max_bytes,
-    };
-    Store::open(dir, DEFAULT_PREFIX, limits).map_err(|e| CliError::File {
+    Store::open(dir, DEFAULT_PREFIX, options.limits).map_err(|e| CliError::File {
         path: dir.into(),
         reason: e.to_string(),
     })?;
     let deadline = duration.map(|d| Instant::now() + d);
-    let secure = remote.secure()?;
-    let Some(socket) = attach::connect(addr, deadline, |_| true)? else {
+    let Some(mut stream) = record::connect(addr, remote, deadline)? else {
         return Ok(());
     };
-    let mut stream = remote::open(socket, addr, secure.as_ref())?;
     let triggers: Vec<String> = options.triggers.iter().map(ToString::to_string).collect();
     eprintln!(
         "recording {addr}: a capture into {} when {}",

@@ -193,12 +193,9 @@ pub fn run(
         reason: e.to_string(),
     })?;
     let deadline = duration.map(|d| Instant::now() + d);
-    let secure = remote.secure()?;
-    let Some(socket) = attach::connect(addr, deadline, |_| true)? else {
-        // Time was up before the peer answered: an empty recording.
+    let Some(mut stream) = connect(addr, remote, deadline)? else {
         return Ok(());
     };
-    let mut stream = remote::open(socket, addr, secure.as_ref())?;
     let mut recorder = Recorder {
         path,
         file: BufWriter::new(file),
@@ -253,6 +250,21 @@ pub fn run(
         return Err(error);
     }
     ended(addr, end)
+}
+
+/// The stream of `addr` for a recording that ends at `deadline`, with
+/// `remote`'s TLS and token; `None` when the time was up before the peer
+/// answered (an empty recording).
+pub fn connect(
+    addr: &str,
+    remote: &RemoteOptions,
+    deadline: Option<Instant>,
+) -> Result<Option<remote::Stream>, CliError> {
+    let secure = remote.secure()?;
+    let Some(socket) = attach::connect(addr, deadline, |_| true)? else {
+        return Ok(None);
+    };
+    remote::open(socket, addr, secure.as_ref()).map(Some)
 }
 
 /// How a recording of `addr` ended, as the command's result.
