@@ -614,10 +614,15 @@ struct Options {
     /// table runs it in a process of its own.
     #[arg(long, hide = true)]
     service_row: bool,
-    /// Only the flight recorder's cost: the exporter thread's CPU at 1 M
-    /// spans/s, recorder on against off, alternated runs.
+    /// Only the flight recorder's rows: the exporter thread's CPU at 1 M
+    /// spans/s (recorder on against off, alternated runs), peak RSS
+    /// against its bound, a capture's latency, a trigger storm.
     #[arg(long)]
     recorder: bool,
+    /// The recorder's memory row, on or off, in a process of its own: its
+    /// peak RSS and largest capture, as two numbers.
+    #[arg(long, hide = true, value_name = "on|off")]
+    recorder_memory_row: Option<String>,
 }
 
 fn main() {
@@ -696,6 +701,11 @@ fn main() {
     }
     if options.recorder {
         print_table(quick, flight_rows(quick));
+        return;
+    }
+    if let Some(on) = options.recorder_memory_row {
+        let seconds = if quick { 5 } else { 10 };
+        flight::print_memory_row(on == "on", Duration::from_secs(seconds));
         return;
     }
     let settings = Settings {
@@ -960,41 +970,120 @@ fn main() {
     print_table(quick, rows);
 }
 
-/// The flight recorder's cost on the exporter thread at 1 M spans/s:
-/// medians of alternated runs with it off and on, alone (it is then the
-/// only reader: the Blocks are encoded for it) and beside a trace file
-/// (its own part) (docs/RECORDER.md).
+/// The flight recorder's rows (docs/RECORDER.md): its cost on the
+/// exporter thread at 1 M spans/s, medians of alternated runs with it off
+/// and on, alone (it is then the only reader: the Blocks are encoded for
+/// it) and beside a trace file (its own part), with a tick trigger (the
+/// recorder skims) and with a span trigger (it reads every span); its
+/// peak RSS against its bound; a capture's latency; a trigger storm.
 fn flight_rows(quick: bool) -> Vec<Row> {
     let (runs, seconds) = if quick { (3, 1) } else { (5, 3) };
-    [(false, "alone"), (true, "beside a trace file")]
-        .into_iter()
-        .map(|(file, beside)| {
-            let measured =
-                flight::alternated(1_000_000.0, Duration::from_secs(seconds), runs, file);
-            let (typhon, met) = match measured {
-                Some((off, on)) => (
-                    format!(
-                        "+{:.1} ms/s ({on:.1} on, {off:.1} off; median of {runs} alternated {seconds} s runs)",
-                        on - off
-                    ),
-                    Some(on - off <= 10.0),
+    let row = |what: &'static str, typhon: String, target: String, met: Option<bool>| Row {
+        what,
+        typhon,
+        tracy: "-".into(),
+        puffin: "-".into(),
+        target,
+        met,
+    };
+    let no_proc = || "- (no /proc: Linux only)".to_string();
+    let mut rows: Vec<Row> = [
+        (false, "tick > 1h", "flight recorder alone, tick trigger, exporter CPU at 1 M spans/s", "alone", true),
+        (true, "tick > 1h", "flight recorder beside a trace file, tick trigger, exporter CPU at 1 M spans/s", "beside a trace file", true),
+        (true, "span(bench.flight) > 1h", "flight recorder beside a trace file, span trigger, exporter CPU at 1 M spans/s", "span triggers read every span", false),
+    ]
+    .into_iter()
+    .map(|(file, trigger, what, beside, targeted)| {
+        let measured = flight::alternated(
+            1_000_000.0,
+            Duration::from_secs(seconds),
+            runs,
+            trigger,
+            file,
+        );
+        let (typhon, met) = match measured {
+            Some((off, on)) => (
+                format!(
+                    "+{:.1} ms/s ({on:.1} on, {off:.1} off; median of {runs} alternated {seconds} s runs)",
+                    on - off
                 ),
-                None => ("- (no /proc/self/task: Linux only)".into(), None),
-            };
-            Row {
-                what: if file {
-                    "flight recorder beside a trace file, exporter CPU at 1 M spans/s"
-                } else {
-                    "flight recorder alone, exporter CPU at 1 M spans/s"
-                },
-                typhon,
-                tracy: "-".into(),
-                puffin: "-".into(),
-                target: format!("<= +10 ms/s ({beside})"),
-                met,
-            }
-        })
-        .collect()
+                targeted.then_some(on - off <= 10.0),
+            ),
+            None => (no_proc(), None),
+        };
+        let target = if targeted {
+            format!("<= +10 ms/s ({beside})")
+        } else {
+            format!("- ({beside})")
+        };
+        row(what, typhon, target, met)
+    })
+    .collect();
+
+    let mib = |b: u64| b as f64 / (1 << 20) as f64;
+    rows.push(match flight::memory(quick) {
+        Some((off, on, largest, bound)) => {
+            let more = on.saturating_sub(off);
+            row(
+                "flight recorder, peak RSS more than with it off (8 MiB kept, 8 MiB captures, one every 2 s)",
+                format!(
+                    "+{:.1} MiB ({:.1} on, {:.1} off; largest capture {:.1} MiB)",
+                    mib(more),
+                    mib(on),
+                    mib(off),
+                    mib(largest)
+                ),
+                format!("<= bound {:.0} MiB + 5 %", mib(bound)),
+                Some(more as f64 <= bound as f64 * 1.05),
+            )
+        }
+        None => row("flight recorder, peak RSS", no_proc(), "-".into(), None),
+    });
+
+    let mut latencies = flight::latency(5);
+    latencies.sort();
+    rows.push(
+        match (latencies.get(latencies.len() / 2), latencies.last()) {
+            (Some(median), Some(worst)) => row(
+                "flight recorder, capture whole after its window ends (5 asked at 1 M spans/s)",
+                format!(
+                    "median {:.0} ms, worst {:.0} ms",
+                    median.as_secs_f64() * 1e3,
+                    worst.as_secs_f64() * 1e3
+                ),
+                "<= 1 s".into(),
+                Some(*worst <= Duration::from_secs(1)),
+            ),
+            _ => row(
+                "flight recorder, capture latency",
+                "- (no capture was written)".into(),
+                "<= 1 s".into(),
+                Some(false),
+            ),
+        },
+    );
+
+    let storm = flight::storm(Duration::from_secs(if quick { 20 } else { 60 }));
+    rows.push(row(
+        "flight recorder, trigger storm (every 60 Hz tick fires)",
+        format!(
+            "{} s: {} ticks, {} fired, {} captures written; {} files, {:.2} MiB left",
+            storm.duration.as_secs(),
+            storm.ticks,
+            storm.fired,
+            storm.written,
+            storm.files,
+            mib(storm.bytes)
+        ),
+        format!(
+            "<= {} files, {:.0} MiB, 1 capture per {} s cooldown",
+            storm.max_files,
+            mib(storm.max_bytes),
+            storm.cooldown.as_secs()
+        ),
+        Some(storm.within_bounds()),
+    ));
+    rows
 }
 
 /// The table, with the machine it ran on.
