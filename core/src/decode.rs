@@ -19,6 +19,7 @@ use crate::definitions::DefinitionsView;
 use crate::error::DecodeError;
 use crate::frame::{checksum_ok, FrameKind, Header, HEADER_LEN, MAGIC, OVERHEAD, TRAILER_LEN};
 use crate::init::InitView;
+use crate::samples::SamplesView;
 use crate::shutdown::Shutdown;
 use crate::text::TextsView;
 
@@ -55,6 +56,8 @@ pub enum Payload<'a> {
     CatchUp(CatchUpView<'a>),
     /// End of session.
     Shutdown(Shutdown),
+    /// What the system measured of each lane's thread.
+    Samples(SamplesView<'a>),
     /// Log events' text.
     Texts(TextsView<'a>),
 }
@@ -86,6 +89,7 @@ impl<'a> Frame<'a> {
             FrameKind::Definitions => Payload::Definitions(DefinitionsView::parse(self.payload)?),
             FrameKind::CatchUp => Payload::CatchUp(CatchUpView::parse(self.payload)?),
             FrameKind::Shutdown => Payload::Shutdown(Shutdown::parse(self.payload)?),
+            FrameKind::Samples => Payload::Samples(SamplesView::parse(self.payload)?),
             FrameKind::Text => Payload::Texts(TextsView::parse(self.payload)?),
         })
     }

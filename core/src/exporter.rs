@@ -60,6 +60,7 @@ use crate::frame::FrameKind;
 use crate::init::{write_init, Metadata};
 use crate::lane::Lanes;
 use crate::names::NameSource;
+use crate::samples::{write_samples, LaneSample, SwitchRecord};
 use crate::shutdown::Shutdown;
 use crate::text::{write_texts, TextBatch};
 
@@ -416,7 +417,8 @@ impl<'a, const L: usize, const R: usize> Exporter<'a, L, R> {
                 reader.names_sent = last.names_before;
                 reader.lanes_sent = last.lanes_before;
             }
-            FrameKind::CatchUp => {}
+            // Counters are cumulative: the next Samples frame makes good.
+            FrameKind::CatchUp | FrameKind::Samples => {}
             // Its texts, and the losses it told, are told in the next one.
             FrameKind::Text => reader.texts_lost = reader.texts_lost.saturating_add(last.events),
             FrameKind::Shutdown => {
@@ -503,6 +505,33 @@ impl<'a, const L: usize, const R: usize> Exporter<'a, L, R> {
             last.events = (batch.len() as u32).saturating_add(lost);
         }
         Ok(Some(emitted))
+    }
+
+    /// Writes a Samples frame for `reader`: `lanes`' counters read at
+    /// `time` (host ticks) and the `switches` before it (FORMAT.md,
+    /// "Samples"); `None` (nothing written) when the reader is not
+    /// attached, has not had its Init, or has had its Shutdown. Call it
+    /// once [`Exporter::poll`] has answered `None` since the lanes were
+    /// claimed, as for [`Exporter::write_texts`]. A Samples frame reported
+    /// dropped is not written again: its counters are in the next. On
+    /// `Err` nothing was consumed.
+    pub fn write_samples(
+        &mut self,
+        reader: ReaderId,
+        time: u64,
+        lanes: &[LaneSample],
+        switches: &[SwitchRecord],
+        out: &mut [u8],
+    ) -> Result<Option<Emitted>, EncodeError> {
+        let index = reader.index();
+        let Some(r) = self.readers.get(index) else {
+            return Ok(None);
+        };
+        if !r.attached || r.need_init || r.shutdown_sent {
+            return Ok(None);
+        }
+        let len = write_samples(out, r.seq, time, lanes, switches)?;
+        Ok(Some(self.emitted(index, FrameKind::Samples, len, 0)))
     }
 
     /// Writes the next due frame into `out`, or returns `None` when nothing

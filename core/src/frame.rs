@@ -25,7 +25,8 @@ pub const TRAILER_LEN: usize = 4;
 /// Header plus trailer.
 pub const OVERHEAD: usize = HEADER_LEN + TRAILER_LEN;
 
-/// The frame kinds: version 1's five, and the Text frame version 4 added.
+/// The frame kinds: version 1's five, and the Samples and Text frames
+/// version 4 added.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum FrameKind {
@@ -39,6 +40,9 @@ pub enum FrameKind {
     CatchUp,
     /// The clean end of a session, with totals. Never dropped.
     Shutdown,
+    /// What the system measured of each lane's thread (CPU time,
+    /// switches). Droppable.
+    Samples,
     /// Log events' text, beside the spans. Droppable.
     Text,
 }
@@ -52,6 +56,7 @@ impl FrameKind {
             FrameKind::Definitions => 3,
             FrameKind::CatchUp => 4,
             FrameKind::Shutdown => 5,
+            FrameKind::Samples => 6,
             FrameKind::Text => 7,
         }
     }
@@ -64,6 +69,7 @@ impl FrameKind {
             3 => FrameKind::Definitions,
             4 => FrameKind::CatchUp,
             5 => FrameKind::Shutdown,
+            6 => FrameKind::Samples,
             7 => FrameKind::Text,
             kind => return Err(DecodeError::UnknownKind { kind }),
         })
@@ -73,7 +79,7 @@ impl FrameKind {
     pub const fn is_droppable(self) -> bool {
         matches!(
             self,
-            FrameKind::Block | FrameKind::CatchUp | FrameKind::Text
+            FrameKind::Block | FrameKind::CatchUp | FrameKind::Samples | FrameKind::Text
         )
     }
 

@@ -105,6 +105,7 @@ pub mod lane;
 pub mod names;
 pub mod restart;
 pub mod ring;
+pub mod samples;
 pub mod sequence;
 pub mod shutdown;
 pub mod text;
@@ -126,6 +127,7 @@ pub use lane::{LaneHandle, LaneInfo, Lanes, SpanToken, DEFAULT_RING_EVENTS, MAX_
 pub use names::{NameError, NameSource, NameTable};
 pub use restart::RestartCheck;
 pub use ring::EventRing;
+pub use samples::{Counters, LaneSample, SamplesView, Switch, SwitchRecord};
 pub use section::{Entries, LaneTable, Names};
 pub use sequence::SequenceCheck;
 pub use shutdown::Shutdown;

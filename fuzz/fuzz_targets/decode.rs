@@ -84,6 +84,12 @@ fn walk(payload: Payload<'_>) {
             }
         }
         Payload::Shutdown(_) => {}
+        Payload::Samples(samples) => {
+            // Checked whole when parsed: every lane and switch it states.
+            assert_eq!(samples.lanes().count(), samples.lane_count());
+            assert_eq!(samples.switches().count(), samples.switch_count());
+            assert!(samples.switches().all(|s| s.time <= samples.time));
+        }
         Payload::Texts(texts) => {
             // Checked whole when parsed: every record it states reads.
             assert_eq!(texts.texts().count(), usize::from(texts.count));

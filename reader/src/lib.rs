@@ -72,6 +72,7 @@ extern crate alloc;
 mod block_buffer;
 pub mod carry;
 mod clock;
+mod cpu;
 mod field_owners;
 mod frames;
 mod names;
@@ -83,6 +84,7 @@ mod update;
 
 pub use block_buffer::{BlockBuffer, BlockDamage};
 pub use clock::Clock;
+pub use cpu::CpuInterval;
 pub use field_owners::{FieldOwners, MAX_FIELDS_PER_SPAN};
 pub use frames::{frames, Damage};
 pub use names::{Defined, Names, MAX_NAMES, MAX_NAME_BYTES};

@@ -8,11 +8,12 @@ use typhon_live_core::catchup::begun_by;
 
 use typhon_live_core::{
     BlockView, CatchUpView, DecodeError, Event, EventKinds, Frame, InitView, LaneInfo, Payload,
-    RestartCheck, SequenceCheck, Shutdown, TextsView, MAX_OPEN_SPANS,
+    RestartCheck, SamplesView, SequenceCheck, Shutdown, TextsView, MAX_OPEN_SPANS,
 };
 
 use crate::block_buffer::BlockBuffer;
 use crate::clock::Clock;
+use crate::cpu::LastSamples;
 use crate::names::Defined;
 use crate::state::{Session, State};
 use crate::update::{Loss, TextRecord, TotalsCheck, Update};
@@ -42,6 +43,8 @@ pub struct Reader {
     stream: Option<StreamCount>,
     /// The event kinds its consumer wants decoded ([`Reader::skim`]).
     wanted: EventKinds,
+    /// Each lane's last Samples counters, to measure the next against.
+    last_samples: LastSamples,
 }
 
 /// What a reader saw of one stream since its first Init.
@@ -69,6 +72,7 @@ impl Reader {
             fresh: true,
             stream: None,
             wanted: EventKinds::ALL,
+            last_samples: LastSamples::default(),
         }
     }
 
@@ -186,6 +190,11 @@ impl Reader {
                 self.shutdown(totals, &mut take);
                 Ok(())
             }
+            Ok(Payload::Samples(samples)) => {
+                self.count_received();
+                self.samples(&samples, received, &mut take);
+                Ok(())
+            }
             Ok(Payload::Texts(texts)) => {
                 self.count_received();
                 self.texts(&texts, &mut take);
@@ -240,6 +249,7 @@ impl Reader {
             state.open_spans = 0;
             state.latest = None;
             state.unix_offset = None;
+            self.last_samples.clear();
         }
         let state = &mut self.state;
         state.clock = Clock::new(init.ticks_per_second);
@@ -303,7 +313,34 @@ impl Reader {
         state.forget_open_spans();
         state.latest = None;
         state.unix_offset = None;
+        self.last_samples.clear();
         take(&self.state, Update::Restarted { from, to });
+    }
+
+    fn samples(
+        &mut self,
+        samples: &SamplesView<'_>,
+        received: Option<u64>,
+        take: &mut impl FnMut(&State, Update<'_>),
+    ) {
+        let tps = self.state.clock.ticks_per_second();
+        if self.restart.catch_up(samples.time, tps) {
+            self.restarted(samples.time, take);
+        }
+        let clock = self.state.clock;
+        let time = clock.ns(samples.time);
+        self.state.stated(time);
+        self.state.placed(received, time);
+        for switch in samples.switches() {
+            let (lane, what) = (switch.lane, switch.what);
+            let time = clock.ns(switch.time);
+            take(&self.state, Update::Switch { lane, time, what });
+        }
+        for lane in samples.lanes() {
+            if let Some(interval) = self.last_samples.interval(&lane, time) {
+                take(&self.state, Update::Cpu(interval));
+            }
+        }
     }
 
     fn catch_up(

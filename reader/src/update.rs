@@ -1,6 +1,8 @@
 //! What a [`Reader`](crate::Reader) tells its consumer, frame by frame.
 
-use typhon_live_core::{Event, LaneId, NameId, Shutdown};
+use typhon_live_core::{Event, LaneId, NameId, Shutdown, Switch};
+
+use crate::cpu::CpuInterval;
 
 /// One thing a frame said, resolved: times in ns of the session's clock
 /// (add [`State::unix_offset`](crate::State::unix_offset) for the Unix
@@ -61,6 +63,18 @@ pub enum Update<'a> {
         lane: LaneId,
         /// The event.
         event: Event,
+    },
+    /// How a lane's thread spent the time between two of its samples
+    /// (a Samples frame's lane counters, against the lane's last).
+    Cpu(CpuInterval),
+    /// A context switch of a lane's thread, its time in ns.
+    Switch {
+        /// The lane.
+        lane: LaneId,
+        /// When.
+        time: u64,
+        /// What it did.
+        what: Switch,
     },
     /// A log event's text (a Text frame's record), its time in ns. Its
     /// lane is `None` when the writer could no longer place it; its site

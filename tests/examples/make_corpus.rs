@@ -46,6 +46,8 @@ fn main() -> std::io::Result<()> {
         // A flight recorder's capture: a written start, its labels, the
         // frames renumbered, a mark (kind 12).
         ("capture-marks.tlt", typhon_live_tests::capture_stream()),
+        // Each lane's CPU: counters and switches (frame kind 6).
+        ("cpu-samples.tlt", typhon_live_tests::samples_stream()),
     ];
     for (name, bytes) in seeds {
         fs::write(dir.join(name), &bytes)?;

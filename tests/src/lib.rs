@@ -60,6 +60,12 @@ pub enum Owned {
         seq: u32,
         totals: Shutdown,
     },
+    Samples {
+        seq: u32,
+        time: u64,
+        lanes: Vec<typhon_live_core::LaneSample>,
+        switches: Vec<typhon_live_core::SwitchRecord>,
+    },
     Texts {
         seq: u32,
         lost: u32,
@@ -79,6 +85,7 @@ impl Owned {
             | Owned::Definitions { seq, .. }
             | Owned::CatchUp { seq, .. }
             | Owned::Shutdown { seq, .. }
+            | Owned::Samples { seq, .. }
             | Owned::Texts { seq, .. } => seq,
         }
     }
@@ -167,6 +174,12 @@ pub fn own(frame: &Frame<'_>) -> Result<Owned, DecodeError> {
         Payload::Shutdown(totals) => Owned::Shutdown {
             seq: frame.seq,
             totals,
+        },
+        Payload::Samples(view) => Owned::Samples {
+            seq: frame.seq,
+            time: view.time,
+            lanes: view.lanes().collect(),
+            switches: view.switches().collect(),
         },
         Payload::Texts(view) => Owned::Texts {
             seq: frame.seq,
@@ -860,6 +873,42 @@ fn text_frame(seq: u32, lost: u32) -> Vec<u8> {
 /// [`text_example_texts`], their Text frame, and a Shutdown.
 pub fn text_stream() -> Vec<u8> {
     stream_of(&["main", "WARN disk full", "INFO bye"], text_frame(0, 0))
+}
+
+/// A whole stream with CPU samples (FORMAT.md, "Samples"): an Init naming
+/// lanes 0 and 1, a Samples frame of both lanes' counters (lane 1's
+/// switches traced) and two switches of lane 1, and a Shutdown.
+pub fn samples_stream() -> Vec<u8> {
+    use typhon_live_core::samples::write_samples;
+    use typhon_live_core::{Counters, LaneSample, Switch, SwitchRecord};
+    let lane = |lane, thread, switches_traced, on_cpu_ns| LaneSample {
+        lane,
+        thread,
+        switches_traced,
+        counters: Counters {
+            on_cpu_ns: Some(on_cpu_ns),
+            waiting_ns: Some(on_cpu_ns / 8),
+            voluntary: Some(3),
+            involuntary: Some(1),
+        },
+    };
+    let switches = [
+        SwitchRecord {
+            lane: 1,
+            time: 1_200,
+            what: Switch::OutWaiting,
+        },
+        SwitchRecord {
+            lane: 1,
+            time: 1_450,
+            what: Switch::In,
+        },
+    ];
+    let lanes = [lane(0, 4001, false, 900_000), lane(1, 4002, true, 120_000)];
+    let mut out = vec![0u8; 512];
+    let n = write_samples(&mut out, 0, 1_500, &lanes, &switches).expect("fits");
+    out.truncate(n);
+    stream_of(&["main", "worker"], out)
 }
 
 /// [`task_stream`]'s task span with a field after its end: its "route"

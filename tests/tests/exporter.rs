@@ -356,6 +356,14 @@ fn check_attachment(a: &Attachment) -> (u64, u64, Option<typhon_live_core::Shutd
                 }
             }
             Owned::Shutdown { totals, .. } => shutdown = Some(*totals),
+            Owned::Samples {
+                lanes, switches, ..
+            } => {
+                let lanes = lanes.iter().map(|l| l.lane);
+                for lane in lanes.chain(switches.iter().map(|s| s.lane)) {
+                    assert!(known_lanes.contains_key(&lane), "lane {lane} undefined");
+                }
+            }
             Owned::Texts { texts, .. } => {
                 for t in texts {
                     assert!(known_names.contains(&t.site), "text site undefined");

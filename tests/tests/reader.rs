@@ -438,3 +438,81 @@ fn a_shutdown_sent_again_tells_its_lost_events_once() {
     assert_eq!(said.iter().filter(|u| u.contains("Agree")).count(), 3);
     assert_eq!(reader.state().tally().events_dropped, 7);
 }
+
+#[test]
+fn samples_read_as_intervals_in_ns_and_a_lost_one_costs_detail_not_totals() {
+    use typhon_live_core::samples::write_samples;
+    use typhon_live_core::{Counters, LaneSample, Switch, SwitchRecord};
+    use typhon_live_reader::Loss;
+
+    // The clock counts µs: the reader hands on ns.
+    let sample = |seq: u32, time: u64, cpu_ns: u64, switches: &[SwitchRecord]| {
+        let lane = LaneSample {
+            lane: 0,
+            thread: 4242,
+            switches_traced: true,
+            counters: Counters {
+                on_cpu_ns: Some(cpu_ns),
+                waiting_ns: Some(cpu_ns / 10),
+                voluntary: Some(cpu_ns / 100_000),
+                involuntary: Some(0),
+            },
+        };
+        let mut out = vec![0u8; 256];
+        let n = write_samples(&mut out, seq, time, &[lane], switches).unwrap();
+        out.truncate(n);
+        out
+    };
+    let switch = |time, what| SwitchRecord {
+        lane: 0,
+        time,
+        what,
+    };
+    let mut stream = init(1, 0, &["Main"], &[main_lane(0)]);
+    stream.extend(sample(0, 1_000, 0, &[]));
+    let out_and_in = [switch(1_500, Switch::OutWaiting), switch(1_900, Switch::In)];
+    stream.extend(sample(1, 2_000, 400_000, &out_and_in));
+    // Frame 2, at 3 000 µs, lost on the way.
+    stream.extend(sample(3, 4_000, 1_000_000, &[]));
+
+    let mut reader = Reader::new();
+    let mut buf = vec![0u8; 1 << 16];
+    let mut decoder = Decoder::new(&mut buf);
+    decoder.feed(&stream);
+    let (mut switches, mut intervals, mut gaps) = (Vec::new(), Vec::new(), 0);
+    while let Ok(Some(frame)) = decoder.next() {
+        reader
+            .read(&frame, |_, update| match update {
+                Update::Switch { lane, time, what } => switches.push((lane, time, what)),
+                Update::Cpu(interval) => intervals.push(interval),
+                Update::Lost(Loss::Gap { frames }) => gaps += frames,
+                _ => {}
+            })
+            .unwrap();
+    }
+    assert_eq!(
+        switches,
+        [
+            (0, 1_500_000, Switch::OutWaiting),
+            (0, 1_900_000, Switch::In)
+        ]
+    );
+    assert_eq!(gaps, 1);
+    let spans: Vec<_> = intervals
+        .iter()
+        .map(|i| (i.from, i.to, i.spent.on_cpu_ns, i.spent.voluntary))
+        .collect();
+    // The interval over the lost frame is longer, its totals whole.
+    assert_eq!(
+        spans,
+        [
+            (1_000_000, 2_000_000, Some(400_000), Some(4)),
+            (2_000_000, 4_000_000, Some(600_000), Some(6))
+        ]
+    );
+    assert!(intervals
+        .iter()
+        .all(|i| i.thread == 4242 && i.switches_traced));
+    assert_eq!(intervals[0].off_cpu_ns(), Some(1_000_000 - 440_000));
+    assert_eq!(reader.state().latest(), Some(4_000_000));
+}

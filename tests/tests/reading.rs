@@ -508,6 +508,7 @@ fn reserved_flags_are_ignored() {
             Owned::Definitions { .. } => 3,
             Owned::CatchUp { .. } => 4,
             Owned::Shutdown { .. } => 5,
+            Owned::Samples { .. } => 6,
             Owned::Texts { .. } => 7,
         })
         .collect();
@@ -732,6 +733,7 @@ fn a_reader_is_attached_from_attach_not_from_its_init() {
             Owned::Block { .. } => "block",
             Owned::Definitions { .. } => "definitions",
             Owned::Texts { .. } => "text",
+            Owned::Samples { .. } => "samples",
             Owned::Shutdown {
                 totals: Shutdown {
                     events_dropped: 4, ..

@@ -11,6 +11,7 @@
 //! | `Trace` | `TYPHON__PROFILER__TRACE` | `--trace <path>` | none | also write the stream to this file |
 //! | `Compression` | `TYPHON__PROFILER__COMPRESSION` | `--compression <off\|lz4\|auto>` | `auto` | LZ4 over each Block: never, always, or when it saves at least 1/16 |
 //! | `RingEvents` | `TYPHON__PROFILER__RINGEVENTS` | `--ring-events <n>` | `16384` | events each recording thread's ring holds between drains: a power of two from 1024 to 65536, 40 bytes each |
+//! | `CpuSampleMs` | `TYPHON__PROFILER__CPUSAMPLEMS` | `--cpu-sample-ms <ms>` | `10` | how often the exporter thread reads each lane's thread's CPU time and switches (Samples frames; Linux); 0: never |
 //! | `Recorder.Dir` | `TYPHON__PROFILER__RECORDER__DIR` | `--capture-dir <dir>` | off | the flight recorder on: captures go to this directory (docs/RECORDER.md) |
 //! | `Recorder.On` (a string or a list) | `TYPHON__PROFILER__RECORDER__ON` (`;` between triggers) | `--capture-on <trigger>` (repeated) | none | the triggers; SIGUSR1 and `Profiler::capture` ask for a capture at once |
 //! | `Recorder.Keep`, `KeepBytes`, `Before`, `After`, `Cooldown`, `Spacing`, `MaxCapture`, `MaxCaptureBytes`, `MaxFiles`, `MaxBytes` | `TYPHON__PROFILER__RECORDER__KEEP`, `..._KEEPBYTES`, ... | `--capture-keep <d>`, `--capture-keep-bytes <size>`, ... | see docs/RECORDER.md | what the recorder keeps and writes (`typhon_live_recorder::options`) |
@@ -57,6 +58,9 @@ pub struct ProfilerConfig {
     /// Events each lane's ring holds: a power of two from 1024 to
     /// [`MAX_RING_EVENTS`](crate::runtime::MAX_RING_EVENTS).
     pub ring_events: usize,
+    /// How often each lane's thread's CPU time is sampled (FORMAT.md,
+    /// "Samples"); `None`: never.
+    pub cpu_samples: Option<Duration>,
     /// The flight recorder's directory: set, the recorder runs.
     pub capture_dir: Option<PathBuf>,
     /// The flight recorder's options by key (`on` once per trigger), each
@@ -76,6 +80,7 @@ impl Default for ProfilerConfig {
             block_max_age: Duration::from_millis(1),
             compression: Compression::Auto,
             ring_events: DEFAULT_RING_EVENTS,
+            cpu_samples: Some(crate::cpu_samples::DEFAULT_EVERY),
             capture_dir: None,
             recorder: Vec::new(),
         }
@@ -169,6 +174,8 @@ pub struct ConfigLayer {
     pub compression: Option<Compression>,
     /// `RingEvents`.
     pub ring_events: Option<usize>,
+    /// `CpuSampleMs` (0: never).
+    pub cpu_sample_ms: Option<u64>,
     /// `Recorder.Dir`.
     pub capture_dir: Option<PathBuf>,
     /// The other `Recorder.*` keys, as recorder options (`on` once per
@@ -236,6 +243,9 @@ impl ConfigLayer {
                             "Live" => self.live = Some(live_value(value)),
                             "LiveWaitMs" => {
                                 self.live_wait_ms = Some(wait_value(&name, &json_text(value))?)
+                            }
+                            "CpuSampleMs" => {
+                                self.cpu_sample_ms = Some(wait_value(&name, &json_text(value))?)
                             }
                             "BindAddress" => {
                                 self.bind_address = Some(address_value(&name, &json_text(value))?)
@@ -317,6 +327,7 @@ impl ConfigLayer {
                 "ENABLED" => layer.enabled = Some(bool_text(key, value)?),
                 "LIVE" => layer.live = Some(live_text(value)),
                 "LIVEWAITMS" => layer.live_wait_ms = Some(wait_value(key, value)?),
+                "CPUSAMPLEMS" => layer.cpu_sample_ms = Some(wait_value(key, value)?),
                 "BINDADDRESS" => layer.bind_address = Some(address_value(key, value)?),
                 "TRACE" => layer.trace = (!value.is_empty()).then(|| value.into()),
                 "COMPRESSION" => layer.compression = Some(compression_value(key, value)?),
@@ -380,6 +391,11 @@ impl ConfigLayer {
                     let value =
                         next_value(&mut i).ok_or_else(|| missing("--live-wait", "milliseconds"))?;
                     layer.live_wait_ms = Some(wait_value("--live-wait", &value)?);
+                }
+                "--cpu-sample-ms" => {
+                    let value = next_value(&mut i)
+                        .ok_or_else(|| missing("--cpu-sample-ms", "milliseconds"))?;
+                    layer.cpu_sample_ms = Some(wait_value("--cpu-sample-ms", &value)?);
                 }
                 "--bind-address" => {
                     let value = next_value(&mut i)
@@ -446,6 +462,9 @@ impl ProfilerConfig {
             }
             if let Some(ms) = layer.live_wait_ms {
                 config.live_wait = Duration::from_millis(ms);
+            }
+            if let Some(ms) = layer.cpu_sample_ms {
+                config.cpu_samples = (ms > 0).then(|| Duration::from_millis(ms));
             }
             if let Some(address) = layer.bind_address {
                 config.bind_address = address;

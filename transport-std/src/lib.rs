@@ -27,6 +27,7 @@
 
 pub mod attach;
 pub mod config;
+mod cpu_samples;
 mod file;
 mod flight;
 pub mod metadata;
@@ -36,6 +37,7 @@ mod session;
 pub mod tasks;
 mod tcp;
 pub mod texts;
+mod thread_times;
 
 pub use session::{Profiler, StartError, Stats, SHUTDOWN_WAIT};
 pub use tcp::{MAX_QUEUED_BYTES, SEND_BUFFER_BYTES};

@@ -155,6 +155,7 @@ fn claim(name: &str, kind: LaneKind) -> Option<LaneHandle<'static, RING_EVENTS>>
     let handle = LANES.claim(name, kind);
     if let Some(lane) = &handle {
         crate::texts::claimed(lane.id());
+        crate::thread_times::claimed(lane.id());
     }
     if handle.is_none() {
         log::warn!("typhon-live: all {MAX_LANES} lanes are taken; this thread records nothing");

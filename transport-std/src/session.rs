@@ -22,6 +22,7 @@ use typhon_live_core::{
 };
 
 use crate::config::ProfilerConfig;
+use crate::cpu_samples::CpuSamples;
 use crate::file::TraceFile;
 use crate::flight::{self, Flight};
 use crate::metadata::OwnedMetadata;
@@ -249,6 +250,7 @@ impl Profiler {
             // Timestamps are nanoseconds, so the age is too.
             block_max_age: config.block_max_age.as_nanos() as u64,
             compression: config.compression,
+            cpu_samples: config.cpu_samples,
         };
         // Before the exporter thread runs: nothing drains while rings resize.
         let sized = runtime::LANES.set_ring_capacity(config.ring_events);
@@ -424,6 +426,8 @@ struct Pacing {
     /// How long a Block may collect drains, in nanoseconds.
     block_max_age: u64,
     compression: Compression,
+    /// How often each lane's thread is sampled; `None`: not at all.
+    cpu_samples: Option<Duration>,
 }
 
 /// Where frames go: the trace file, the live viewer and the flight
@@ -520,13 +524,28 @@ impl Sinks {
                 }
             }
         }
+        // After the frames, as the texts: each reader knows the lanes.
+        let due = texts.cpu.as_mut().and_then(|cpu| cpu.due(Instant::now()));
+        if let Some(samples) = due.filter(|s| !s.is_empty()) {
+            let time = clock.now();
+            let readers = [self.file_reader, self.live_reader, self.flight_reader];
+            for reader in readers.into_iter().flatten() {
+                match exporter.write_samples(reader, time, samples, &[], out) {
+                    Ok(Some(frame)) => self.deliver(exporter, frame, &out[..frame.len], control),
+                    Ok(None) => {}
+                    Err(e) => log::error!("typhon-live: cannot encode a Samples frame: {e}"),
+                }
+            }
+        }
     }
 }
 
-/// The texts of one cycle, and the buffer their Text frames are built in.
+/// What goes out beside the Blocks each cycle: the texts taken, the
+/// buffer their Text frames are built in, and the lanes' CPU samples.
 struct Texts {
     taken: texts::Taken,
     batch: Vec<u8>,
+    cpu: Option<CpuSamples>,
 }
 
 /// Bytes of text records in one Text frame: the largest record 32 times.
@@ -547,6 +566,7 @@ fn export(
         interval,
         block_max_age,
         compression,
+        cpu_samples,
     } = pacing;
     runtime::set_exporter(Some(std::thread::current()));
     let result = meta.with(|meta| {
@@ -573,6 +593,7 @@ fn export(
         let mut texts = Texts {
             taken: texts::Taken::default(),
             batch: vec![0u8; TEXT_BATCH_BYTES],
+            cpu: cpu_samples.map(CpuSamples::new),
         };
         let mut stop_deadline = None;
         loop {

@@ -67,6 +67,7 @@ fn report(path: &Path) -> Result<(String, bool), CliError> {
             Ok(FrameKind::Definitions) => "definitions",
             Ok(FrameKind::CatchUp) => "catch-up",
             Ok(FrameKind::Shutdown) => "shutdown",
+            Ok(FrameKind::Samples) => "samples",
             Ok(FrameKind::Text) => "text",
             // A newer writer's kind: skipped, not damage.
             Err(_) => "unknown",

@@ -1,0 +1,491 @@
+//! The Samples frame (kind 6): what the system measured of each lane's
+//! thread, beside the spans it recorded. Droppable like a Block.
+//!
+//! Counters are cumulative since their thread began, so a frame lost on
+//! the way costs a reader the detail between two samples, never a total.
+//! Context switches, where the system reports them one by one, are
+//! events: a lost frame loses its switches, and the reader's gap says
+//! when.
+//!
+//! ```text
+//! payload:  0  8  time the counters were read, u64 LE (host ticks)
+//!           8     sections (tag u8, body length u32 LE, body), each tag
+//!                 at most once; a reader skips a tag it does not know
+//! tag 1, lane counters:
+//!           u16 LE lane count, then per lane: v lane id, v thread id (the
+//!           system's; 0 = unknown), u8 flags (bit 0: its switches are
+//!           traced), u8 counter count k (at most MAX_COUNTERS), then k
+//!           times: u8 counter id (Counter), v value
+//! tag 2, switches:
+//!           v count, then per switch: v lane id, u8 what (Switch), v
+//!           ticks before the frame's time
+//! ```
+
+use crate::cursor::{Reader, Writer};
+use crate::error::{DecodeError, EncodeError};
+use crate::event::LaneId;
+use crate::frame::{write_frame, FrameKind};
+use crate::section::{write_section, Sections};
+
+/// Section tags of a Samples frame (their own: not Init's).
+mod tag {
+    pub const LANES: u8 = 1;
+    pub const SWITCHES: u8 = 2;
+}
+
+/// Counters of one lane at most: a bound on what a peer can make a
+/// reader walk per lane.
+pub const MAX_COUNTERS: usize = 16;
+/// Lanes in one Samples frame at most.
+pub const MAX_SAMPLED_LANES: usize = 4096;
+/// Switches in one Samples frame at most.
+pub const MAX_SWITCHES_PER_FRAME: usize = 65_536;
+
+/// Flag bit of a lane's counters: its thread's switches are traced one
+/// by one, so a frame without any for it says it did not switch.
+const TRACED: u8 = 1;
+
+/// A thread's counters, cumulative since it began. Each is `None` where
+/// the system does not measure it (Windows has no run-queue time).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Counters {
+    /// Time on a CPU, ns (counter 1).
+    pub on_cpu_ns: Option<u64>,
+    /// Time runnable and waiting for a CPU, ns (counter 2).
+    pub waiting_ns: Option<u64>,
+    /// Switches away because it waited (a lock, I/O, a sleep): counter 3.
+    pub voluntary: Option<u64>,
+    /// Switches away because it was preempted: counter 4.
+    pub involuntary: Option<u64>,
+}
+
+impl Counters {
+    /// Wire ids and values of the counters it has.
+    fn pairs(&self) -> impl Iterator<Item = (u8, u64)> {
+        [
+            (1, self.on_cpu_ns),
+            (2, self.waiting_ns),
+            (3, self.voluntary),
+            (4, self.involuntary),
+        ]
+        .into_iter()
+        .filter_map(|(id, value)| Some((id, value?)))
+    }
+
+    /// Takes counter `id`'s value; an id it does not know is skipped.
+    fn set(&mut self, id: u8, value: u64) {
+        match id {
+            1 => self.on_cpu_ns = Some(value),
+            2 => self.waiting_ns = Some(value),
+            3 => self.voluntary = Some(value),
+            4 => self.involuntary = Some(value),
+            _ => {}
+        }
+    }
+}
+
+/// One lane's sample.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct LaneSample {
+    /// The lane.
+    pub lane: LaneId,
+    /// Its thread, as the system names it (a Linux TID); 0 when unknown.
+    /// A lane's slot passes to another thread after its thread ends: a
+    /// new id says the counters start over.
+    pub thread: u64,
+    /// Its switches are traced one by one ([`SwitchRecord`]).
+    pub switches_traced: bool,
+    /// Its counters.
+    pub counters: Counters,
+}
+
+/// What a context switch did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Switch {
+    /// The thread left the CPU to wait (a lock, I/O, a sleep): 1.
+    OutWaiting,
+    /// The thread left the CPU, preempted while it could still run: 2.
+    OutPreempted,
+    /// The thread came back on a CPU: 3.
+    In,
+}
+
+impl Switch {
+    /// The wire byte.
+    pub const fn to_byte(self) -> u8 {
+        match self {
+            Switch::OutWaiting => 1,
+            Switch::OutPreempted => 2,
+            Switch::In => 3,
+        }
+    }
+
+    /// The switch a wire byte names; any other is malformed.
+    pub const fn from_byte(byte: u8) -> Result<Switch, DecodeError> {
+        match byte {
+            1 => Ok(Switch::OutWaiting),
+            2 => Ok(Switch::OutPreempted),
+            3 => Ok(Switch::In),
+            _ => Err(DecodeError::Malformed {
+                what: "switch kind",
+            }),
+        }
+    }
+}
+
+/// One context switch of a lane's thread.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct SwitchRecord {
+    /// The lane.
+    pub lane: LaneId,
+    /// When, host ticks: at or before the frame's time.
+    pub time: u64,
+    /// What it did.
+    pub what: Switch,
+}
+
+/// Writes a Samples frame: `lanes`' counters read at `time` (host ticks),
+/// and `switches` (each at or before `time`, in the order they happened).
+/// More than [`MAX_SAMPLED_LANES`] lanes or [`MAX_SWITCHES_PER_FRAME`]
+/// switches, or a switch after `time`, is refused.
+pub fn write_samples(
+    out: &mut [u8],
+    seq: u32,
+    time: u64,
+    lanes: &[LaneSample],
+    switches: &[SwitchRecord],
+) -> Result<usize, EncodeError> {
+    if lanes.len() > MAX_SAMPLED_LANES {
+        return Err(EncodeError::TooManyItems {
+            what: "sampled lanes",
+        });
+    }
+    if switches.len() > MAX_SWITCHES_PER_FRAME || switches.iter().any(|s| s.time > time) {
+        return Err(EncodeError::TooManyItems { what: "switches" });
+    }
+    write_frame(out, FrameKind::Samples, seq, |w| {
+        w.u64(time);
+        if !lanes.is_empty() {
+            write_section(w, tag::LANES, |w| write_lanes(w, lanes))?;
+        }
+        if !switches.is_empty() {
+            write_section(w, tag::SWITCHES, |w| {
+                w.varint(switches.len() as u64);
+                for switch in switches {
+                    w.varint(u64::from(switch.lane));
+                    w.u8(switch.what.to_byte());
+                    w.varint(time - switch.time);
+                }
+            })?;
+        }
+        Ok(())
+    })
+}
+
+fn write_lanes(w: &mut Writer<'_>, lanes: &[LaneSample]) {
+    // At most MAX_SAMPLED_LANES, checked by the caller.
+    w.u16(lanes.len() as u16);
+    for lane in lanes {
+        w.varint(u64::from(lane.lane));
+        w.varint(lane.thread);
+        w.u8(if lane.switches_traced { TRACED } else { 0 });
+        w.u8(lane.counters.pairs().count() as u8);
+        for (id, value) in lane.counters.pairs() {
+            w.u8(id);
+            w.varint(value);
+        }
+    }
+}
+
+/// A Samples frame's payload, checked whole when parsed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SamplesView<'a> {
+    /// When the counters were read, host ticks.
+    pub time: u64,
+    lanes: &'a [u8],
+    lane_count: u16,
+    switches: &'a [u8],
+    switch_count: u32,
+}
+
+impl<'a> SamplesView<'a> {
+    /// Parses and checks a Samples payload: every section within its
+    /// body, each known one at most once, counts within their bounds,
+    /// every lane's counters and every switch read.
+    pub fn parse(payload: &'a [u8]) -> Result<Self, DecodeError> {
+        let mut r = Reader::new(payload);
+        let time = r.u64("samples time")?;
+        let mut view = SamplesView {
+            time,
+            lanes: &[],
+            lane_count: 0,
+            switches: &[],
+            switch_count: 0,
+        };
+        let (mut lanes_seen, mut switches_seen) = (false, false);
+        let mut sections = Sections::new(r.rest());
+        while let Some((tag, body)) = sections.next_section()? {
+            let seen = match tag {
+                tag::LANES => &mut lanes_seen,
+                tag::SWITCHES => &mut switches_seen,
+                _ => continue,
+            };
+            if core::mem::replace(seen, true) {
+                return Err(DecodeError::Malformed {
+                    what: "samples section repeated",
+                });
+            }
+            let mut r = Reader::new(body);
+            if tag == tag::LANES {
+                view.lane_count = r.u16("sampled lane count")?;
+                if usize::from(view.lane_count) > MAX_SAMPLED_LANES {
+                    return Err(DecodeError::OverBound {
+                        what: "sampled lane count",
+                        stated: u64::from(view.lane_count),
+                        bound: MAX_SAMPLED_LANES as u64,
+                    });
+                }
+                view.lanes = r.rest();
+                for _ in 0..view.lane_count {
+                    next_lane(&mut r)?;
+                }
+                r.expect_end("lane counters have trailing bytes")?;
+            } else {
+                let count = r.varint("switch count")?;
+                if count > MAX_SWITCHES_PER_FRAME as u64 {
+                    return Err(DecodeError::OverBound {
+                        what: "switch count",
+                        stated: count,
+                        bound: MAX_SWITCHES_PER_FRAME as u64,
+                    });
+                }
+                view.switch_count = count as u32;
+                view.switches = r.rest();
+                for _ in 0..count {
+                    next_switch(&mut r, time)?;
+                }
+                r.expect_end("switches have trailing bytes")?;
+            }
+        }
+        Ok(view)
+    }
+
+    /// The lanes' samples, in the order written.
+    pub fn lanes(&self) -> impl Iterator<Item = LaneSample> + 'a {
+        let mut r = Reader::new(self.lanes);
+        // `parse` checked every entry, so none fails here.
+        (0..self.lane_count).map_while(move |_| next_lane(&mut r).ok())
+    }
+
+    /// The switches, in the order they happened.
+    pub fn switches(&self) -> impl Iterator<Item = SwitchRecord> + 'a {
+        let (mut r, time) = (Reader::new(self.switches), self.time);
+        (0..self.switch_count).map_while(move |_| next_switch(&mut r, time).ok())
+    }
+
+    /// Lanes sampled.
+    pub fn lane_count(&self) -> usize {
+        usize::from(self.lane_count)
+    }
+
+    /// Switches recorded.
+    pub fn switch_count(&self) -> usize {
+        self.switch_count as usize
+    }
+}
+
+fn next_lane(r: &mut Reader<'_>) -> Result<LaneSample, DecodeError> {
+    let lane = r.varint_u16("sampled lane id")?;
+    let thread = r.varint("sampled thread id")?;
+    let flags = r.u8("sampled lane flags")?;
+    if flags & !TRACED != 0 {
+        return Err(DecodeError::Malformed {
+            what: "sampled lane flags (reserved bits set)",
+        });
+    }
+    let count = r.u8("counter count")?;
+    if usize::from(count) > MAX_COUNTERS {
+        return Err(DecodeError::OverBound {
+            what: "counter count",
+            stated: u64::from(count),
+            bound: MAX_COUNTERS as u64,
+        });
+    }
+    let mut counters = Counters::default();
+    for _ in 0..count {
+        let id = r.u8("counter id")?;
+        counters.set(id, r.varint("counter value")?);
+    }
+    Ok(LaneSample {
+        lane,
+        thread,
+        switches_traced: flags & TRACED != 0,
+        counters,
+    })
+}
+
+fn next_switch(r: &mut Reader<'_>, time: u64) -> Result<SwitchRecord, DecodeError> {
+    let lane = r.varint_u16("switch lane id")?;
+    let what = Switch::from_byte(r.u8("switch kind")?)?;
+    let before = r.varint("switch time")?;
+    let time = time.checked_sub(before).ok_or(DecodeError::Malformed {
+        what: "switch before the clock's start",
+    })?;
+    Ok(SwitchRecord { lane, time, what })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::decode::{Decoder, Payload};
+
+    fn sample(lane: LaneId, thread: u64, cpu: u64) -> LaneSample {
+        LaneSample {
+            lane,
+            thread,
+            switches_traced: lane == 1,
+            counters: Counters {
+                on_cpu_ns: Some(cpu),
+                waiting_ns: Some(cpu / 10),
+                voluntary: Some(7),
+                involuntary: None,
+            },
+        }
+    }
+
+    fn parsed(bytes: &[u8]) -> (u8, u32, SamplesView<'_>) {
+        // A payload borrowed from `bytes`: parse it in place.
+        let payload = &bytes[crate::frame::HEADER_LEN..bytes.len() - crate::frame::TRAILER_LEN];
+        (
+            bytes[2],
+            u32::from_le_bytes([bytes[4], bytes[5], bytes[6], bytes[7]]),
+            SamplesView::parse(payload).unwrap(),
+        )
+    }
+
+    #[test]
+    fn samples_round_trip_through_the_decoder() {
+        let lanes = [sample(0, 4242, 1_000_000), sample(1, 4243, 5)];
+        let switches = [
+            SwitchRecord {
+                lane: 1,
+                time: 900,
+                what: Switch::OutWaiting,
+            },
+            SwitchRecord {
+                lane: 1,
+                time: 990,
+                what: Switch::In,
+            },
+        ];
+        let mut out = [0u8; 256];
+        let len = write_samples(&mut out, 5, 1_000, &lanes, &switches).unwrap();
+        let mut buf = [0u8; 512];
+        let mut decoder = Decoder::new(&mut buf);
+        decoder.feed(&out[..len]);
+        let frame = decoder.next().unwrap().unwrap();
+        assert_eq!((frame.kind, frame.seq), (6, 5));
+        let Payload::Samples(view) = frame.parse().unwrap() else {
+            panic!("not a Samples frame");
+        };
+        assert_eq!(view.time, 1_000);
+        assert!(view.lanes().eq(lanes));
+        assert!(view.switches().eq(switches));
+        let (kind, seq, again) = parsed(&out[..len]);
+        assert_eq!((kind, seq, again), (6, 5, view));
+    }
+
+    #[test]
+    fn unknown_counters_and_sections_are_skipped_and_bounds_hold() {
+        let mut out = [0u8; 256];
+        let len = write_frame(&mut out, FrameKind::Samples, 0, |w| {
+            w.u64(50);
+            write_section(w, 9, |w| w.bytes(b"later"))?;
+            write_section(w, tag::LANES, |w| {
+                w.u16(1);
+                w.varint(3);
+                w.varint(77);
+                w.u8(0);
+                w.u8(2);
+                w.u8(5); // a counter of a later writer
+                w.varint(123);
+                w.u8(1);
+                w.varint(40);
+            })
+        })
+        .unwrap();
+        let (_, _, view) = parsed(&out[..len]);
+        let lane = view.lanes().next().unwrap();
+        assert_eq!((lane.lane, lane.thread), (3, 77));
+        assert_eq!(lane.counters.on_cpu_ns, Some(40));
+        assert_eq!(view.switch_count(), 0);
+
+        let payload = |body: &dyn Fn(&mut Writer<'_>)| {
+            let mut out = [0u8; 64];
+            let len = write_frame(&mut out, FrameKind::Samples, 0, |w| {
+                w.u64(50);
+                body(w);
+                Ok(())
+            })
+            .unwrap();
+            SamplesView::parse(&out[16..len - 4]).map(drop)
+        };
+        let too_many_counters = payload(&|w: &mut Writer<'_>| {
+            let _ = write_section(w, tag::LANES, |w| {
+                w.u16(1);
+                w.varint(0);
+                w.varint(0);
+                w.u8(0);
+                w.u8(17);
+            });
+        });
+        assert!(matches!(
+            too_many_counters,
+            Err(DecodeError::OverBound { .. })
+        ));
+        let after_its_frame = payload(&|w: &mut Writer<'_>| {
+            let _ = write_section(w, tag::SWITCHES, |w| {
+                w.varint(1);
+                w.varint(0);
+                w.u8(3);
+                w.varint(51);
+            });
+        });
+        assert!(matches!(
+            after_its_frame,
+            Err(DecodeError::Malformed { .. })
+        ));
+        let repeated = payload(&|w: &mut Writer<'_>| {
+            for _ in 0..2 {
+                let _ = write_section(w, tag::SWITCHES, |w| w.varint(0));
+            }
+        });
+        assert!(matches!(repeated, Err(DecodeError::Malformed { .. })));
+        let bad_kind = payload(&|w: &mut Writer<'_>| {
+            let _ = write_section(w, tag::SWITCHES, |w| {
+                w.varint(1);
+                w.varint(0);
+                w.u8(4);
+                w.varint(0);
+            });
+        });
+        assert!(matches!(bad_kind, Err(DecodeError::Malformed { .. })));
+    }
+
+    #[test]
+    fn a_switch_after_its_frame_or_too_many_lanes_are_refused() {
+        let mut out = [0u8; 64];
+        let late = SwitchRecord {
+            lane: 0,
+            time: 11,
+            what: Switch::In,
+        };
+        assert!(write_samples(&mut out, 0, 10, &[], &[late]).is_err());
+        let lanes = [sample(0, 1, 1); MAX_SAMPLED_LANES + 1];
+        assert!(write_samples(&mut out, 0, 10, &lanes, &[]).is_err());
+    }
+}

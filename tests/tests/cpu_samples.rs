@@ -1,0 +1,84 @@
+//! Each lane's CPU in the process (FORMAT.md, "Samples"): the exporter
+//! thread samples every lane's thread, and a reader of the trace file
+//! tells a thread that spun from one that slept. Linux only so far:
+//! elsewhere the samples are not measured yet, and none may appear.
+
+use std::time::{Duration, Instant};
+
+use typhon_live_core::{LaneKind, Metadata};
+use typhon_live_reader::{frames, Reader, Update};
+use typhon_live_std::config::ProfilerConfig;
+use typhon_live_std::{runtime, Profiler};
+
+/// Per lane name: its samples' intervals summed (on a CPU, waiting,
+/// off), ns, and the voluntary switches.
+fn spent(trace: &[u8]) -> std::collections::BTreeMap<String, (u64, u64, u64, u64)> {
+    let mut reader = Reader::new();
+    let mut by_lane = std::collections::BTreeMap::new();
+    let damage = frames(trace, |frame| {
+        reader.read(frame, |state, update| {
+            if let Update::Cpu(interval) = update {
+                let Some(lane) = state.lanes().get(&interval.lane) else {
+                    return;
+                };
+                let name = state.names().show(lane.info.name).into_owned();
+                let sum: &mut (u64, u64, u64, u64) = by_lane.entry(name).or_default();
+                sum.0 += interval.spent.on_cpu_ns.unwrap_or(0);
+                sum.1 += interval.spent.waiting_ns.unwrap_or(0);
+                sum.2 += interval.off_cpu_ns().unwrap_or(0);
+                sum.3 += interval.spent.voluntary.unwrap_or(0);
+            }
+        })
+    });
+    assert!(damage.is_empty(), "{damage:?}");
+    by_lane
+}
+
+#[test]
+fn a_thread_that_spins_and_one_that_sleeps_read_apart() {
+    let trace = std::env::temp_dir().join(format!("typhon-live-cpu-{}.tlt", std::process::id()));
+    let config = ProfilerConfig {
+        trace: Some(trace.clone()),
+        ..ProfilerConfig::default()
+    };
+    assert_eq!(config.cpu_samples, Some(Duration::from_millis(10)));
+    let profiler = Profiler::start(&config, &Metadata::default()).unwrap();
+    let work = runtime::intern("work").unwrap();
+    let run = |name: &'static str, spin: bool| {
+        std::thread::spawn(move || {
+            runtime::register_thread(name, LaneKind::Worker);
+            let _span = runtime::span(work);
+            let started = Instant::now();
+            while started.elapsed() < Duration::from_millis(300) {
+                if spin {
+                    std::hint::spin_loop();
+                } else {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+            }
+            // A few samples more before the thread and its lane go.
+            std::thread::sleep(Duration::from_millis(50));
+        })
+    };
+    let (spinner, sleeper) = (run("spinner", true), run("sleeper", false));
+    spinner.join().unwrap();
+    sleeper.join().unwrap();
+    profiler.stop().unwrap();
+    let bytes = std::fs::read(&trace).unwrap();
+    let _ = std::fs::remove_file(&trace);
+    let spent = spent(&bytes);
+    eprintln!("on a CPU, waiting, off, voluntary switches: {spent:?}");
+    if !cfg!(target_os = "linux") {
+        // Not measured here yet (Windows comes next): nothing made up.
+        assert!(spent.is_empty(), "{spent:?}");
+        return;
+    }
+    let ms = |ns: u64| ns / 1_000_000;
+    let (on, waiting, _, _) = spent["spinner"];
+    // 300 ms spun: on a CPU or waiting for one, on a loaded 2-core machine.
+    assert!(ms(on + waiting) >= 200, "spinner: {spent:?}");
+    let (on, _, off, voluntary) = spent["sleeper"];
+    assert!(ms(on) < 60, "sleeper on a CPU: {spent:?}");
+    assert!(ms(off) >= 200, "sleeper off a CPU: {spent:?}");
+    assert!(voluntary >= 20, "sleeper's switches: {spent:?}");
+}

@@ -1,0 +1,243 @@
+//! What the system says of a lane's thread: its time on a CPU, its time
+//! waiting for one, its context switches (FORMAT.md, "Samples"). The
+//! recording thread pays for none of it: it notes its thread id once, when
+//! it claims its lane, and the exporter thread reads the rest.
+//!
+//! One small interface, [`ThreadTimes`], per system:
+//! - **Linux:** `/proc/self/task/TID/schedstat` (time on a CPU and waiting
+//!   in the run queue, ns) and `status` (voluntary and involuntary
+//!   switches), each kept open and read with one `pread`. A file kept
+//!   open names its task, not its number: once the thread ends it reads
+//!   nothing, even if the system gives the number to another thread, so a
+//!   lane never shows another thread's time.
+//! - Elsewhere, not measured yet: [`ThreadTimes::open`] says so.
+
+use std::io;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use typhon_live_core::{Counters, LaneId};
+
+use crate::runtime::MAX_LANES;
+
+/// Each lane slot's thread id, as the system names it (0: unknown), set
+/// by the thread that claims the slot.
+static THREADS: [AtomicU64; MAX_LANES] = [const { AtomicU64::new(0) }; MAX_LANES];
+
+/// `status` is read at most this often: its switch counts cost a longer
+/// read than `schedstat` (about 7 µs against 2 here), and they change
+/// less.
+pub(crate) const STATUS_EVERY: Duration = Duration::from_millis(100);
+
+/// The calling thread claimed lane slot `lane`: its id is noted for the
+/// exporter thread.
+pub(crate) fn claimed(lane: LaneId) {
+    if let Some(slot) = THREADS.get(usize::from(lane)) {
+        slot.store(current_thread_id().unwrap_or(0), Ordering::Release);
+    }
+}
+
+/// The thread id noted for lane slot `lane` (0: unknown).
+pub(crate) fn thread_of(lane: LaneId) -> u64 {
+    THREADS
+        .get(usize::from(lane))
+        .map_or(0, |slot| slot.load(Ordering::Acquire))
+}
+
+/// The calling thread's id, as the system names it.
+#[cfg(target_os = "linux")]
+pub(crate) fn current_thread_id() -> Option<u64> {
+    // "/proc/thread-self" links to "PID/task/TID": the id without libc.
+    let link = std::fs::read_link("/proc/thread-self").ok()?;
+    link.file_name()?.to_str()?.parse().ok()
+}
+
+/// The calling thread's id, as the system names it.
+#[cfg(not(target_os = "linux"))]
+pub(crate) fn current_thread_id() -> Option<u64> {
+    None
+}
+
+/// One thread's counters, kept open to be read again and again.
+#[derive(Debug)]
+pub(crate) struct ThreadTimes {
+    #[cfg(target_os = "linux")]
+    linux: linux::Files,
+}
+
+impl ThreadTimes {
+    /// Opens thread `thread`'s counters (a thread of this process).
+    pub(crate) fn open(thread: u64) -> io::Result<ThreadTimes> {
+        #[cfg(target_os = "linux")]
+        {
+            linux::Files::open(thread).map(|linux| ThreadTimes { linux })
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            let _ = thread;
+            Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "CPU samples are not measured on this system yet",
+            ))
+        }
+    }
+
+    /// Its counters now; the switch counts are read again only when the
+    /// last reading is [`STATUS_EVERY`] old. An error says the thread has
+    /// ended (or its files cannot be read): open no more of it.
+    pub(crate) fn read(&mut self, now: Instant) -> io::Result<Counters> {
+        #[cfg(target_os = "linux")]
+        {
+            self.linux.read(now)
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            let _ = now;
+            Err(io::ErrorKind::Unsupported.into())
+        }
+    }
+}
+
+#[cfg(target_os = "linux")]
+mod linux {
+    use std::fs::File;
+    use std::io;
+    use std::os::unix::fs::FileExt;
+    use std::time::Instant;
+
+    use typhon_live_core::Counters;
+
+    use super::STATUS_EVERY;
+
+    #[derive(Debug)]
+    pub(super) struct Files {
+        schedstat: File,
+        status: File,
+        /// The last switch counts read, and when.
+        switches: Option<(Instant, u64, u64)>,
+        buf: Vec<u8>,
+    }
+
+    impl Files {
+        pub(super) fn open(thread: u64) -> io::Result<Files> {
+            let dir = format!("/proc/self/task/{thread}");
+            Ok(Files {
+                schedstat: File::open(format!("{dir}/schedstat"))?,
+                status: File::open(format!("{dir}/status"))?,
+                switches: None,
+                buf: vec![0; 4096],
+            })
+        }
+
+        pub(super) fn read(&mut self, now: Instant) -> io::Result<Counters> {
+            let n = self.schedstat.read_at(&mut self.buf, 0)?;
+            let (on_cpu, waiting) = parse_schedstat(&self.buf[..n])?;
+            let due = self
+                .switches
+                .is_none_or(|(at, _, _)| now.duration_since(at) >= STATUS_EVERY);
+            if due {
+                let n = self.status.read_at(&mut self.buf, 0)?;
+                let (voluntary, involuntary) = parse_status(&self.buf[..n])?;
+                self.switches = Some((now, voluntary, involuntary));
+            }
+            let switches = self.switches.map(|(_, v, i)| (v, i));
+            Ok(Counters {
+                on_cpu_ns: Some(on_cpu),
+                waiting_ns: Some(waiting),
+                voluntary: switches.map(|s| s.0),
+                involuntary: switches.map(|s| s.1),
+            })
+        }
+    }
+
+    fn unreadable(what: &str) -> io::Error {
+        io::Error::new(io::ErrorKind::InvalidData, format!("unreadable {what}"))
+    }
+
+    /// `schedstat`: "ON_CPU_NS WAITING_NS TIMESLICES". Empty once the
+    /// thread has ended.
+    pub(super) fn parse_schedstat(bytes: &[u8]) -> io::Result<(u64, u64)> {
+        let text = std::str::from_utf8(bytes).map_err(|_| unreadable("schedstat"))?;
+        let mut fields = text.split_ascii_whitespace().map(str::parse::<u64>);
+        match (fields.next(), fields.next()) {
+            (Some(Ok(on_cpu)), Some(Ok(waiting))) => Ok((on_cpu, waiting)),
+            _ => Err(unreadable("schedstat")),
+        }
+    }
+
+    /// `status`'s `voluntary_ctxt_switches` and `nonvoluntary_ctxt_switches`.
+    pub(super) fn parse_status(bytes: &[u8]) -> io::Result<(u64, u64)> {
+        let text = std::str::from_utf8(bytes).map_err(|_| unreadable("status"))?;
+        let field = |key: &str| -> Option<u64> {
+            let line = text.lines().find_map(|l| l.strip_prefix(key))?;
+            line.trim_start_matches(':').trim().parse().ok()
+        };
+        match (
+            field("voluntary_ctxt_switches"),
+            field("nonvoluntary_ctxt_switches"),
+        ) {
+            (Some(voluntary), Some(involuntary)) => Ok((voluntary, involuntary)),
+            _ => Err(unreadable("status")),
+        }
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        #[test]
+        fn schedstat_and_status_parse_and_an_ended_threads_empty_files_do_not() {
+            assert_eq!(parse_schedstat(b"1234 56 7\n").unwrap(), (1234, 56));
+            assert!(parse_schedstat(b"").is_err());
+            assert!(parse_schedstat(b"12 x 3").is_err());
+            let status =
+                b"Name:\tx\nvoluntary_ctxt_switches:\t12\nnonvoluntary_ctxt_switches:\t3\n";
+            assert_eq!(parse_status(status).unwrap(), (12, 3));
+            assert!(parse_status(b"Name:\tx\n").is_err());
+        }
+    }
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::*;
+
+    /// A thread that spins, then sleeps: its time on a CPU grows by the
+    /// spin and its voluntary switches by the sleeps; once it has ended,
+    /// its files read nothing.
+    #[test]
+    fn a_spinning_then_sleeping_thread_reads_as_such_and_an_ended_one_errs() {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (go, wait) = std::sync::mpsc::channel::<()>();
+        let worker = std::thread::spawn(move || {
+            tx.send(current_thread_id().unwrap()).unwrap();
+            wait.recv().unwrap();
+            let spin = Instant::now();
+            while spin.elapsed() < Duration::from_millis(150) {
+                std::hint::spin_loop();
+            }
+            for _ in 0..10 {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            wait.recv().unwrap();
+        });
+        let thread = rx.recv().unwrap();
+        assert_ne!(thread, u64::from(std::process::id()), "a thread's own id");
+        let mut times = ThreadTimes::open(thread).unwrap();
+        let before = times.read(Instant::now()).unwrap();
+        go.send(()).unwrap();
+        std::thread::sleep(Duration::from_millis(400));
+        // Read past STATUS_EVERY: the switch counts are read again.
+        let after = times.read(Instant::now()).unwrap();
+        let grew = |a: Option<u64>, b: Option<u64>| b.unwrap() - a.unwrap();
+        // At least most of the spin, on a loaded machine too.
+        let on_cpu = grew(before.on_cpu_ns, after.on_cpu_ns);
+        assert!(on_cpu >= 100_000_000, "on a CPU {on_cpu} ns");
+        let voluntary = grew(before.voluntary, after.voluntary);
+        assert!(voluntary >= 10, "{voluntary} voluntary switches");
+        go.send(()).unwrap();
+        worker.join().unwrap();
+        assert!(times.read(Instant::now() + STATUS_EVERY).is_err());
+        assert!(ThreadTimes::open(thread).is_err());
+    }
+}
