@@ -525,9 +525,11 @@ impl Sinks {
             }
         }
         // After the frames, as the texts: each reader knows the lanes.
+        // Their time is taken before they are read, as close to each as
+        // one time for all can be.
+        let time = clock.now();
         let due = texts.cpu.as_mut().and_then(|cpu| cpu.due(Instant::now()));
         if let Some(samples) = due.filter(|s| !s.is_empty()) {
-            let time = clock.now();
             let readers = [self.file_reader, self.live_reader, self.flight_reader];
             for reader in readers.into_iter().flatten() {
                 match exporter.write_samples(reader, time, samples, &[], out) {

@@ -1,7 +1,8 @@
 //! `typhon-live demo`: an instrumented sample runtime. A "Sim" thread runs
 //! the Tick system at a fixed rate, fanning each system's queries out to
 //! worker threads; a memory gauge climbs like a soak test, and every ten
-//! seconds the AI system stalls on purpose for 1.2 s.
+//! seconds the AI system stalls on purpose for 1.2 s: it sleeps, spins, or
+//! waits for a lock another thread holds (`--stall-kind`).
 
 use std::hint::black_box;
 use std::io::Write;
@@ -9,7 +10,7 @@ use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use typhon_live_core::{Compression, LaneKind, Level};
@@ -75,6 +76,96 @@ pub struct DemoOptions {
     /// layer (typhon-live-tracing) instead of the direct API.
     #[arg(long)]
     pub via_tracing: bool,
+    /// How the AI system stalls every 10 s: it sleeps, spins on a CPU,
+    /// or waits for a lock another thread holds.
+    #[arg(long, value_enum, default_value_t = StallKind::Sleep)]
+    pub stall_kind: StallKind,
+}
+
+/// How the AI system stalls: the ground truth of each lane's CPU
+/// (docs/FORMAT.md, "Samples"): the three look alike as spans, and apart
+/// on a CPU.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum StallKind {
+    /// It sleeps: off a CPU, of its own accord.
+    #[default]
+    Sleep,
+    /// It spins: on a CPU throughout.
+    Spin,
+    /// It waits for a lock that the `lock-holder` thread holds for the
+    /// stall's length (a span `lock held` there).
+    Contended,
+}
+
+/// Stalls as its kind says; a contended stall's lock and its holder.
+struct Staller {
+    kind: StallKind,
+    holder: Option<Holder>,
+}
+
+/// The `lock-holder` thread's end of a contended stall.
+struct Holder {
+    /// Asks it to take the lock.
+    ask: mpsc::Sender<()>,
+    /// It says it holds it.
+    told: mpsc::Receiver<()>,
+    lock: Arc<Mutex<()>>,
+}
+
+impl Staller {
+    fn new(kind: StallKind) -> Staller {
+        let holder = (kind == StallKind::Contended).then(|| {
+            let lock = Arc::new(Mutex::new(()));
+            let (ask, asked) = mpsc::channel::<()>();
+            let (held, told) = mpsc::channel::<()>();
+            let lock_there = Arc::clone(&lock);
+            let spawned = std::thread::Builder::new()
+                .name("lock-holder".into())
+                .spawn(move || {
+                    runtime::register_thread("lock-holder", LaneKind::Worker);
+                    let held_name = intern("lock held");
+                    while asked.recv().is_ok() {
+                        let guard = lock_there.lock().unwrap_or_else(|p| p.into_inner());
+                        let span = runtime::span(held_name);
+                        let _ = held.send(());
+                        std::thread::sleep(STALL);
+                        drop(span);
+                        drop(guard);
+                    }
+                });
+            if let Err(e) = spawned {
+                eprintln!("typhon-live demo: no lock-holder thread ({e}): the stalls sleep");
+            }
+            Holder { ask, told, lock }
+        });
+        Staller { kind, holder }
+    }
+
+    /// What the stall does, for the log line.
+    fn says(&self) -> &'static str {
+        match self.kind {
+            StallKind::Sleep => "sleeps",
+            StallKind::Spin => "spins on a CPU",
+            StallKind::Contended => "waits for a lock another thread holds",
+        }
+    }
+
+    fn stall(&self) {
+        match (self.kind, &self.holder) {
+            (StallKind::Spin, _) => {
+                let started = Instant::now();
+                while started.elapsed() < STALL {
+                    std::hint::spin_loop();
+                }
+            }
+            (StallKind::Contended, Some(holder)) if holder.ask.send(()).is_ok() => {
+                if holder.told.recv().is_ok() {
+                    drop(holder.lock.lock().unwrap_or_else(|p| p.into_inner()));
+                }
+            }
+            _ => std::thread::sleep(STALL),
+        }
+    }
 }
 
 const SYSTEMS: [&str; 5] = [
@@ -206,8 +297,15 @@ fn intern(name: &str) -> u32 {
     runtime::intern(name).unwrap_or(u32::MAX)
 }
 
-fn simulate(threads: usize, tick_rate: f64, via_tracing: bool, stop: &AtomicBool) {
+fn simulate(
+    threads: usize,
+    tick_rate: f64,
+    via_tracing: bool,
+    stall_kind: StallKind,
+    stop: &AtomicBool,
+) {
     runtime::register_thread("Sim", LaneKind::Main);
+    let staller = Staller::new(stall_kind);
     let systems: Vec<u32> = SYSTEMS.iter().map(|s| intern(s)).collect();
     let queries: Vec<u32> = QUERIES.iter().map(|q| intern(q)).collect();
     let (tick_name, memory, entities_gauge, checkpoint, stall) = (
@@ -289,12 +387,13 @@ fn simulate(threads: usize, tick_rate: f64, via_tracing: bool, stop: &AtomicBool
                             stall,
                             Level::Warn,
                             &format!(
-                                "the AI system sleeps {} ms on purpose: a stall to find (tick {tick})",
+                                "the AI system {} for {} ms on purpose: a stall to find (tick {tick})",
+                                staller.says(),
                                 STALL.as_millis()
                             ),
                         );
                     }
-                    std::thread::sleep(STALL);
+                    staller.stall();
                 }
             }
         }
@@ -405,9 +504,10 @@ pub fn run(opts: DemoOptions) -> Result<(), CliError> {
     let sim = {
         let stop = Arc::clone(&stop);
         let (threads, rate, via) = (opts.threads, opts.tick_rate, opts.via_tracing);
+        let stall_kind = opts.stall_kind;
         std::thread::Builder::new()
             .name("Sim".into())
-            .spawn(move || simulate(threads, rate, via, &stop))
+            .spawn(move || simulate(threads, rate, via, stall_kind, &stop))
             .map_err(|e| CliError::Profiler(e.to_string()))?
     };
     let viewed = if let Some(port) = opts.web {
