@@ -18,19 +18,7 @@ use typhon_live_core::Metadata;
 use typhon_live_std::config::ProfilerConfig;
 use typhon_live_std::{runtime, Profiler};
 
-/// The exporter thread's time on a CPU so far, ns (Linux: its
-/// schedstat's first field), found by its name.
-fn exporter_cpu_ns() -> Option<u64> {
-    for task in std::fs::read_dir("/proc/self/task").ok()? {
-        let path = task.ok()?.path();
-        let comm = std::fs::read_to_string(path.join("comm")).unwrap_or_default();
-        if comm.trim() == "typhon-live-expo" || comm.trim().starts_with("typhon-live-exp") {
-            let stat = std::fs::read_to_string(path.join("schedstat")).ok()?;
-            return stat.split_whitespace().next()?.parse().ok();
-        }
-    }
-    None
-}
+use crate::exporter_cpu::exporter_cpu_ns;
 
 /// Records `rate` spans a second for `duration`, with a recorder whose
 /// trigger is `trigger` (never firing) or none, and a trace file (`file`)

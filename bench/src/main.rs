@@ -11,6 +11,8 @@
 //! under load (4 sources, 4 viewers); `-- --relay-attack` its `/metrics`
 //! scraped while clients try to hold it.
 
+mod cpu;
+mod exporter_cpu;
 mod flight;
 mod formats;
 mod live;
@@ -619,6 +621,10 @@ struct Options {
     /// against its bound, a capture's latency, a trigger storm.
     #[arg(long)]
     recorder: bool,
+    /// Only each lane's CPU samples: the exporter thread's CPU with 64
+    /// lanes sampled every 10 ms, against sampling off, alternated runs.
+    #[arg(long)]
+    cpu_samples: bool,
     /// The recorder's memory row, on or off, in a process of its own: its
     /// peak RSS and largest capture, as two numbers.
     #[arg(long, hide = true, value_name = "on|off")]
@@ -701,6 +707,10 @@ fn main() {
     }
     if options.recorder {
         print_table(quick, flight_rows(quick));
+        return;
+    }
+    if options.cpu_samples {
+        print_table(quick, cpu_rows(quick));
         return;
     }
     if let Some(on) = options.recorder_memory_row {
@@ -967,7 +977,34 @@ fn main() {
         met: Some(service.typhon >= 0.95 * service.none),
     });
     rows.extend(flight_rows(quick));
+    rows.extend(cpu_rows(quick));
     print_table(quick, rows);
+}
+
+/// Each lane's CPU samples (issue 39): the exporter thread's CPU with
+/// 64 lanes sampled every 10 ms, against sampling off; medians of
+/// alternated runs.
+fn cpu_rows(quick: bool) -> Vec<Row> {
+    let (runs, seconds) = if quick { (3, 1) } else { (5, 3) };
+    let measured = cpu::alternated(Duration::from_secs(seconds), runs);
+    let (typhon, met) = match measured {
+        Some((off, on)) => (
+            format!(
+                "+{:.1} ms/s ({on:.1} on, {off:.1} off; median of {runs} alternated {seconds} s runs)",
+                on - off
+            ),
+            Some(on - off <= 20.0),
+        ),
+        None => ("- (no /proc: Linux only)".into(), None),
+    };
+    vec![Row {
+        what: "each lane's CPU sampled, 64 lanes every 10 ms, exporter CPU",
+        typhon,
+        tracy: "-".into(),
+        puffin: "-".into(),
+        target: "<= +20 ms/s (2 % of a core)".into(),
+        met,
+    }]
 }
 
 /// The flight recorder's rows (docs/RECORDER.md): its cost on the

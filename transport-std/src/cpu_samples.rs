@@ -2,16 +2,24 @@
 //! so often, and the session writes what it read as Samples frames
 //! (FORMAT.md, "Samples"). A lane whose thread cannot be read (it ended,
 //! the system does not say) is left out; that it cannot is said once.
+//!
+//! A lane whose counters did not move since it was last sent (a thread
+//! asleep, waiting for work) is sent again only after [`QUIET_EVERY`]:
+//! its counters are cumulative, so the reader's next interval covers the
+//! time between, and an idle process's samples cost a tenth of the bytes.
 
 use std::time::{Duration, Instant};
 
-use typhon_live_core::LaneSample;
+use typhon_live_core::{Counters, LaneSample};
 
 use crate::runtime::{LANES, MAX_LANES};
 use crate::thread_times::{thread_of, ThreadTimes};
 
 /// How often each lane's thread is sampled, unless configured.
 pub(crate) const DEFAULT_EVERY: Duration = Duration::from_millis(10);
+/// A lane whose counters did not move is sent at most this often: a
+/// viewer still sees a thread asleep while it sleeps.
+pub(crate) const QUIET_EVERY: Duration = Duration::from_millis(100);
 
 /// Each lane's thread, kept open between samples.
 pub(crate) struct CpuSamples {
@@ -22,6 +30,8 @@ pub(crate) struct CpuSamples {
     /// Per lane slot: the thread id that could not be read, not tried
     /// again.
     failed: Vec<u64>,
+    /// Per lane slot: the counters last sent, and when.
+    sent: Vec<Option<(Counters, Instant)>>,
     samples: Vec<LaneSample>,
     said: bool,
 }
@@ -34,6 +44,7 @@ impl CpuSamples {
             next: None,
             open: (0..MAX_LANES).map(|_| None).collect(),
             failed: vec![0; MAX_LANES],
+            sent: vec![None; MAX_LANES],
             samples: Vec::with_capacity(MAX_LANES),
             said: false,
         }
@@ -55,7 +66,10 @@ impl CpuSamples {
             }
             if self.open[id].as_ref().is_none_or(|(t, _)| *t != thread) {
                 match ThreadTimes::open(thread) {
-                    Ok(times) => self.open[id] = Some((thread, times)),
+                    Ok(times) => {
+                        self.open[id] = Some((thread, times));
+                        self.sent[id] = None;
+                    }
                     Err(e) => {
                         self.failed[id] = thread;
                         self.open[id] = None;
@@ -71,16 +85,26 @@ impl CpuSamples {
                 continue;
             };
             match times.read(now) {
-                Ok(counters) => self.samples.push(LaneSample {
-                    lane: info.id,
-                    thread: *thread,
-                    switches_traced: false,
-                    counters,
-                }),
+                Ok(counters) => {
+                    let quiet = self.sent[id].is_some_and(|(last, at)| {
+                        last == counters && now.duration_since(at) < QUIET_EVERY
+                    });
+                    if quiet {
+                        continue;
+                    }
+                    self.sent[id] = Some((counters, now));
+                    self.samples.push(LaneSample {
+                        lane: info.id,
+                        thread: *thread,
+                        switches_traced: false,
+                        counters,
+                    });
+                }
                 // The thread ended: its lane is released or soon will be.
                 Err(_) => {
                     self.failed[id] = *thread;
                     self.open[id] = None;
+                    self.sent[id] = None;
                 }
             }
         }
