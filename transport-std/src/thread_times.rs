@@ -14,7 +14,7 @@
 
 use std::io;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use typhon_live_core::{Counters, LaneId};
 
@@ -23,11 +23,6 @@ use crate::runtime::MAX_LANES;
 /// Each lane slot's thread id, as the system names it (0: unknown), set
 /// by the thread that claims the slot.
 static THREADS: [AtomicU64; MAX_LANES] = [const { AtomicU64::new(0) }; MAX_LANES];
-
-/// `status` is read at most this often: its switch counts cost a longer
-/// read than `schedstat` (about 7 µs against 2 here), and they change
-/// less.
-pub(crate) const STATUS_EVERY: Duration = Duration::from_millis(100);
 
 /// The calling thread claimed lane slot `lane`: its id is noted for the
 /// exporter thread.
@@ -82,8 +77,8 @@ impl ThreadTimes {
         }
     }
 
-    /// Its counters now; the switch counts are read again only when the
-    /// last reading is [`STATUS_EVERY`] old. An error says the thread has
+    /// Its counters now (on Linux, the switch counts are read again only
+    /// when the last reading is 100 ms old). An error says the thread has
     /// ended (or its files cannot be read): open no more of it.
     pub(crate) fn read(&mut self, now: Instant) -> io::Result<Counters> {
         #[cfg(target_os = "linux")]
@@ -103,11 +98,14 @@ mod linux {
     use std::fs::File;
     use std::io;
     use std::os::unix::fs::FileExt;
-    use std::time::Instant;
+    use std::time::{Duration, Instant};
 
     use typhon_live_core::Counters;
 
-    use super::STATUS_EVERY;
+    /// `status` is read at most this often: its switch counts cost a
+    /// longer read than `schedstat` (about 7 µs against 2 here), and they
+    /// change less.
+    pub(super) const STATUS_EVERY: Duration = Duration::from_millis(100);
 
     #[derive(Debug)]
     pub(super) struct Files {
@@ -200,6 +198,9 @@ mod linux {
 
 #[cfg(all(test, target_os = "linux"))]
 mod tests {
+    use std::time::Duration;
+
+    use super::linux::STATUS_EVERY;
     use super::*;
 
     /// A thread that spins, then sleeps: its time on a CPU grows by the
