@@ -489,29 +489,30 @@ impl Sinks {
         }
     }
 
-    /// Every frame due, then the texts taken this cycle: after the frames,
-    /// so that each reader has been told the names and lanes they use.
+    /// Every frame due, then the texts taken this cycle and the lanes' CPU
+    /// samples: after the frames, so that each reader has been told the
+    /// names and lanes they use.
     fn pump(
         &mut self,
         exporter: &mut SessionExporter<'_>,
         out: &mut Vec<u8>,
-        texts: &mut Texts,
+        alongside: &mut Alongside,
         clock: &runtime::Clock,
         control: &Control,
     ) {
         while let Some(frame) = poll(exporter, out, clock) {
             self.deliver(exporter, frame, &out[..frame.len], control);
         }
-        let refused = texts.taken.take_refused();
+        let refused = alongside.taken.take_refused();
         if refused > 0 {
             exporter.texts_refused(refused);
         }
-        let mut batch = TextBatch::new(&mut texts.batch);
+        let mut batch = TextBatch::new(&mut alongside.batch);
         // Once even with no texts: a reader may have losses to be told.
         let mut first = true;
-        while first || texts.taken.has_more() {
+        while first || alongside.taken.has_more() {
             first = false;
-            texts.taken.fill(&mut batch);
+            alongside.taken.fill(&mut batch);
             if out.len() < batch.frame_len() {
                 out.resize(batch.frame_len(), 0);
             }
@@ -528,7 +529,10 @@ impl Sinks {
         // Their time is taken before they are read, as close to each as
         // one time for all can be.
         let time = clock.now();
-        let due = texts.cpu.as_mut().and_then(|cpu| cpu.due(Instant::now()));
+        let due = alongside
+            .cpu
+            .as_mut()
+            .and_then(|cpu| cpu.due(Instant::now()));
         if let Some(samples) = due.filter(|s| !s.is_empty()) {
             let readers = [self.file_reader, self.live_reader, self.flight_reader];
             for reader in readers.into_iter().flatten() {
@@ -544,7 +548,7 @@ impl Sinks {
 
 /// What goes out beside the Blocks each cycle: the texts taken, the
 /// buffer their Text frames are built in, and the lanes' CPU samples.
-struct Texts {
+struct Alongside {
     taken: texts::Taken,
     batch: Vec<u8>,
     cpu: Option<CpuSamples>,
@@ -592,7 +596,7 @@ fn export(
             flight_reader: flight.as_ref().and_then(|_| exporter.attach()),
             flight,
         };
-        let mut texts = Texts {
+        let mut alongside = Alongside {
             taken: texts::Taken::default(),
             batch: vec![0u8; TEXT_BATCH_BYTES],
             cpu: cpu_samples.map(CpuSamples::new),
@@ -603,7 +607,7 @@ fn export(
             let stopping = control.stop.load(Ordering::Acquire);
             // Before the drain: a text's lane and name are then told
             // before the text is.
-            texts.taken.take();
+            alongside.taken.take();
             if let Some(sink) = sinks.live.as_mut() {
                 // A viewer that went away first, so that one connecting
                 // in the same cycle takes its place instead of being refused.
@@ -633,7 +637,7 @@ fn export(
                     stop_deadline = Some(Instant::now() + SHUTDOWN_WAIT);
                     // The last events and texts, before the Shutdown.
                     exporter.request_drain();
-                    sinks.pump(&mut exporter, &mut out, &mut texts, clock, control);
+                    sinks.pump(&mut exporter, &mut out, &mut alongside, clock, control);
                 }
                 exporter.stop();
             } else {
@@ -641,7 +645,7 @@ fn export(
                 sampling::run_due(cycle);
                 exporter.request_drain();
             }
-            sinks.pump(&mut exporter, &mut out, &mut texts, clock, control);
+            sinks.pump(&mut exporter, &mut out, &mut alongside, clock, control);
             let mut live_flushed = true;
             if let Some(sink) = sinks.live.as_mut() {
                 live_flushed = sink.flush();
