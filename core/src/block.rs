@@ -867,13 +867,11 @@ impl<'a> BlockView<'a> {
     pub fn parse(payload: &'a [u8], flags: u8) -> Result<Self, DecodeError> {
         let mut r = Reader::new(payload);
         let records = r.u32("block record count")?;
-        if records > MAX_BLOCK_RECORDS {
-            return Err(DecodeError::OverBound {
-                what: "block record count",
-                stated: u64::from(records),
-                bound: u64::from(MAX_BLOCK_RECORDS),
-            });
-        }
+        DecodeError::at_most(
+            "block record count",
+            u64::from(records),
+            u64::from(MAX_BLOCK_RECORDS),
+        )?;
         let first_time = r.u64("block first timestamp")?;
         let last_time = r.u64("block last timestamp")?;
         let drop_count = r.u16("block drop count")?;
@@ -1000,13 +998,11 @@ fn stored_events(tail: &[u8], flags: u8, records: u32) -> Result<StoredEvents<'_
         Codec::Packed => r.remaining(),
         Codec::Lz4 => {
             let len = r.u32("block packed events length")?;
-            if len as usize > MAX_EVENTS_LEN {
-                return Err(DecodeError::OverBound {
-                    what: "block packed events length",
-                    stated: u64::from(len),
-                    bound: MAX_EVENTS_LEN as u64,
-                });
-            }
+            DecodeError::at_most(
+                "block packed events length",
+                u64::from(len),
+                MAX_EVENTS_LEN as u64,
+            )?;
             // A writer never compresses a Block without records, and the
             // packed events of one with records are never empty.
             if len == 0 || records == 0 {

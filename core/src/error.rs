@@ -173,4 +173,19 @@ impl fmt::Display for DecodeError {
     }
 }
 
+impl DecodeError {
+    /// `Ok` when `stated`, a count or size a peer gave for `what`, is
+    /// within the format's `bound`; else [`DecodeError::OverBound`].
+    pub(crate) fn at_most(what: &'static str, stated: u64, bound: u64) -> Result<(), DecodeError> {
+        if stated > bound {
+            return Err(DecodeError::OverBound {
+                what,
+                stated,
+                bound,
+            });
+        }
+        Ok(())
+    }
+}
+
 impl core::error::Error for DecodeError {}

@@ -242,13 +242,8 @@ impl<'a> SamplesView<'a> {
             let mut r = Reader::new(body);
             if tag == tag::LANES {
                 view.lane_count = r.u16("sampled lane count")?;
-                if usize::from(view.lane_count) > MAX_SAMPLED_LANES {
-                    return Err(DecodeError::OverBound {
-                        what: "sampled lane count",
-                        stated: u64::from(view.lane_count),
-                        bound: MAX_SAMPLED_LANES as u64,
-                    });
-                }
+                let (stated, bound) = (u64::from(view.lane_count), MAX_SAMPLED_LANES as u64);
+                DecodeError::at_most("sampled lane count", stated, bound)?;
                 view.lanes = r.rest();
                 for _ in 0..view.lane_count {
                     next_lane(&mut r)?;
@@ -256,13 +251,7 @@ impl<'a> SamplesView<'a> {
                 r.expect_end("lane counters have trailing bytes")?;
             } else {
                 let count = r.varint("switch count")?;
-                if count > MAX_SWITCHES_PER_FRAME as u64 {
-                    return Err(DecodeError::OverBound {
-                        what: "switch count",
-                        stated: count,
-                        bound: MAX_SWITCHES_PER_FRAME as u64,
-                    });
-                }
+                DecodeError::at_most("switch count", count, MAX_SWITCHES_PER_FRAME as u64)?;
                 view.switch_count = count as u32;
                 view.switches = r.rest();
                 for _ in 0..count {
@@ -308,13 +297,7 @@ fn next_lane(r: &mut Reader<'_>) -> Result<LaneSample, DecodeError> {
         });
     }
     let count = r.u8("counter count")?;
-    if usize::from(count) > MAX_COUNTERS {
-        return Err(DecodeError::OverBound {
-            what: "counter count",
-            stated: u64::from(count),
-            bound: MAX_COUNTERS as u64,
-        });
-    }
+    DecodeError::at_most("counter count", u64::from(count), MAX_COUNTERS as u64)?;
     let mut counters = Counters::default();
     for _ in 0..count {
         let id = r.u8("counter id")?;

@@ -234,13 +234,7 @@ impl<'a> TextsView<'a> {
         let mut r = Reader::new(payload);
         let lost = r.u32("texts lost")?;
         let count = r.u16("text count")?;
-        if usize::from(count) > MAX_TEXTS_PER_FRAME {
-            return Err(DecodeError::OverBound {
-                what: "text count",
-                stated: u64::from(count),
-                bound: MAX_TEXTS_PER_FRAME as u64,
-            });
-        }
+        DecodeError::at_most("text count", u64::from(count), MAX_TEXTS_PER_FRAME as u64)?;
         let view = TextsView {
             lost,
             count,
@@ -275,13 +269,7 @@ fn next_text<'a>(r: &mut Reader<'a>) -> Result<Text<'a>, DecodeError> {
     }
     let site = r.u32("text site")?;
     let len = r.u16("text length")?;
-    if usize::from(len) > MAX_TEXT_BYTES {
-        return Err(DecodeError::OverBound {
-            what: "text length",
-            stated: u64::from(len),
-            bound: MAX_TEXT_BYTES as u64,
-        });
-    }
+    DecodeError::at_most("text length", u64::from(len), MAX_TEXT_BYTES as u64)?;
     let bytes = r.take(usize::from(len), "text bytes")?;
     let text = core::str::from_utf8(bytes).map_err(|_| DecodeError::Malformed {
         what: "text is not UTF-8",
