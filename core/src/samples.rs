@@ -407,56 +407,42 @@ mod tests {
         assert_eq!(lane.counters.on_cpu_ns, Some(40));
         assert_eq!(view.switch_count(), 0);
 
-        let payload = |body: &dyn Fn(&mut Writer<'_>)| {
+        // Each payload's sections, as (tag, body bytes), and whether it is
+        // over a bound (else malformed).
+        type Sections<'s> = &'s [(u8, &'s [u8])];
+        let refused: [(Sections<'_>, bool); 4] = [
+            // 17 counters on a lane.
+            (&[(tag::LANES, &[1, 0, 0, 0, 0, 17])], true),
+            // A switch 51 ticks before a frame at 50.
+            (&[(tag::SWITCHES, &[1, 0, 3, 51])], false),
+            // Switches twice.
+            (&[(tag::SWITCHES, &[0]), (tag::SWITCHES, &[0])], false),
+            // A switch of kind 4.
+            (&[(tag::SWITCHES, &[1, 0, 4, 0])], false),
+        ];
+        for (sections, over_bound) in refused {
             let mut out = [0u8; 64];
             let len = write_frame(&mut out, FrameKind::Samples, 0, |w| {
                 w.u64(50);
-                body(w);
+                for &(tag, body) in sections {
+                    write_section(w, tag, |w| w.bytes(body))?;
+                }
                 Ok(())
             })
             .unwrap();
-            SamplesView::parse(&out[16..len - 4]).map(drop)
-        };
-        let too_many_counters = payload(&|w: &mut Writer<'_>| {
-            let _ = write_section(w, tag::LANES, |w| {
-                w.u16(1);
-                w.varint(0);
-                w.varint(0);
-                w.u8(0);
-                w.u8(17);
-            });
-        });
-        assert!(matches!(
-            too_many_counters,
-            Err(DecodeError::OverBound { .. })
-        ));
-        let after_its_frame = payload(&|w: &mut Writer<'_>| {
-            let _ = write_section(w, tag::SWITCHES, |w| {
-                w.varint(1);
-                w.varint(0);
-                w.u8(3);
-                w.varint(51);
-            });
-        });
-        assert!(matches!(
-            after_its_frame,
-            Err(DecodeError::Malformed { .. })
-        ));
-        let repeated = payload(&|w: &mut Writer<'_>| {
-            for _ in 0..2 {
-                let _ = write_section(w, tag::SWITCHES, |w| w.varint(0));
+            let parsed = SamplesView::parse(&out[16..len - 4]);
+            if over_bound {
+                assert!(
+                    matches!(parsed, Err(DecodeError::OverBound { .. })),
+                    "{sections:?}"
+                );
+            } else {
+                assert!(
+                    matches!(parsed, Err(DecodeError::Malformed { .. })),
+                    "{sections:?}"
+                );
             }
-        });
-        assert!(matches!(repeated, Err(DecodeError::Malformed { .. })));
-        let bad_kind = payload(&|w: &mut Writer<'_>| {
-            let _ = write_section(w, tag::SWITCHES, |w| {
-                w.varint(1);
-                w.varint(0);
-                w.u8(4);
-                w.varint(0);
-            });
-        });
-        assert!(matches!(bad_kind, Err(DecodeError::Malformed { .. })));
+        }
     }
 
     #[test]

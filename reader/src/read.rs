@@ -317,18 +317,24 @@ impl Reader {
         take(&self.state, Update::Restarted { from, to });
     }
 
+    /// The one moment a Catch-up or a Samples frame states, `ticks`, in
+    /// ns: a restart it tells (`RestartCheck`) is told first.
+    fn moment(&mut self, ticks: u64, take: &mut impl FnMut(&State, Update<'_>)) -> u64 {
+        let tps = self.state.clock.ticks_per_second();
+        if self.restart.catch_up(ticks, tps) {
+            self.restarted(ticks, take);
+        }
+        self.state.clock.ns(ticks)
+    }
+
     fn samples(
         &mut self,
         samples: &SamplesView<'_>,
         received: Option<u64>,
         take: &mut impl FnMut(&State, Update<'_>),
     ) {
-        let tps = self.state.clock.ticks_per_second();
-        if self.restart.catch_up(samples.time, tps) {
-            self.restarted(samples.time, take);
-        }
+        let time = self.moment(samples.time, take);
         let clock = self.state.clock;
-        let time = clock.ns(samples.time);
         self.state.stated(time);
         self.state.placed(received, time);
         for switch in samples.switches() {
@@ -349,12 +355,8 @@ impl Reader {
         received: Option<u64>,
         take: &mut impl FnMut(&State, Update<'_>),
     ) {
-        let tps = self.state.clock.ticks_per_second();
-        if self.restart.catch_up(catchup.time, tps) {
-            self.restarted(catchup.time, take);
-        }
+        let time = self.moment(catchup.time, take);
         let clock = self.state.clock;
-        let time = clock.ns(catchup.time);
         self.state.forget_open_spans();
         for lane in catchup.lanes() {
             // A lane claimed since the last Definitions: its name comes
