@@ -1,100 +1,73 @@
 //! Each lane's CPU against the demo's three stalls (issue 39): a 1.2 s
 //! stall of the AI system that sleeps, spins, or waits for a lock another
 //! thread holds looks the same as a span, and apart in the Samples the
-//! exporter thread writes. Linux only so far: elsewhere the samples are
-//! not measured yet.
+//! exporter thread writes, as the view model reads them. Linux only so
+//! far: elsewhere the samples are not measured yet.
 
 mod common;
 
 use std::process::Stdio;
+use std::time::Duration;
 
 use common::{temp, typhon};
-use typhon_live_core::Event;
-use typhon_live_reader::{frames, Reader, Update};
+use typhon_live_model::{CpuIndex, CpuShare, Model, SpanCpu};
+use typhon_live_reader::frames;
 
-/// What a trace says of the Sim thread over its first stall: from the
-/// `stall` instant to the end of the `Sim.AI` span that holds it.
-#[derive(Debug, Default)]
+/// What a trace says of the Sim thread over its first stall.
+#[derive(Debug)]
 struct Stall {
-    /// The stall's length, ns.
+    /// From the `stall` instant to the end of the `Sim.AI` span that
+    /// holds it, ns.
     length: u64,
-    /// Of it, ns: on a CPU, waiting for one, off a CPU.
-    on_cpu: f64,
-    waiting: f64,
-    off_cpu: f64,
+    /// How the Sim lane spent it.
+    cpu: CpuShare,
     /// The `lock held` span on the lock-holder's lane over it, ns.
     lock_held: u64,
+    /// What the statistics say of `Sim.AI`, whose longest span is the
+    /// stall.
+    named: SpanCpu,
 }
 
 fn stall_of(trace: &[u8]) -> Stall {
-    let mut reader = Reader::new();
-    let (mut stall_at, mut window) = (None, None);
-    let mut intervals = Vec::new();
-    let mut held = Vec::new();
-    let damage = frames(trace, |frame| {
-        reader.read(frame, |state, update| {
-            let lane_name = |lane| {
-                let lane = state.lanes().get(&lane)?;
-                Some(state.names().show(lane.info.name).into_owned())
-            };
-            let name = |id| state.names().show(id).into_owned();
-            match update {
-                Update::Event {
-                    event: Event::Instant { time, name: n, .. },
-                    ..
-                } if name(n) == "stall" && stall_at.is_none() => stall_at = Some(time),
-                Update::Event {
-                    event:
-                        Event::Span {
-                            start,
-                            duration,
-                            name: n,
-                            ..
-                        },
-                    lane,
-                } => {
-                    let end = start + duration;
-                    match (name(n).as_str(), lane_name(lane).as_deref()) {
-                        ("Sim.AI", Some("Sim")) => {
-                            if let Some(at) = stall_at.filter(|&at| (start..end).contains(&at)) {
-                                window.get_or_insert((at, end));
-                            }
-                        }
-                        ("lock held", Some("lock-holder")) => held.push((start, end)),
-                        _ => {}
-                    }
-                }
-                Update::Cpu(interval) if lane_name(interval.lane).as_deref() == Some("Sim") => {
-                    intervals.push(interval)
-                }
-                _ => {}
-            }
-        })
-    });
+    let mut model = Model::default();
+    let damage = frames(trace, |frame| model.on_frame(frame, Duration::ZERO));
     assert!(damage.is_empty(), "{damage:?}");
-    let (from, to) = window.expect("the demo's stall, in a Sim.AI span");
-    let mut stall = Stall {
-        length: to - from,
-        ..Stall::default()
-    };
-    // Each interval's share of the window, prorated: they are 10 ms long.
-    for interval in &intervals {
-        let overlap = interval.to.min(to).saturating_sub(interval.from.max(from));
-        if overlap == 0 {
-            continue;
-        }
-        let share = overlap as f64 / (interval.to - interval.from) as f64;
-        stall.on_cpu += share * interval.spent.on_cpu_ns.unwrap_or(0) as f64;
-        stall.waiting += share * interval.spent.waiting_ns.unwrap_or(0) as f64;
-    }
-    // Off a CPU: the rest. (Summed interval by interval, each clipped at
-    // 0, the jitter of the samples' times would only add.)
-    stall.off_cpu = (stall.length as f64 - stall.on_cpu - stall.waiting).max(0.0);
-    stall.lock_held = held
-        .iter()
-        .map(|&(start, end)| end.min(to).saturating_sub(start.max(from)))
+    model.flush_history();
+    let chunks = model.history().chunks();
+    let named = |name: &str| (0..).take(1 << 16).find(|&id| model.name(id) == name);
+    let (stall, ai, held) = (named("stall"), named("Sim.AI"), named("lock held"));
+    let stall_at = (chunks.iter().flat_map(|c| c.instants.iter()))
+        .find(|i| Some(i.name) == stall)
+        .expect("the demo's stall instant");
+    let spans = || chunks.iter().flat_map(|c| c.spans.iter());
+    let ai_span = spans()
+        .find(|s| {
+            Some(s.name) == ai
+                && s.lane == stall_at.lane
+                && (s.start..s.start + s.duration).contains(&stall_at.time)
+        })
+        .expect("the stall, in a Sim.AI span");
+    let (from, to) = (stall_at.time, ai_span.start + ai_span.duration);
+    let index = CpuIndex::of(chunks.iter().map(|c| &**c));
+    let cpu = index
+        .share(stall_at.lane, from, to)
+        .expect("samples over the stall");
+    let lock_held = spans()
+        .filter(|s| Some(s.name) == held)
+        .map(|s| (s.start + s.duration).min(to).saturating_sub(s.start.max(from)))
         .sum();
-    stall
+    let mut stats = model.span_stats();
+    model.fill_exact(&mut stats);
+    let named = (stats.into_iter())
+        .find(|s| s.name == "Sim.AI")
+        .and_then(|s| s.cpu)
+        .expect("Sim.AI's share of CPU");
+    Stall {
+        length: to - from,
+        cpu,
+        lock_held,
+        named,
+    }
 }
 
 #[test]
@@ -126,31 +99,41 @@ fn a_sleeping_a_spinning_and_a_contended_stall_read_apart() {
         assert!(demo.wait().unwrap().success(), "{kind}");
         let stall = stall_of(&std::fs::read(&trace).unwrap());
         let _ = std::fs::remove_file(&trace);
-        let share = |ns: f64| ns / stall.length as f64;
+        let (cpu, length) = (&stall.cpu, stall.length as f64);
+        let share = |ns: u64| ns as f64 / length;
         eprintln!(
-            "{kind}: {:.3} s, on a CPU {:.3}, waiting {:.3}, off {:.3}, lock held {:.3} s",
-            stall.length as f64 / 1e9,
-            share(stall.on_cpu),
-            share(stall.waiting),
-            share(stall.off_cpu),
+            "{kind}: {:.3} s, samples cover {:.3}; {}; lock held {:.3} s",
+            length / 1e9,
+            share(cpu.covered),
+            stall.named.says,
             stall.lock_held as f64 / 1e9
         );
         assert!(stall.length >= 1_150_000_000, "{kind}: {stall:?}");
+        assert!(share(cpu.covered) >= 0.98, "{kind}: {stall:?}");
+        // The longest Sim.AI is the stall, a few ms of its own work
+        // before it.
+        let longest = stall.named.longest_ns as f64;
+        assert!((longest - length) / length < 0.05, "{kind}: {stall:?}");
+        let on_or_waiting = cpu.on_cpu + cpu.waiting.unwrap_or(0);
         match kind {
             // On a CPU or waiting for one: the machine has two cores
             // and three demos.
             "spin" => {
-                assert!(share(stall.on_cpu + stall.waiting) >= 0.95, "{stall:?}");
-                assert!(share(stall.off_cpu) <= 0.02, "{stall:?}");
+                assert!(share(on_or_waiting) >= 0.95, "{stall:?}");
+                assert!(share(cpu.off_cpu()) <= 0.02, "{stall:?}");
             }
             "sleep" => {
-                assert!(share(stall.on_cpu) <= 0.05, "{stall:?}");
-                assert!(share(stall.off_cpu) >= 0.90, "{stall:?}");
+                assert!(share(cpu.on_cpu) <= 0.05, "{stall:?}");
+                assert!(share(cpu.off_cpu()) >= 0.90, "{stall:?}");
+                // What the view says of it.
+                let says = &stall.named.says;
+                assert!(says.starts_with("Sim.AI: 1.2"), "{says}");
+                assert!(says.contains(" s off-CPU (voluntary)"), "{says}");
             }
             _ => {
                 // Off a CPU while the other thread held the lock.
                 assert!(stall.lock_held >= 1_100_000_000, "{stall:?}");
-                let off = stall.off_cpu / stall.lock_held as f64;
+                let off = cpu.off_cpu() as f64 / stall.lock_held as f64;
                 assert!((0.95..=1.05).contains(&off), "{stall:?}");
             }
         }

@@ -1,13 +1,15 @@
 //! What the viewer keeps of the stream, for the timeline, pause and
 //! scroll-back, and span statistics: a ring of chunks bounded by bytes and
-//! by age. Each chunk holds every span, instant, gauge reading and tick of
-//! a short stretch of host time, and its per-name totals; the history's
+//! by age. Each chunk holds every span, instant, gauge reading, tick and
+//! CPU sample of a short stretch of host time, and its per-name totals; the history's
 //! totals add a chunk's when it arrives and subtract them when it leaves.
 //! Chunks are `Arc`s, so a paused view pins the ones it shows while the
 //! stream goes on.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
+
+use typhon_live_reader::CpuInterval;
 
 use super::fields::FieldRecord;
 use super::stats::{self, Distribution, NameTotals, Totals};
@@ -131,6 +133,9 @@ pub struct Chunk {
     pub tasks: Vec<TaskRecord>,
     /// Fields of its spans and task spans.
     pub fields: Vec<FieldRecord>,
+    /// What lanes' threads did between their CPU samples (read by
+    /// [`crate::cpu`]).
+    pub cpu: Vec<CpuInterval>,
     /// Per span name, its spans' and task spans' totals.
     pub totals: Totals,
     /// The lanes its spans are on, and its longest span: a view zoomed
@@ -153,6 +158,7 @@ impl Chunk {
             ticks: Vec::with_capacity(like.ticks.len()),
             tasks: Vec::with_capacity(like.tasks.len()),
             fields: Vec::with_capacity(like.fields.len()),
+            cpu: Vec::with_capacity(like.cpu.len()),
             ..Chunk::default()
         }
     }
@@ -165,6 +171,7 @@ impl Chunk {
             + self.ticks.len()
             + self.tasks.len()
             + self.fields.len()
+            + self.cpu.len()
     }
 
     /// The durations of name `name` the statistics count: its spans' (not
@@ -194,6 +201,7 @@ impl Chunk {
             + self.ticks.capacity() * size_of::<TickRecord>()
             + self.tasks.capacity() * size_of::<TaskRecord>()
             + self.fields.capacity() * size_of::<FieldRecord>()
+            + self.cpu.capacity() * size_of::<CpuInterval>()
             + self.totals.capacity() * (size_of::<u32>() + size_of::<NameTotals>() + 1)
             + self.lanes.capacity() * size_of::<u16>()
     }
@@ -244,6 +252,12 @@ impl Chunk {
     pub fn push_gauge(&mut self, gauge: GaugeRecord) {
         self.note_time(gauge.time);
         self.gauges.push(gauge);
+    }
+
+    /// Adds what a lane's thread did between two CPU samples.
+    pub fn push_cpu(&mut self, interval: CpuInterval) {
+        self.note_time(interval.to);
+        self.cpu.push(interval);
     }
 
     /// Adds a tick.
@@ -308,6 +322,7 @@ impl History {
         fit(&mut chunk.ticks);
         fit(&mut chunk.tasks);
         fit(&mut chunk.fields);
+        fit(&mut chunk.cpu);
         chunk.totals.shrink_to_fit();
         chunk.lanes.shrink_to_fit();
         self.bytes += chunk.bytes();

@@ -7,6 +7,7 @@
 //! - [`session`]: the connection, new sessions, restarts and reconnects,
 //!   and the host clock;
 //! - [`lanes`]: a row per lane, and each span's self time;
+//! - [`cpu`]: each lane's CPU samples, read for a span and for a strip;
 //! - [`tasks`]: task spans, which run in polls on any lanes;
 //! - [`fields`]: spans' fields, and statistics grouped by them;
 //! - [`ingest`]: a Block's events into the history, ticks and gauges;
@@ -20,6 +21,7 @@
 //! - [`summary`]: what a view shows, computed on demand.
 #![deny(missing_docs)]
 
+pub mod cpu;
 pub mod fields;
 pub mod history;
 pub mod ingest;
@@ -34,6 +36,7 @@ pub mod summary;
 pub mod tasks;
 pub mod triggers;
 
+pub use cpu::{CpuCell, CpuIndex, CpuShare, NameCpu};
 pub use fields::{FieldGroup, FieldRecord, FieldSummary};
 pub use limits::{
     Limits, Refused, MAX_FIELDS_PER_SPAN, MAX_GAUGES, MAX_LANES, MAX_NAMES, MAX_NAME_BYTES,
@@ -43,8 +46,8 @@ pub use logs::{LogLine, LogQuery, LogRow, LogSearch, Logs};
 pub use model::Model;
 pub use session::Connection;
 pub use summary::{
-    GaugeSummary, HistorySummary, LaneSummary, OpenSummary, SpanStats, SpanTotal, Summary,
-    TimelineInputs, PERCENTILE_SPANS,
+    GaugeSummary, HistorySummary, LaneSummary, OpenSummary, SpanCpu, SpanStats, SpanTotal, Summary,
+    TimelineInputs, PERCENTILE_SPANS, STALL_MS,
 };
 pub use tasks::{task_tracks, OpenTask, PollMark, TaskBar, TaskTracks};
 pub use triggers::{Trigger, Triggers, MAX_TRIGGERS};

@@ -196,6 +196,7 @@ impl Model {
             Update::Lost(Loss::AtShutdown { events }) => {
                 self.marks.add(self.host_now, MarkKind::Dropped, events);
             }
+            Update::Cpu(interval) => self.chunk.push_cpu(interval),
             Update::Text(text) => self.logs.push(&text),
             Update::Lost(Loss::Texts { texts }) => {
                 self.logs.lost = self.logs.lost.saturating_add(u64::from(texts));
@@ -430,7 +431,7 @@ mod tests {
         assert!((inner.max_ms - 0.2).abs() < 1e-9, "{inner:?}");
         // For --json: exact percentiles of every name.
         let mut stats = stats;
-        model.fill_percentiles(&mut stats);
+        model.fill_exact(&mut stats);
         let close = |v: Option<f64>, want: f64| v.is_some_and(|v| (v - want).abs() < 1e-9);
         assert!(
             close(stats[1].p50_ms, 0.1) && close(stats[1].p99_ms, 0.2),

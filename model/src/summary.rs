@@ -9,6 +9,7 @@ use foldhash::HashMap;
 use serde::Serialize;
 use typhon_live_core::{LaneKind, OpenSpan};
 
+use crate::cpu::{CpuIndex, CpuShare};
 use crate::history::Chunk;
 use crate::limits::{Limits, Refused, LIMITS};
 use crate::marks::Mark;
@@ -33,7 +34,7 @@ impl Model {
     pub fn summary_line(&mut self, now: Duration, json: bool) -> String {
         let mut summary = self.summary(now);
         if json {
-            self.fill_percentiles(&mut summary.span_stats);
+            self.fill_exact(&mut summary.span_stats);
             serde_json::to_string(&summary).unwrap_or_default()
         } else {
             summary.line()
@@ -68,17 +69,19 @@ impl Model {
                 p50_ms: None,
                 p90_ms: None,
                 p99_ms: None,
+                cpu: None,
             })
             .collect();
         stats.sort_by(|a, b| b.total_ms.total_cmp(&a.total_ms).then(a.name.cmp(&b.name)));
         stats
     }
 
-    /// Fills in every name's exact percentiles over the history, in one
-    /// pass over its spans, unless it holds more than
-    /// [`PERCENTILE_SPANS`] (then they stay `None`: the screen computes
-    /// them for the selected name only).
-    pub fn fill_percentiles(&self, stats: &mut [SpanStats]) {
+    /// Fills in what needs every span of the history read, in one pass,
+    /// unless it holds more than [`PERCENTILE_SPANS`] (then they stay
+    /// `None`: the screen computes them for the selected name only):
+    /// every name's exact percentiles, and its share of CPU where
+    /// samples cover it.
+    pub fn fill_exact(&self, stats: &mut [SpanStats]) {
         let chunks = self.history.chunks();
         let held = chunks.iter().map(|c| c.spans.len() + c.tasks.len());
         if held.sum::<usize>() > PERCENTILE_SPANS {
@@ -88,6 +91,8 @@ impl Model {
         for (name, duration) in chunks.iter().flat_map(|c| c.named_durations()) {
             durations.entry(name).or_default().push(duration);
         }
+        let cpu = CpuIndex::of(chunks.iter().map(|c| &**c));
+        let mut cpu = cpu.by_name(chunks.iter().flat_map(|c| c.spans.iter()));
         let ms = |ticks: u64| self.seconds(ticks) * 1e3;
         for s in stats {
             if let Some(d) = durations.get_mut(&s.id) {
@@ -95,7 +100,28 @@ impl Model {
                 (s.p50_ms, s.p90_ms, s.p99_ms) =
                     (Some(ms(d.p50)), Some(ms(d.p90)), Some(ms(d.p99)));
             }
+            s.cpu = cpu.remove(&s.id).map(|name| {
+                let (span, longest) = name.longest;
+                SpanCpu {
+                    all: name.all,
+                    longest,
+                    longest_ns: span.duration,
+                    says: longest.sentence(&s.name, span.duration),
+                }
+            });
         }
+    }
+
+    /// How lane `lane` spent `[start, now)` on the CPU, if that is a
+    /// stall ([`STALL_MS`] or longer) and samples cover it.
+    fn open_cpu(&self, lane: u16, start: u64, now: u64) -> Option<String> {
+        if now.saturating_sub(start) < STALL_MS * 1_000_000 {
+            return None;
+        }
+        let held = self.history.chunks().iter().map(|c| &**c);
+        let chunks = held.chain([&self.chunk]).filter(|c| c.last >= start);
+        let share = CpuIndex::of(chunks).share(lane, start, now)?;
+        Some(share.text(now - start))
     }
 
     /// What the timeline draws from, as of `now`: the history's chunks
@@ -233,6 +259,7 @@ impl Model {
                     lane: self.name(lane.info.name),
                     span: self.name(span.name),
                     open_ms: self.seconds(host_time.saturating_sub(span.start)) * 1e3,
+                    cpu: self.open_cpu(lane.info.id, span.start, host_time),
                 })
             })
             .collect();
@@ -322,7 +349,15 @@ pub struct OpenSummary {
     pub span: String,
     /// How long it has been open, in milliseconds.
     pub open_ms: f64,
+    /// A stall's share of CPU so far, where samples cover it: "0.02 s on
+    /// CPU, 1.18 s off-CPU (voluntary)". Only for spans open
+    /// [`STALL_MS`] or longer.
+    pub cpu: Option<String>,
 }
+
+/// How long a span must have been open for its summary to say how it
+/// spent its time on the CPU: what a view shows as a stall.
+pub const STALL_MS: u64 = 100;
 
 /// A gauge's latest value and recent history.
 #[derive(Clone, Debug, Serialize)]
@@ -458,16 +493,33 @@ pub struct SpanStats {
     /// The longest, in milliseconds.
     pub max_ms: f64,
     /// Exact nearest-rank percentiles over the history, in milliseconds:
-    /// filled in for `--json` ([`Model::fill_percentiles`]) while the
+    /// filled in for `--json` ([`Model::fill_exact`]) while the
     /// history holds at most [`PERCENTILE_SPANS`] spans, else `null`.
     pub p50_ms: Option<f64>,
     /// See `p50_ms`.
     pub p90_ms: Option<f64>,
     /// See `p50_ms`.
     pub p99_ms: Option<f64>,
+    /// Its spans' share of CPU, where samples cover them: filled in
+    /// with the percentiles, else `null`.
+    pub cpu: Option<SpanCpu>,
 }
 
-/// Spans the history may hold for [`Model::fill_percentiles`] to read them
+/// A span name's share of CPU over the history, estimated from samples.
+#[derive(Clone, Debug, Serialize)]
+pub struct SpanCpu {
+    /// Its spans', summed (ns), as far as samples cover them.
+    pub all: CpuShare,
+    /// Its longest span's, and that span's length (ns).
+    pub longest: CpuShare,
+    /// See `longest`.
+    pub longest_ns: u64,
+    /// The longest as a sentence: "Sim.AI: 1.20 s, of which 0.02 s on
+    /// CPU, 1.18 s off-CPU (voluntary)".
+    pub says: String,
+}
+
+/// Spans the history may hold for [`Model::fill_exact`] to read them
 /// all: about 50 ms of sorting once a second at most.
 pub const PERCENTILE_SPANS: usize = 1 << 20;
 
@@ -506,7 +558,13 @@ impl Summary {
             self.frames_dropped,
             self.events_dropped,
             self.damage_text().map_or(String::new(), |t| format!(" | {t}")),
-            self.open_spans.first().map_or(String::new(), |s| format!(" | open: {} on {} for {:.0} ms", s.span, s.lane, s.open_ms)),
+            self.open_spans.first().map_or(String::new(), |s| format!(
+                " | open: {} on {} for {:.0} ms{}",
+                s.span,
+                s.lane,
+                s.open_ms,
+                s.cpu.as_ref().map_or(String::new(), |cpu| format!(" ({cpu})"))
+            )),
         ) + &self.refused_text().map_or(String::new(), |t| format!(" | {t}"))
     }
 

@@ -50,7 +50,7 @@ fn an_axum_service_under_load_has_one_span_per_request_named_by_route() {
 
     let model = layer::read(&path);
     let mut all = model.span_stats();
-    model.fill_percentiles(&mut all);
+    model.fill_exact(&mut all);
 
     assert_eq!(served, CLIENTS * PER_CLIENT);
     let (a, b) = (stats(&all, "GET /a"), stats(&all, "GET /b"));

@@ -584,7 +584,7 @@ impl Page {
     /// was drawn and where the controls are (CSS pixels).
     pub fn hook(&mut self, now: Duration) -> String {
         let mut summary = self.model.summary(now);
-        self.model.fill_percentiles(&mut summary.span_stats);
+        self.model.fill_exact(&mut summary.span_stats);
         let window = self.layout.window;
         let hook = Hook {
             summary,
