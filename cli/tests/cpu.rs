@@ -54,7 +54,11 @@ fn stall_of(trace: &[u8]) -> Stall {
         .expect("samples over the stall");
     let lock_held = spans()
         .filter(|s| Some(s.name) == held)
-        .map(|s| (s.start + s.duration).min(to).saturating_sub(s.start.max(from)))
+        .map(|s| {
+            (s.start + s.duration)
+                .min(to)
+                .saturating_sub(s.start.max(from))
+        })
         .sum();
     let mut stats = model.span_stats();
     model.fill_exact(&mut stats);

@@ -77,6 +77,23 @@ impl CpuShare {
     /// they miss a tenth or more.
     pub fn text(&self, length: u64) -> String {
         let show = |ns: u64| duration_as(ns, length);
+        let mut text = self.parts(show);
+        if self.covered.saturating_mul(10) < length.saturating_mul(9) {
+            text += &format!("; samples cover {}", show(self.covered));
+        }
+        text
+    }
+
+    /// "2 % on CPU, 98 % off-CPU (voluntary)": shares of the time
+    /// covered.
+    pub fn percent_text(&self) -> String {
+        let covered = self.covered.max(1) as f64;
+        self.parts(|ns| format!("{:.0} %", ns as f64 * 100.0 / covered))
+    }
+
+    /// On a CPU, waiting (where there was some), off a CPU and why, each
+    /// as `show` says it.
+    fn parts(&self, show: impl Fn(u64) -> String) -> String {
         let mut parts = vec![format!("{} on CPU", show(self.on_cpu))];
         if let Some(waiting) = self.waiting.filter(|&w| w * 200 >= self.covered.max(1)) {
             parts.push(format!("{} waiting for a core", show(waiting)));
@@ -85,11 +102,7 @@ impl CpuShare {
             .off_cause()
             .map_or(String::new(), |c| format!(" ({c})"));
         parts.push(format!("{} off-CPU{cause}", show(self.off_cpu())));
-        let mut text = parts.join(", ");
-        if self.covered.saturating_mul(10) < length.saturating_mul(9) {
-            text += &format!("; samples cover {}", show(self.covered));
-        }
-        text
+        parts.join(", ")
     }
 
     /// "NAME: 1.20 s, of which 0.02 s on CPU, 1.18 s off-CPU
@@ -194,6 +207,19 @@ pub struct NameCpu {
     pub all: CpuShare,
     /// Its longest span that samples cover, and that span's share.
     pub longest: (SpanRecord, CpuShare),
+}
+
+impl NameCpu {
+    /// What a view says of it, as two lines: "CPU, from
+    /// samples: 2 % on CPU, 98 % off-CPU (voluntary)", and "longest:
+    /// NAME: 1.20 s, of which …".
+    pub fn lines(&self, name: &str) -> [String; 2] {
+        let (span, longest) = &self.longest;
+        [
+            format!("CPU, from samples: {}", self.all.percent_text()),
+            format!("longest: {}", longest.sentence(name, span.duration)),
+        ]
+    }
 }
 
 /// A share being summed: fractions of intervals, rounded once at the end.
@@ -403,6 +429,13 @@ mod tests {
         assert_eq!((cpu.all.covered, cpu.all.on_cpu), (40 * MS, 10 * MS));
         assert_eq!(cpu.longest.0, spans[1]);
         assert_eq!(cpu.longest.1.on_cpu, 0);
+        assert_eq!(
+            cpu.lines("AI"),
+            [
+                "CPU, from samples: 25 % on CPU, 75 % off-CPU (voluntary)",
+                "longest: AI: 30.0 ms, of which 0.0 ms on CPU, 30.0 ms off-CPU (voluntary)"
+            ]
+        );
         assert_eq!(index.of_name(spans.iter(), 9), None);
     }
 

@@ -19,7 +19,7 @@ use crate::widgets::timeline::{lanes_of, Timeline};
 use typhon_live_core::Level;
 use typhon_live_model::history::{self, Chunk};
 use typhon_live_model::stats::Distribution;
-use typhon_live_model::{fields, FieldSummary, LogSearch, Model};
+use typhon_live_model::{fields, CpuIndex, FieldSummary, LogSearch, Model, NameCpu};
 
 use crate::widgets::log::LogPane;
 
@@ -43,6 +43,8 @@ struct Computed {
     distribution: Distribution,
     /// Its fields: by value, or their numbers.
     fields: Vec<FieldSummary>,
+    /// Its share of CPU, where samples cover it.
+    cpu: Option<NameCpu>,
 }
 
 impl Computed {
@@ -115,6 +117,8 @@ impl Screen {
                         model.names(),
                         FIELD_VALUES,
                     ),
+                    cpu: CpuIndex::of(chunks.iter().map(|c| &**c))
+                        .of_name(chunks.iter().flat_map(|c| c.spans.iter()), name),
                 });
             }
         }
@@ -161,6 +165,7 @@ impl Screen {
                     ticks_per_second: inputs.ticks_per_second,
                     max_tick,
                     fields: field_summaries,
+                    cpu: self.computed.as_ref().and_then(|c| c.cpu.as_ref()),
                 }),
             log: self.ui.log.then(|| LogPane {
                 rows: &log_rows,
@@ -254,6 +259,7 @@ mod tests {
             at: Instant::now(),
             distribution: Distribution::default(),
             fields: Vec::new(),
+            cpu: None,
         };
         let same = [Arc::clone(&a), Arc::clone(&b)];
         let moved_on = [Arc::clone(&b), Arc::new(Chunk::default())];

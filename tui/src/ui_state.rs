@@ -500,6 +500,7 @@ mod tests {
                 p50_ms: None,
                 p90_ms: None,
                 p99_ms: None,
+                cpu: None,
             })
             .collect();
         let mut ui = UiState {

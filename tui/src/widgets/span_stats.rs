@@ -1,6 +1,6 @@
 //! One span name's statistics over the history (Tracy's Find Zone):
 //! count, total, self time, mean, exact percentiles, the longest and the
-//! tick it happened in, its fields (a string field's most frequent values
+//! tick it happened in, its share of CPU, its fields (a string field's most frequent values
 //! with their spans' percentiles, a numeric field's percentiles), and a
 //! histogram of the durations.
 
@@ -11,7 +11,7 @@ use ratatui::text::Line;
 use ratatui::widgets::{Block, Borders, Paragraph, Sparkline, Widget};
 
 use typhon_live_model::stats::Distribution;
-use typhon_live_model::FieldSummary;
+use typhon_live_model::{FieldSummary, NameCpu};
 
 /// The statistics of one span name.
 pub struct SpanDetail<'a> {
@@ -25,6 +25,8 @@ pub struct SpanDetail<'a> {
     pub max_tick: Option<u64>,
     /// Its fields.
     pub fields: &'a [FieldSummary],
+    /// Its share of CPU, where samples cover its spans.
+    pub cpu: Option<&'a NameCpu>,
 }
 
 impl SpanDetail<'_> {
@@ -122,6 +124,9 @@ impl Widget for &SpanDetail<'_> {
                 self.ms(d.max)
             )),
         ];
+        if let Some(cpu) = self.cpu {
+            lines.extend(cpu.lines(self.name).map(Line::from));
+        }
         lines.extend(self.fields.iter().map(|f| self.field_line(f)));
         lines.push(Line::from(format!(
             "histogram {} .. {} (log)",
@@ -147,24 +152,59 @@ impl Widget for &SpanDetail<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use typhon_live_model::history::SpanRecord;
+    use typhon_live_model::CpuShare;
 
     #[test]
     fn a_known_distribution_shows_its_exact_percentiles() {
         // 1..=1000 µs.
         let mut durations: Vec<u64> = (1..=1000).collect();
         let d = Distribution::of(&mut durations, 400_000, 77);
+        let share = CpuShare {
+            covered: 1_000_000,
+            on_cpu: 900_000,
+            waiting: Some(100_000),
+            voluntary: Some(0),
+            involuntary: Some(3),
+        };
+        let longest = SpanRecord {
+            start: 0,
+            duration: 1_000_000,
+            arg: 0,
+            id: 1,
+            parent: 0,
+            name: 1,
+            lane: 0,
+            has_arg: false,
+            poll: false,
+        };
+        let cpu = NameCpu {
+            all: share,
+            longest: (longest, share),
+        };
         let detail = SpanDetail {
             name: "Physics",
             distribution: &d,
             ticks_per_second: 1_000_000,
             max_tick: Some(12),
             fields: &[],
+            cpu: Some(&cpu),
         };
-        let area = Rect::new(0, 0, 70, 8);
+        let area = Rect::new(0, 0, 110, 10);
         let mut buf = Buffer::empty(area);
         (&detail).render(area, &mut buf);
         let text = crate::testing::buffer_text(&buf);
         assert!(text.contains("Physics over the history"), "{text}");
+        assert!(
+            text.contains(
+                "CPU, from samples: 90 % on CPU, 10 % waiting for a core, 0 % off-CPU (preempted)"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("longest: Physics: 1.0 ms, of which 0.9 ms on CPU, 0.1 ms waiting"),
+            "{text}"
+        );
         assert!(
             text.contains("count 1000  total 500.500  self 400.000  mean 0.500"),
             "{text}"
@@ -216,6 +256,7 @@ mod tests {
             ticks_per_second: 1_000_000,
             max_tick: None,
             fields: &fields,
+            cpu: None,
         };
         let area = Rect::new(0, 0, 100, 8);
         let mut buf = Buffer::empty(area);

@@ -7,6 +7,10 @@
 //! ([`task_tracks`]): each from its creation to its close, dim where it
 //! waited, in its colour where its polls ran.
 //!
+//! Under a lane whose thread is sampled, a strip says how it spent each
+//! column's time: green on a CPU, yellow waiting for one, grey off it
+//! (asleep, blocked), blended where a column holds some of each.
+//!
 //! A span arrives when it ends, after its children, so its depth is not
 //! in the stream: it is worked out here, for the visible spans only, from
 //! their parent ids (a parent still open takes its place in the lane's
@@ -23,6 +27,7 @@ use ratatui::widgets::Widget;
 use typhon_live_core::OpenSpan;
 use typhon_live_reader::Names;
 
+use typhon_live_model::cpu::{self, CpuCell};
 use typhon_live_model::history::{Chunk, SpanRecord};
 use typhon_live_model::{task_tracks, OpenTask, TaskBar, TimelineInputs, Trigger};
 
@@ -236,9 +241,19 @@ impl Widget for &Timeline<'_> {
             // Rows for this lane: its depth, but leave one for each lane
             // after it.
             let rest = self.lanes.len() - i - 1;
-            let rows = (deepest + 1)
-                .min(MAX_DEPTH_ROWS)
-                .min(lanes_left(y).saturating_sub(rest).max(1));
+            let strip = cpu::strip(
+                self.chunks.iter().map(|c| &**c),
+                lane.id,
+                (self.start, self.end),
+                usize::from(plot.width),
+            );
+            // The strip takes a row only where the lane has one to spare.
+            let strip = strip.filter(|_| lanes_left(y) > rest + 1);
+            let rows = (deepest + 1).min(MAX_DEPTH_ROWS).min(
+                lanes_left(y)
+                    .saturating_sub(rest + usize::from(strip.is_some()))
+                    .max(1),
+            );
             buf.set_stringn(
                 area.x,
                 y,
@@ -251,6 +266,10 @@ impl Widget for &Timeline<'_> {
             }
             self.render_instants(plot, y, lane.id, buf);
             y += rows as u16;
+            if let Some(cells) = strip {
+                render_strip(area.x, plot, y, &cells, buf);
+                y += 1;
+            }
         }
     }
 }
@@ -437,6 +456,32 @@ impl Timeline<'_> {
     }
 }
 
+/// A lane's CPU strip on row `y`: a thin bar per column in the colour
+/// of how its time was spent, "cpu" in the label column.
+fn render_strip(label_x: u16, plot: Rect, y: u16, cells: &[Option<CpuCell>], buf: &mut Buffer) {
+    let dim = Style::default().fg(Color::DarkGray);
+    buf.set_stringn(label_x + 1, y, "cpu", (LABEL - 2) as usize, dim);
+    for (x, cell) in (plot.x..plot.right()).zip(cells) {
+        if let Some(cell) = cell {
+            buf[(x, y)]
+                .set_char('▂')
+                .set_style(Style::default().fg(cpu_colour(cell)));
+        }
+    }
+}
+
+/// Green on a CPU, yellow waiting for one, grey off it, mixed by share.
+fn cpu_colour(cell: &CpuCell) -> Color {
+    const ON: [f32; 3] = [60.0, 200.0, 80.0];
+    const WAITING: [f32; 3] = [230.0, 190.0, 40.0];
+    const OFF: [f32; 3] = [90.0, 90.0, 90.0];
+    let mix = |i: usize| {
+        let v = cell.on_cpu * ON[i] + cell.waiting * WAITING[i] + cell.off_cpu * OFF[i];
+        v.round().clamp(0.0, 255.0) as u8
+    };
+    Color::Rgb(mix(0), mix(1), mix(2))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -470,6 +515,74 @@ mod tests {
             .lines()
             .map(str::to_owned)
             .collect()
+    }
+
+    #[test]
+    fn a_sampled_lane_has_a_cpu_strip_in_the_colour_of_its_time() {
+        use typhon_live_core::Counters;
+        use typhon_live_reader::CpuInterval;
+        let mut chunk = Chunk::default();
+        chunk.push_span(span(1, 0, 0, 0, 1_000), 1_000);
+        // 0..500 on a CPU, 500..750 asleep; nothing sampled after.
+        for (from, to, on) in [(0, 500, 500), (500, 750, 0)] {
+            chunk.push_cpu(CpuInterval {
+                lane: 0,
+                thread: 9,
+                from,
+                to,
+                spent: Counters {
+                    on_cpu_ns: Some(on),
+                    waiting_ns: Some(0),
+                    voluntary: Some(1),
+                    involuntary: Some(0),
+                },
+                switches_traced: false,
+            });
+        }
+        let names = names_of(&[(0, "Sim.AI")]);
+        let lanes = [
+            TimelineLane {
+                id: 0,
+                name: "Sim",
+                open: &[],
+            },
+            TimelineLane {
+                id: 1,
+                name: "unsampled",
+                open: &[],
+            },
+        ];
+        let chunks = [Arc::new(chunk)];
+        let timeline = Timeline {
+            chunks: &chunks,
+            lanes: &lanes,
+            names: &names,
+            start: 0,
+            end: 1_000,
+            now: 1_000,
+            open_tasks: &[],
+            triggers: &[],
+        };
+        let area = Rect::new(0, 0, LABEL + 20, 5);
+        let mut buf = Buffer::empty(area);
+        (&timeline).render(area, &mut buf);
+        let rows = rows(&buf);
+        assert!(rows[1].starts_with("Sim "));
+        // The strip under it: 15 columns sampled, 5 not.
+        assert_eq!(
+            rows[2],
+            format!(
+                " cpu{}{}{}",
+                " ".repeat(LABEL as usize - 4),
+                "▂".repeat(15),
+                " ".repeat(5)
+            )
+        );
+        assert_eq!(buf[(LABEL, 2)].fg, Color::Rgb(60, 200, 80));
+        assert_eq!(buf[(LABEL + 12, 2)].fg, Color::Rgb(90, 90, 90));
+        // A lane without samples has none.
+        assert!(rows[3].starts_with("unsampled"));
+        assert_eq!(rows[4].trim(), "");
     }
 
     #[test]
