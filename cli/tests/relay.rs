@@ -162,11 +162,19 @@ fn prometheus_scrapes_two_sources_through_the_relay() {
         let ticks = query(port, "typhon_tick_duration_seconds_count");
         let memory = query(port, "typhon_reading{gauge=\"memory.bytes\"}");
         let up = query(port, "typhon_source_up");
+        // The CPU its threads used, from their samples (Linux only yet).
+        let cpu = query(port, "typhon_source_cpu");
+        let cpu_known = !cfg!(target_os = "linux") || sources_above_zero(&cpu) == both;
         if sources_above_zero(&spans) == both
             && sources_above_zero(&ticks) == both
             && sources_above_zero(&memory) == both
             && sources_above_zero(&up) == both
+            && cpu_known
         {
+            for (labels, cores) in &cpu {
+                // The demo's threads run part of each tick on two cores.
+                assert!(*cores > 0.0 && *cores <= 2.5, "{labels} {cores} cores");
+            }
             break Some((spans, ticks, memory));
         }
         if Instant::now() >= deadline {

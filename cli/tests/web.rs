@@ -104,6 +104,17 @@ fn the_demo_is_watched_live_in_chromium() {
         })
         .unwrap_or_else(|e| panic!("the open span did not grow: {e}"));
     assert!(open(&grown) > open(&stalled));
+    // How it spends its time so far, from the Sim thread's samples: the
+    // demo's stall sleeps.
+    let stall_cpu = (grown["page"]["summary"]["open_spans"]
+        .as_array()
+        .into_iter())
+    .flatten()
+    .find(|o| o["span"] == "Sim.AI")
+    .and_then(|o| o["cpu"].as_str())
+    .unwrap_or_default()
+    .to_owned();
+    assert!(stall_cpu.contains("off-CPU (voluntary)"), "{stall_cpu:?}");
     let stall_png = browser.screenshot().unwrap();
     // Pause, by clicking its button, while the stall is open: the
     // picture stays, its open span too, while frames keep arriving.
@@ -184,6 +195,10 @@ fn the_demo_is_watched_live_in_chromium() {
     );
     assert!(stats["p50"].as_u64() < Some(10_000_000), "{stats}");
     assert_eq!(stats["longest"], 10, "{stats}");
+    // Its share of CPU, and the stall's sentence.
+    let longest_cpu = stats["cpu"][1].as_str().unwrap_or_default();
+    assert!(longest_cpu.starts_with("longest: Sim.AI: 1.2"), "{stats}");
+    assert!(longest_cpu.contains("s off-CPU (voluntary)"), "{stats}");
     // Its longest occurrence, clicked, is shown: the stall, with room
     // either side.
     let (x, y) = middle(&stats["longest_at"][0]);
@@ -195,6 +210,12 @@ fn the_demo_is_watched_live_in_chromium() {
         .unwrap_or_else(|e| panic!("the longest was not shown: {e}"));
     assert!(
         shown["page"]["overrun_ticks"].as_u64() > Some(0),
+        "{}",
+        shown["page"]
+    );
+    // Every lane of the demo is sampled: each has its CPU strip.
+    assert!(
+        shown["page"]["cpu_strips"].as_u64() >= Some(2),
         "{}",
         shown["page"]
     );

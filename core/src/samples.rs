@@ -148,6 +148,27 @@ pub struct SwitchRecord {
     pub what: Switch,
 }
 
+/// Bytes one lane's sample takes at most: its lane and thread as
+/// varints, its flags and counter count, and each counter the writer
+/// knows as an id and a varint.
+const MAX_LANE_BYTES: usize = 3 + 10 + 1 + 1 + 4 * (1 + 10);
+/// Bytes one switch takes at most: lane, what, and ticks before.
+const MAX_SWITCH_BYTES: usize = 3 + 1 + 10;
+
+/// The largest whole Samples frame of `lanes` lanes and `switches`
+/// switches: a buffer this long always holds it.
+pub const fn max_samples_frame_len(lanes: usize, switches: usize) -> usize {
+    // The time, two sections' tags and lengths, the lane count and the
+    // switch count.
+    crate::frame::OVERHEAD
+        + 8
+        + 2 * 5
+        + 2
+        + 10
+        + lanes * MAX_LANE_BYTES
+        + switches * MAX_SWITCH_BYTES
+}
+
 /// Writes a Samples frame: `lanes`' counters read at `time` (host ticks),
 /// and `switches` (each at or before `time`, in the order they happened).
 /// More than [`MAX_SAMPLED_LANES`] lanes or [`MAX_SWITCHES_PER_FRAME`]
@@ -348,6 +369,33 @@ mod tests {
             u32::from_le_bytes([bytes[4], bytes[5], bytes[6], bytes[7]]),
             SamplesView::parse(payload).unwrap(),
         )
+    }
+
+    #[test]
+    fn the_largest_values_fit_the_stated_bound() {
+        let lane = |lane| LaneSample {
+            lane,
+            thread: u64::MAX,
+            switches_traced: true,
+            counters: Counters {
+                on_cpu_ns: Some(u64::MAX),
+                waiting_ns: Some(u64::MAX),
+                voluntary: Some(u64::MAX),
+                involuntary: Some(u64::MAX),
+            },
+        };
+        let lanes = [lane(u16::MAX), lane(u16::MAX - 1)];
+        let switches = [SwitchRecord {
+            lane: u16::MAX,
+            time: 0,
+            what: Switch::In,
+        }; 3];
+        let bound = max_samples_frame_len(lanes.len(), switches.len());
+        let mut out = [0u8; 512];
+        let len = write_samples(&mut out, 0, u64::MAX, &lanes, &switches).unwrap();
+        assert!(len <= bound, "{len} > {bound}");
+        // Within a few bytes: the bound is not a guess.
+        assert!(bound - len <= 16, "{len} of {bound}");
     }
 
     #[test]

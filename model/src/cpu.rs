@@ -289,6 +289,21 @@ pub struct CpuCell {
     pub off_cpu: f32,
 }
 
+impl CpuCell {
+    /// The colour both viewers draw it in, so that they agree: green on
+    /// a CPU, yellow waiting for one, grey off it, mixed by share.
+    pub fn rgb(&self) -> [u8; 3] {
+        const ON: [f32; 3] = [60.0, 200.0, 80.0];
+        const WAITING: [f32; 3] = [230.0, 190.0, 40.0];
+        const OFF: [f32; 3] = [90.0, 90.0, 90.0];
+        let mix = |i: usize| {
+            let v = self.on_cpu * ON[i] + self.waiting * WAITING[i] + self.off_cpu * OFF[i];
+            v.round().clamp(0.0, 255.0) as u8
+        };
+        [mix(0), mix(1), mix(2)]
+    }
+}
+
 /// Lane `lane`'s strip over `[start, end)` in `columns` equal columns:
 /// each column's [`CpuCell`], `None` where no sample covers it. `None`
 /// in all when the lane has no interval in the window: no strip to draw.

@@ -1,7 +1,7 @@
 //! What the relay tells Prometheus: per source and span name a duration
 //! histogram (its `_count` the spans), tick durations and overruns, every
-//! gauge's last value, frames and events dropped, and the connection's
-//! state, kept in a `prometheus-client` registry and encoded on each
+//! gauge's last value, the CPU its threads used, frames and events
+//! dropped, and the connection's state, kept in a `prometheus-client` registry and encoded on each
 //! scrape in the [`Format`] asked for. A source's [`Update`]s feed it.
 
 use std::collections::HashMap;
@@ -16,7 +16,7 @@ use prometheus_client::metrics::{MetricType, TypedMetric};
 use prometheus_client::registry::{Registry, Unit};
 use typhon_live_core::{Event, GaugeValue, LaneId, Level, NameId};
 
-use typhon_live_reader::owned::Update;
+use typhon_live_reader::owned::{Samples, Update};
 use typhon_live_reader::Names;
 
 /// Span names per source with a histogram of their own; further names'
@@ -182,6 +182,8 @@ pub struct Metrics {
     frames_damaged: Family<SourceLabel, Counter>,
     events_dropped: Family<SourceLabel, Counter>,
     up: Family<SourceLabel, Gauge>,
+    cpu: Family<SourceLabel, Gauge<f64, AtomicU64>>,
+    cpu_waiting: Family<SourceLabel, Gauge<f64, AtomicU64>>,
     reconnects: Family<SourceLabel, Counter>,
     stalls: Family<SourceLabel, Counter>,
     restarts: Family<SourceLabel, Counter>,
@@ -219,6 +221,8 @@ impl Metrics {
             frames_damaged: Family::default(),
             events_dropped: Family::default(),
             up: Family::default(),
+            cpu: Family::default(),
+            cpu_waiting: Family::default(),
             reconnects: Family::default(),
             stalls: Family::default(),
             restarts: Family::default(),
@@ -278,6 +282,16 @@ impl Metrics {
             "source_up",
             "1 while the source's stream flows: connected, and a frame within the stall timeout",
             metrics.up.clone(),
+        );
+        registry.register(
+            "source_cpu",
+            "Cores' worth of CPU time the source's sampled threads (its lanes) spent running, over about the last second of its CPU samples: 1 is one core busy (docs/FORMAT.md, Samples)",
+            metrics.cpu.clone(),
+        );
+        registry.register(
+            "source_cpu_waiting",
+            "Cores' worth of time the source's sampled threads spent runnable and waiting for a core, over about the last second of its CPU samples",
+            metrics.cpu_waiting.clone(),
         );
         registry.register(
             "source_stalls",
@@ -537,6 +551,20 @@ pub struct SourceMetrics {
     ticks: HashMap<LaneId, u64>,
     /// Its log lines' counters, by level.
     log_lines: [Counter; 6],
+    /// CPU time its lanes' threads spent since the gauges were last set.
+    cpu: CpuWindow,
+}
+
+/// How long the CPU gauges' window lasts, ns of the source's clock.
+const CPU_WINDOW_NS: u64 = 1_000_000_000;
+
+/// CPU time summed over a window of a source's samples.
+#[derive(Default)]
+struct CpuWindow {
+    /// When it began: the first sample's time after the last window.
+    from: Option<u64>,
+    on_cpu: u64,
+    waiting: u64,
 }
 
 impl SourceMetrics {
@@ -580,6 +608,7 @@ impl SourceMetrics {
             label_bytes: 0,
             ticks: HashMap::new(),
             log_lines,
+            cpu: CpuWindow::default(),
         }
     }
 
@@ -701,10 +730,37 @@ impl SourceMetrics {
             }
             // Open spans are for viewers; the metrics count what ended.
             Update::CatchUp { .. } => {}
+            Update::Samples(samples) => self.samples(samples),
             Update::Restarted => {
                 self.count(&self.metrics.restarts, 1);
                 self.ticks.clear();
+                self.cpu = CpuWindow::default();
             }
+        }
+    }
+
+    /// Adds a Samples frame's intervals to the window; once it spans
+    /// [`CPU_WINDOW_NS`], sets the CPU gauges from it and starts another.
+    fn samples(&mut self, samples: &Samples) {
+        let window = &mut self.cpu;
+        let from = *window.from.get_or_insert(samples.time);
+        for interval in &samples.intervals {
+            let spent = &interval.spent;
+            window.on_cpu = (window.on_cpu).saturating_add(spent.on_cpu_ns.unwrap_or(0));
+            window.waiting = (window.waiting).saturating_add(spent.waiting_ns.unwrap_or(0));
+        }
+        let elapsed = samples.time.saturating_sub(from);
+        if elapsed >= CPU_WINDOW_NS {
+            let cores = |ns: u64| ns as f64 / elapsed as f64;
+            let gauge = |family: &Family<SourceLabel, Gauge<f64, AtomicU64>>, v: f64| {
+                family.get_or_create(&self.label).set(v);
+            };
+            gauge(&self.metrics.cpu, cores(window.on_cpu));
+            gauge(&self.metrics.cpu_waiting, cores(window.waiting));
+            *window = CpuWindow {
+                from: Some(samples.time),
+                ..CpuWindow::default()
+            };
         }
     }
 
@@ -880,6 +936,50 @@ mod tests {
         assert_eq!(series("typhon_tick_overruns_total{source=\"m\"}"), 1.0);
         assert_eq!(series("typhon_frames_dropped_total{source=\"m\"}"), 0.0);
         assert_eq!(series("typhon_source_up{source=\"m\"}"), 0.0);
+    }
+
+    #[test]
+    fn the_cpu_its_threads_used_is_a_gauge_of_cores_over_about_a_second() {
+        use typhon_live_core::Counters;
+        use typhon_live_reader::CpuInterval;
+        let metrics = Arc::new(Metrics::new());
+        let mut side = SourceMetrics::new(Arc::clone(&metrics), "m");
+        const MS: u64 = 1_000_000;
+        let gauge = |name: &str| value(&metrics.encode(), name);
+        // Two lanes, sampled every 100 ms: each ran half of it, and
+        // waited a tenth.
+        for at in (0..=10).map(|i| i * 100 * MS) {
+            let intervals = (0..2)
+                .filter(|_| at > 0)
+                .map(|lane| CpuInterval {
+                    lane,
+                    thread: 10 + u64::from(lane),
+                    from: at - 100 * MS,
+                    to: at,
+                    spent: Counters {
+                        on_cpu_ns: Some(50 * MS),
+                        waiting_ns: Some(10 * MS),
+                        voluntary: Some(1),
+                        involuntary: Some(0),
+                    },
+                    switches_traced: false,
+                })
+                .collect();
+            let samples = Samples {
+                time: at,
+                lanes: Vec::new(),
+                switches: Vec::new(),
+                intervals,
+                unix_offset: 0,
+            };
+            side.update(&Update::Samples(samples), &Names::new());
+            if at < 1_000 * MS {
+                // Not a second's worth yet.
+                assert!(!metrics.encode().contains("typhon_source_cpu{"));
+            }
+        }
+        assert_eq!(gauge("typhon_source_cpu{source=\"m\"}"), 1.0);
+        assert_eq!(gauge("typhon_source_cpu_waiting{source=\"m\"}"), 0.2);
     }
 
     #[test]

@@ -422,7 +422,10 @@ impl TickTracer {
             }
             // Slow ticks are exported once they end; log texts are for
             // viewers.
-            Update::Gap { .. } | Update::CatchUp { .. } | Update::Texts { .. } => {}
+            Update::Gap { .. }
+            | Update::CatchUp { .. }
+            | Update::Texts { .. }
+            | Update::Samples(_) => {}
             Update::Restarted => {
                 self.recent.clear();
                 self.open.clear();

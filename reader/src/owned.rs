@@ -11,10 +11,11 @@ use alloc::string::String;
 use alloc::vec::Vec;
 
 use typhon_live_core::{
-    DecodeError, Event, Frame, LaneId, LaneInfo, Level, NameId, OpenSpan, Payload,
+    DecodeError, Event, Frame, LaneId, LaneInfo, LaneSample, Level, NameId, OpenSpan, Payload,
+    Switch,
 };
 
-use crate::{Loss, State};
+use crate::{CpuInterval, Loss, State};
 
 /// What a source's frame said.
 #[derive(Clone, Debug, PartialEq)]
@@ -70,6 +71,10 @@ pub enum Update {
         /// As for [`Update::Events`].
         unix_offset: i128,
     },
+    /// A Samples frame: each lane's counters as the source stated them
+    /// (cumulative, for a consumer that passes them on), its switches,
+    /// and what each lane's thread did since its last sample.
+    Samples(Samples),
     /// Frames missing before this one (a sequence gap).
     Gap {
         /// How many.
@@ -124,6 +129,22 @@ impl Text {
     }
 }
 
+/// A Samples frame, owned, its times in ns of the source's clock.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Samples {
+    /// When its counters were read.
+    pub time: u64,
+    /// Each lane's counters, as stated.
+    pub lanes: Vec<LaneSample>,
+    /// Its switches: lane, time and what.
+    pub switches: Vec<(LaneId, u64, Switch)>,
+    /// The lanes' intervals since their last samples (the reader's
+    /// reading of the counters: see [`CpuInterval`]).
+    pub intervals: Vec<CpuInterval>,
+    /// As for [`Update::Events`].
+    pub unix_offset: i128,
+}
+
 /// A lane of a Catch-up, owned.
 #[derive(Clone, Debug, PartialEq)]
 pub struct OpenLane {
@@ -157,6 +178,8 @@ struct Said {
     unread: u32,
     /// A Text frame: its records and the losses it told.
     texts: Option<(Vec<Text>, u32)>,
+    /// A Samples frame.
+    samples: Option<Samples>,
 }
 
 impl Reader {
@@ -181,8 +204,13 @@ impl Reader {
         // A Block's events in one allocation of the count it states (at
         // most the format's MAX_BLOCK_RECORDS): they wait in the merger's
         // inbox, where a doubled Vec would hold up to twice their bytes.
-        if let Ok(Payload::Block(block)) = frame.parse() {
-            said.events.reserve_exact(block.records as usize);
+        // A Samples frame's counters as stated: the reader's updates
+        // carry what they mean, not what they were.
+        let mut stated: Vec<LaneSample> = Vec::new();
+        match frame.parse() {
+            Ok(Payload::Block(block)) => said.events.reserve_exact(block.records as usize),
+            Ok(Payload::Samples(samples)) => stated.extend(samples.lanes()),
+            _ => {}
         }
         let result = self
             .reader
@@ -210,6 +238,25 @@ impl Reader {
                 Read::Event { lane, event } => {
                     said.block = true;
                     said.events.push((lane, event));
+                }
+                Read::Samples { time } => {
+                    said.samples = Some(Samples {
+                        time,
+                        lanes: core::mem::take(&mut stated),
+                        switches: Vec::new(),
+                        intervals: Vec::new(),
+                        unix_offset: state.unix_offset().unwrap_or(0),
+                    })
+                }
+                Read::Switch { lane, time, what } => {
+                    if let Some(samples) = &mut said.samples {
+                        samples.switches.push((lane, time, what));
+                    }
+                }
+                Read::Cpu(interval) => {
+                    if let Some(samples) = &mut said.samples {
+                        samples.intervals.push(interval);
+                    }
                 }
                 Read::CatchUp { time } => take(
                     Update::CatchUp {
@@ -252,6 +299,9 @@ impl Reader {
                 },
                 state,
             );
+        }
+        if let Some(samples) = said.samples {
+            take(Update::Samples(samples), state);
         }
         if said.block || said.unread > 0 {
             take(

@@ -337,6 +337,7 @@ impl Reader {
         let clock = self.state.clock;
         self.state.stated(time);
         self.state.placed(received, time);
+        take(&self.state, Update::Samples { time });
         for switch in samples.switches() {
             let (lane, what) = (switch.lane, switch.what);
             let time = clock.ns(switch.time);

@@ -64,6 +64,13 @@ pub enum Update<'a> {
         /// The event.
         event: Event,
     },
+    /// A Samples frame, stated at `time` (ns): its switches
+    /// ([`Update::Switch`]) and its lanes' intervals ([`Update::Cpu`])
+    /// follow.
+    Samples {
+        /// The moment its counters were read, ns.
+        time: u64,
+    },
     /// How a lane's thread spent the time between two of its samples
     /// (a Samples frame's lane counters, against the lane's last).
     Cpu(CpuInterval),

@@ -23,6 +23,9 @@
 //!   Catch-up listed, less those that ended since. A source's Catch-up is
 //!   passed on as a Catch-up of its lanes; a viewer connecting gets one
 //!   of every lane after its Init ([`Merger::catch_up`]).
+//! - **CPU samples**: a source's counters go on as it stated them, on
+//!   its relay lanes at the relay's time, so that a viewer reads each
+//!   relay lane's thread as it would the source's.
 //! - **One source shown as itself** ([`Merger::single`]: `typhon-live
 //!   web`, `demo --web`): its lanes and gauges keep their names, the Init
 //!   its process name, and its restart (a new session id) is the
@@ -39,10 +42,11 @@ use typhon_live_core::decode::DEFAULT_MAX_FRAME;
 use typhon_live_core::definitions::write_definitions;
 use typhon_live_core::frame::{frame_around, HEADER_LEN, OVERHEAD, TRAILER_LEN};
 use typhon_live_core::init::write_init;
+use typhon_live_core::samples::write_samples;
 use typhon_live_core::text::write_texts;
 use typhon_live_core::{
-    BlockBuilder, Event, FieldValue, LaneId, LaneInfo, LaneKind, Metadata, NameId, NameSource,
-    OpenLane, OpenSpan, TaskId, TextBatch,
+    max_samples_frame_len, BlockBuilder, Event, FieldValue, LaneId, LaneInfo, LaneKind, LaneSample,
+    Metadata, NameId, NameSource, OpenLane, OpenSpan, SwitchRecord, TaskId, TextBatch,
 };
 
 use typhon_live_reader::owned::{self, Update};
@@ -339,6 +343,7 @@ impl Merger {
                 lost,
                 unix_offset,
             } => self.texts(source, texts, *lost, *unix_offset, &mut emit),
+            Update::Samples(samples) => self.samples(source, samples, &mut emit),
             // A restarted process has nothing open from before.
             Update::Restarted => self.close_spans_of(source),
             // Counted in the metrics; a gap upstream has no events to say.
@@ -702,6 +707,47 @@ impl Merger {
         }
         if !batch.is_empty() || lost > 0 {
             flush(&batch, &mut lost);
+        }
+    }
+
+    /// `source`'s CPU samples as the merged stream's: its counters as it
+    /// stated them, on its relay lanes, at the relay's time. A viewer's
+    /// reader reads them per relay lane as it would the source's own.
+    /// Lanes the relay has no lane for (past the caps) are left out.
+    fn samples(
+        &mut self,
+        source: usize,
+        samples: &owned::Samples,
+        emit: &mut impl FnMut(MergedFrame),
+    ) {
+        let state = &self.sources[source];
+        let offset = samples.unix_offset - i128::from(self.created_unix_ns);
+        let relay_time =
+            |t: u64| u64::try_from((i128::from(t) + offset).max(0)).unwrap_or(u64::MAX);
+        let time = relay_time(samples.time);
+        let lanes: Vec<LaneSample> = (samples.lanes.iter())
+            .filter_map(|sample| {
+                let lane = *state.lanes.get(&sample.lane)?;
+                Some(LaneSample { lane, ..*sample })
+            })
+            .collect();
+        let switches: Vec<SwitchRecord> = (samples.switches.iter())
+            .filter_map(|&(lane, at, what)| {
+                let lane = *state.lanes.get(&lane)?;
+                let time = relay_time(at).min(time);
+                Some(SwitchRecord { lane, time, what })
+            })
+            .collect();
+        if lanes.is_empty() && switches.is_empty() {
+            return;
+        }
+        let len = max_samples_frame_len(lanes.len(), switches.len());
+        if self.out.len() < len {
+            self.out.resize(len, 0);
+        }
+        // At most the source's own counts, which its reader bounded.
+        if let Ok(n) = write_samples(&mut self.out, 0, time, &lanes, &switches) {
+            emit(self.frame(n));
         }
     }
 
@@ -1078,6 +1124,51 @@ mod tests {
             ]
         );
         assert_eq!(model.logs().lost, 0);
+    }
+
+    #[test]
+    fn cpu_samples_reach_viewers_on_their_sources_lanes() {
+        let mut merger = Merger::new(&["a".into(), "b".into()], 7, 0);
+        let mut stream = whole(&merger.init(), 0);
+        let mut seq = 0;
+        for source in 0..2 {
+            let mut reader = Reader::default();
+            // Arriving as they were sent, 400 µs apart.
+            let mut received = 1_000_000_000;
+            each_frame(&typhon_live_tests::samples_stream(), |frame| {
+                received += 400_000;
+                reader
+                    .read(frame, received, |update, _| {
+                        merger.update(source, &update, |frame| {
+                            seq += 1;
+                            stream.extend(whole(&frame, seq));
+                        })
+                    })
+                    .unwrap()
+            });
+        }
+        let mut model = viewed(&stream);
+        model.flush_history();
+        // Each source's lanes' threads, read per relay lane: 400 µs
+        // between the samples, 300 and 40 of them on a CPU.
+        let mut spent: Vec<(String, u64, u64, Option<u64>)> = (model.history().chunks().iter())
+            .flat_map(|c| c.cpu.iter())
+            .map(|i| {
+                let lane = model.lane_name(i.lane).unwrap_or_default();
+                (lane, i.thread, i.to - i.from, i.spent.on_cpu_ns)
+            })
+            .collect();
+        spent.sort();
+        let lane = |name: &str, thread, on| (name.to_owned(), thread, 400_000, Some(on));
+        assert_eq!(
+            spent,
+            [
+                lane("a/main", 4001, 300_000),
+                lane("a/worker", 4002, 40_000),
+                lane("b/main", 4001, 300_000),
+                lane("b/worker", 4002, 40_000),
+            ]
+        );
     }
 
     #[test]

@@ -876,8 +876,10 @@ pub fn text_stream() -> Vec<u8> {
 }
 
 /// A whole stream with CPU samples (FORMAT.md, "Samples"): an Init naming
-/// lanes 0 and 1, a Samples frame of both lanes' counters (lane 1's
-/// switches traced) and two switches of lane 1, and a Shutdown.
+/// lanes 0 and 1; a Samples frame at 1 500 µs of both lanes' counters
+/// (lane 1's switches traced) and two switches of lane 1; another at
+/// 1 900 µs, where lane 0's thread ran 300 µs more and lane 1's 40 µs;
+/// and a Shutdown.
 pub fn samples_stream() -> Vec<u8> {
     use typhon_live_core::samples::write_samples;
     use typhon_live_core::{Counters, LaneSample, Switch, SwitchRecord};
@@ -904,11 +906,17 @@ pub fn samples_stream() -> Vec<u8> {
             what: Switch::In,
         },
     ];
-    let lanes = [lane(0, 4001, false, 900_000), lane(1, 4002, true, 120_000)];
-    let mut out = vec![0u8; 512];
-    let n = write_samples(&mut out, 0, 1_500, &lanes, &switches).expect("fits");
-    out.truncate(n);
-    stream_of(&["main", "worker"], out)
+    let mut frames = Vec::new();
+    for (seq, time, grown, switches) in [(0, 1_500, 0, &switches[..]), (1, 1_900, 1, &[][..])] {
+        let lanes = [
+            lane(0, 4001, false, 900_000 + grown * 300_000),
+            lane(1, 4002, true, 120_000 + grown * 40_000),
+        ];
+        let mut out = vec![0u8; 512];
+        let n = write_samples(&mut out, seq, time, &lanes, switches).expect("fits");
+        frames.push(out[..n].to_vec());
+    }
+    stream_of_frames(&["main", "worker"], &frames)
 }
 
 /// [`task_stream`]'s task span with a field after its end: its "route"
@@ -931,6 +939,11 @@ pub fn task_fields_stream() -> Vec<u8> {
 /// An Init naming `names` (from id 0) and lanes 0 ("main", name 0) and
 /// 1 (name 1), the frame `frame` (sequence number 0), and a Shutdown.
 fn stream_of(names_from_0: &[&str], frame: Vec<u8>) -> Vec<u8> {
+    stream_of_frames(names_from_0, &[frame])
+}
+
+/// [`stream_of`] with `frames`, numbered from 0.
+fn stream_of_frames(names_from_0: &[&str], frames: &[Vec<u8>]) -> Vec<u8> {
     use typhon_live_core::init::write_init;
     use typhon_live_core::{LaneKind, Metadata, NameTable, Shutdown};
 
@@ -948,14 +961,14 @@ fn stream_of(names_from_0: &[&str], frame: Vec<u8>) -> Vec<u8> {
     let mut out = vec![0u8; 4096];
     let n = write_init(&mut out, 0, &meta, &names, lanes.into_iter()).expect("fits");
     let mut stream = out[..n].to_vec();
-    stream.extend(frame);
+    stream.extend(frames.iter().flatten());
     let shutdown = Shutdown {
         time: 2000,
-        frames_sent: 1,
+        frames_sent: frames.len() as u64,
         frames_dropped: 0,
         events_dropped: 0,
     };
-    let n = shutdown.write(&mut out, 1).expect("fits");
+    let n = shutdown.write(&mut out, frames.len() as u32).expect("fits");
     stream.extend(&out[..n]);
     stream
 }

@@ -557,6 +557,11 @@ impl Page {
                     }
                 });
                 histogram(ui, d, 80.0, duration);
+                if let Some(cpu) = &selected.cpu {
+                    for line in cpu.lines(&model.name(selected.name)) {
+                        ui.label(line);
+                    }
+                }
                 for field in &selected.fields {
                     field_table(ui, field);
                 }
@@ -605,6 +610,7 @@ impl Page {
             task_bars: self.layout.tasks.bars.len(),
             task_polls: self.layout.tasks.polls.len(),
             task_rows: self.layout.tasks.rows,
+            cpu_strips: self.layout.lanes.iter().filter(|l| l.cpu.is_some()).count(),
             selected: self.selection.as_ref().map(|s| Selected {
                 name: self.model.name(s.name),
                 count: s.distribution.count,
@@ -614,6 +620,7 @@ impl Page {
                 longest: s.longest.len(),
                 longest_at: self.longest_listed.iter().map(|r| css(*r)).collect(),
                 fields: s.fields.clone(),
+                cpu: s.cpu.map(|cpu| cpu.lines(&self.model.name(s.name))),
             }),
             listed: self
                 .listed
@@ -671,6 +678,8 @@ struct Hook {
     task_polls: usize,
     /// See `task_bars`.
     task_rows: usize,
+    /// Lanes drawn with a CPU strip.
+    cpu_strips: usize,
     selected: Option<Selected>,
     listed: Vec<(String, [f32; 4])>,
     /// Where egui last saw the pointer.
@@ -731,6 +740,8 @@ struct Selected {
     longest_at: Vec<[f32; 4]>,
     /// Its fields, as the panel lists them.
     fields: Vec<FieldSummary>,
+    /// Its share of CPU, as the panel says it.
+    cpu: Option<[String; 2]>,
 }
 
 /// A field of the selected name: a string field's values with their

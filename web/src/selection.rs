@@ -1,6 +1,6 @@
 //! The selected span name's statistics over the history the view holds:
 //! its exact distribution (count, percentiles, maximum, histogram), its
-//! fields (by value, or as numbers) and its longest occurrences, to jump
+//! share of CPU, its fields (by value, or as numbers) and its longest occurrences, to jump
 //! to. Computed when the selection or
 //! the history changes, not every frame.
 
@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use typhon_live_model::history::{self, Chunk, SpanRecord};
 use typhon_live_model::stats::Distribution;
-use typhon_live_model::{fields, FieldSummary};
+use typhon_live_model::{fields, CpuIndex, FieldSummary, NameCpu};
 use typhon_live_reader::Names;
 
 /// Longest occurrences listed.
@@ -27,6 +27,8 @@ pub struct Selection {
     pub longest: Vec<SpanRecord>,
     /// Its fields.
     pub fields: Vec<FieldSummary>,
+    /// Its share of CPU, where samples cover its spans.
+    pub cpu: Option<NameCpu>,
     /// The history it was computed over: its chunk count and last time.
     over: (usize, u64),
 }
@@ -66,6 +68,8 @@ impl Selection {
             distribution,
             longest,
             fields: fields::summaries(chunks.iter().map(|c| &**c), name, names, FIELD_VALUES),
+            cpu: CpuIndex::of(chunks.iter().map(|c| &**c))
+                .of_name(chunks.iter().flat_map(|c| c.spans.iter()), name),
             over: over(chunks),
         }
     }

@@ -10,6 +10,9 @@
 //! mark per lane, its spans not read; spans narrower than a pixel fold
 //! into one bar with their count (Tracy's folding).
 //!
+//! Under a lane whose thread is sampled, a thin strip: how it spent each
+//! couple of pixels' time, on a CPU, waiting for one, or off it.
+//!
 //! Above the lanes, under the heading "tasks", the task spans (spans
 //! that crossed an `.await`) as the model packs them in rows
 //! ([`task_tracks`]): each from its creation to its close, dim where it
@@ -19,6 +22,7 @@ use std::collections::HashMap;
 
 use egui::{Align2, Color32, FontId, Painter, Pos2, Rect, Stroke, StrokeKind};
 use typhon_live_core::OpenSpan;
+use typhon_live_model::cpu::{self, CpuCell};
 use typhon_live_model::history::{InstantRecord, SpanRecord, TickRecord};
 use typhon_live_model::marks::{Mark, MarkKind};
 use typhon_live_model::Trigger;
@@ -74,6 +78,9 @@ pub struct LaneRows {
     pub bars: Vec<Bar>,
     /// Its instants, at their x.
     pub instants: Vec<(f32, InstantRecord)>,
+    /// Its CPU strip, a cell every [`STRIP_CELL`] pixels, where its
+    /// thread is sampled in the window.
+    pub cpu: Option<Vec<Option<CpuCell>>>,
 }
 
 /// A gauge's readings in the window.
@@ -141,6 +148,12 @@ pub fn lay_out(inputs: &TimelineInputs, window: Window, width: f32) -> Layout {
             id: *id,
             name: name.clone(),
             depths: 1,
+            cpu: cpu::strip(
+                inputs.chunks.iter().map(|c| &**c),
+                *id,
+                (window.start, window.end),
+                (width / STRIP_CELL).ceil() as usize,
+            ),
             ..LaneRows::default()
         };
         let mut stack = Vec::new();
@@ -346,6 +359,10 @@ impl Geometry {
 
 /// Height of a lane's name above its rows.
 const LANE_LABEL: f32 = 14.0;
+/// A CPU strip's height under a lane's rows, and its cells' width.
+pub const STRIP: f32 = 4.0;
+/// See `STRIP`.
+pub const STRIP_CELL: f32 = 2.0;
 
 /// How a span name is told apart: a colour of its own, stable across
 /// frames and pages.
@@ -496,7 +513,8 @@ pub fn paint(painter: &Painter, rect: Rect, layout: &Layout, style: &Style<'_>) 
     }
     for lane in &layout.lanes {
         let top = y;
-        let bottom = top + LANE_LABEL + f32::from(lane.depths) * ROW;
+        let rows_bottom = top + LANE_LABEL + f32::from(lane.depths) * ROW;
+        let bottom = rows_bottom + if lane.cpu.is_some() { STRIP + 1.0 } else { 0.0 };
         painter.line_segment(
             [Pos2::new(left, top), Pos2::new(rect.right(), top)],
             Stroke::new(1.0, Color32::from_gray(50)),
@@ -548,6 +566,16 @@ pub fn paint(painter: &Painter, rect: Rect, layout: &Layout, style: &Style<'_>) 
                 colour_of(instant.name),
                 Stroke::new(1.0, Color32::WHITE),
             ));
+        }
+        for (at, cell) in lane.cpu.iter().flatten().enumerate() {
+            let Some(cell) = cell else { continue };
+            let x0 = left + at as f32 * STRIP_CELL;
+            let r = Rect::from_min_max(
+                Pos2::new(x0, rows_bottom),
+                Pos2::new(x0 + STRIP_CELL, rows_bottom + STRIP),
+            );
+            let [r8, g8, b8] = cell.rgb();
+            painter.rect_filled(r, 0.0, Color32::from_rgb(r8, g8, b8));
         }
         geometry.lanes.push((top, bottom));
         y = bottom + 2.0;
@@ -659,5 +687,57 @@ fn number(v: f64) -> String {
         a if a >= 1e6 => format!("{:.2} M", v / 1e6),
         a if a >= 1e3 => format!("{:.1} k", v / 1e3),
         _ => format!("{v:.1}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use typhon_live_core::Counters;
+    use typhon_live_model::history::Chunk;
+    use typhon_live_reader::CpuInterval;
+
+    use super::*;
+
+    #[test]
+    fn a_sampled_lane_gets_a_cpu_strip_and_an_unsampled_one_none() {
+        let mut chunk = Chunk::default();
+        // Lane 0: 0..50 on a CPU, 50..100 asleep.
+        for (from, on) in [(0, 50), (50, 0)] {
+            chunk.push_cpu(CpuInterval {
+                lane: 0,
+                thread: 3,
+                from,
+                to: from + 50,
+                spent: Counters {
+                    on_cpu_ns: Some(on),
+                    waiting_ns: Some(0),
+                    voluntary: Some(0),
+                    involuntary: Some(0),
+                },
+                switches_traced: false,
+            });
+        }
+        let inputs = TimelineInputs {
+            chunks: vec![Arc::new(chunk)],
+            lanes: vec![
+                (0, "Sim".into(), Vec::new()),
+                (1, "idle".into(), Vec::new()),
+            ],
+            now: 100,
+            ticks_per_second: 1_000_000_000,
+            marks: Vec::new(),
+            open_tasks: Vec::new(),
+            triggers: Vec::new(),
+        };
+        let layout = lay_out(&inputs, Window { start: 0, end: 100 }, 20.0);
+        // 20 px: ten cells of 2 px, five running then five asleep.
+        let cells = layout.lanes[0].cpu.as_ref().expect("a strip");
+        let on: Vec<f32> = cells.iter().map(|c| c.map_or(-1.0, |c| c.on_cpu)).collect();
+        assert_eq!(on, [1.0, 1.0, 1.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0]);
+        assert_eq!(cells[0].unwrap().rgb(), [60, 200, 80]);
+        assert_eq!(cells[9].unwrap().rgb(), [90, 90, 90]);
+        assert!(layout.lanes[1].cpu.is_none());
     }
 }

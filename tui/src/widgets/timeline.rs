@@ -463,23 +463,12 @@ fn render_strip(label_x: u16, plot: Rect, y: u16, cells: &[Option<CpuCell>], buf
     buf.set_stringn(label_x + 1, y, "cpu", (LABEL - 2) as usize, dim);
     for (x, cell) in (plot.x..plot.right()).zip(cells) {
         if let Some(cell) = cell {
-            buf[(x, y)]
-                .set_char('▂')
-                .set_style(Style::default().fg(cpu_colour(cell)));
+            buf[(x, y)].set_char('▂').set_style(Style::default().fg({
+                let [r, g, b] = cell.rgb();
+                Color::Rgb(r, g, b)
+            }));
         }
     }
-}
-
-/// Green on a CPU, yellow waiting for one, grey off it, mixed by share.
-fn cpu_colour(cell: &CpuCell) -> Color {
-    const ON: [f32; 3] = [60.0, 200.0, 80.0];
-    const WAITING: [f32; 3] = [230.0, 190.0, 40.0];
-    const OFF: [f32; 3] = [90.0, 90.0, 90.0];
-    let mix = |i: usize| {
-        let v = cell.on_cpu * ON[i] + cell.waiting * WAITING[i] + cell.off_cpu * OFF[i];
-        v.round().clamp(0.0, 255.0) as u8
-    };
-    Color::Rgb(mix(0), mix(1), mix(2))
 }
 
 #[cfg(test)]
