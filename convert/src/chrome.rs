@@ -2,11 +2,16 @@
 //! `C`, thread names `M`, task spans as nestable async pairs `b` and `e`
 //! (category `task`, their task id as id), a span's fields in its `args`
 //! (a task span's in its `e`), log lines as instants of category `log`
-//! with their text in `args.message`; what chrome://tracing and
+//! with their text in `args.message`, each lane's CPU as a counter
+//! `LANE: CPU` (the share of each sampled interval on a CPU and waiting)
+//! and its switches out and back in as `X` of category `cpu`; what
+//! chrome://tracing and
 //! ui.perfetto.dev's legacy importer open.
 
+use std::collections::HashMap;
+
 use serde_json::{json, Value};
-use typhon_live_core::{Event, FieldValue, GaugeValue};
+use typhon_live_core::{Event, FieldValue, GaugeValue, Switch};
 use typhon_live_reader::{FieldOwners, Reader, State, Update};
 
 use crate::Converted;
@@ -28,6 +33,8 @@ pub fn chrome_trace(bytes: &[u8]) -> Converted<Value> {
     // Per lane, where its last span or task end is in `out`: what a field
     // read next belongs to.
     let mut owners: FieldOwners<usize> = FieldOwners::default();
+    // Per lane, when its thread left the CPU and why, until it is back.
+    let mut switched_out: HashMap<u16, (u64, Switch)> = HashMap::new();
     let damage = typhon_live_reader::frames(bytes, |frame| {
         frames_read += 1;
         reader.read(frame, |state, update| match update {
@@ -107,6 +114,32 @@ pub fn chrome_trace(bytes: &[u8]) -> Converted<Value> {
                 };
                 out.push(event);
             }
+            // A lane's CPU: a counter per lane of the share of each
+            // interval on a CPU and waiting, from its start; a switch
+            // out and back in, a slice of category "cpu" on its lane.
+            Update::Cpu(interval) => {
+                let Some(on_cpu) = interval.spent.on_cpu_ns else {
+                    return;
+                };
+                let length = interval.to.saturating_sub(interval.from).max(1) as f64;
+                let share = |ns: u64| (ns as f64 / length).min(1.0);
+                let lane = state.lanes().get(&interval.lane).map_or_else(|| format!("lane {}", interval.lane), |l| name(state, l.info.name));
+                let mut args = json!({ "on CPU": share(on_cpu) });
+                if let Some(waiting) = interval.spent.waiting_ns {
+                    args["waiting"] = json!(share(waiting));
+                }
+                out.push(json!({ "ph": "C", "name": format!("{lane}: CPU"), "ts": us(interval.from), "pid": pid(state), "args": args }));
+            }
+            Update::Switch { lane, time, what } => match what {
+                Switch::In => {
+                    if let Some((from, why)) = switched_out.remove(&lane) {
+                        out.push(json!({ "ph": "X", "cat": "cpu", "name": why.label(), "ts": us(from), "dur": us(time.saturating_sub(from)), "pid": pid(state), "tid": lane }));
+                    }
+                }
+                out_what => {
+                    switched_out.insert(lane, (time, out_what));
+                }
+            },
             // A log line: an instant of category "log" on its lane (the
             // process's when it has none), its text and level in args.
             Update::Text(text) => {

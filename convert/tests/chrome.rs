@@ -52,3 +52,39 @@ fn log_lines_are_instants_with_their_text() {
         "{bye}"
     );
 }
+
+#[test]
+fn each_lanes_cpu_is_a_counter_and_its_switches_slices() {
+    let converted = chrome_trace(&typhon_live_tests::samples_stream());
+    assert!(converted.damage.is_empty(), "{:?}", converted.damage);
+    let events = converted.output["traceEvents"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    // 400 µs between the samples: main ran 300 and waited 37.5.
+    let cpu: Vec<_> = events
+        .iter()
+        .filter(|e| e["ph"] == "C" && e["name"] == "main: CPU")
+        .collect();
+    assert_eq!(cpu.len(), 1, "{events:?}");
+    assert_eq!(cpu[0]["ts"], 1_500.0, "{}", cpu[0]);
+    assert_eq!(cpu[0]["args"]["on CPU"], 0.75, "{}", cpu[0]);
+    assert_eq!(cpu[0]["args"]["waiting"], 0.09375, "{}", cpu[0]);
+    // The worker's thread waited off the CPU from 1 200 to 1 450 µs.
+    let off: Vec<_> = events.iter().filter(|e| e["cat"] == "cpu").collect();
+    assert_eq!(off.len(), 1, "{events:?}");
+    assert_eq!(
+        (
+            &off[0]["name"],
+            &off[0]["ts"],
+            &off[0]["dur"],
+            &off[0]["tid"]
+        ),
+        (
+            &"off-CPU (waiting)".into(),
+            &1_200.0.into(),
+            &250.0.into(),
+            &1.into()
+        )
+    );
+}

@@ -676,3 +676,38 @@ fn fields_are_their_slices_arguments() {
     assert_eq!(arg(task, "route").as_deref(), Some("a"), "{task:?}");
     assert_eq!(arg(task, "busy_ns").as_deref(), Some("70000"), "{task:?}");
 }
+
+#[test]
+fn each_lanes_cpu_reads_back_as_counter_tracks_and_its_switches_as_slices() {
+    // Two samples 400 µs apart: lane 0 ("main") ran 300 µs of them and
+    // waited 37.5, lane 1 ("worker") ran 40 and waited 5; lane 1 left
+    // the CPU to wait at 1 200 µs and came back at 1 450.
+    let (bytes, _) = convert(&[&typhon_live_tests::samples_stream()]);
+    let read = read(&bytes);
+    let counters: Vec<(&str, u64, &str)> = (read.counters.iter())
+        .filter(|c| c.track.contains(": "))
+        .map(|c| (c.track.as_str(), c.time, c.value.as_str()))
+        .collect();
+    assert_eq!(
+        counters,
+        [
+            ("main: on CPU", 1_500_000, "0.75"),
+            ("main: waiting for a CPU", 1_500_000, "0.09375"),
+            ("worker: on CPU", 1_500_000, "0.1"),
+            ("worker: waiting for a CPU", 1_500_000, "0.0125"),
+        ]
+    );
+    // Tracks of their own: a counter track, and a track of slices.
+    for (track, kind) in [("main: on CPU", "counter"), ("worker: switches", "track")] {
+        assert!(
+            read.tracks.values().any(|t| t.0 == track && t.1 == kind),
+            "{track} {:?}",
+            read.tracks
+        );
+    }
+    let switches: Vec<_> = (read.slices.iter())
+        .filter(|s| s.track == "worker: switches")
+        .map(|s| (s.name.as_str(), s.start, s.end))
+        .collect();
+    assert_eq!(switches, [("off-CPU (waiting)", 1_200_000, 1_450_000)]);
+}

@@ -114,6 +114,16 @@ pub enum Switch {
 }
 
 impl Switch {
+    /// What the time after it is called: "off-CPU (waiting)",
+    /// "preempted", or "on CPU" (converters name their slices so).
+    pub const fn label(self) -> &'static str {
+        match self {
+            Switch::OutWaiting => "off-CPU (waiting)",
+            Switch::OutPreempted => "preempted",
+            Switch::In => "on CPU",
+        }
+    }
+
     /// The wire byte.
     pub const fn to_byte(self) -> u8 {
         match self {

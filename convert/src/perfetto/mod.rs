@@ -15,6 +15,8 @@
 //! | a task span (its end) | a slice from its creation to its close on one of the process's "tasks" tracks (at most [`MAX_TASK_TRACKS`], packed: a track's slices never overlap), with `task`, `busy_ns` and `idle_ns` |
 //! | an instant | `TYPE_INSTANT` on its lane's track, with `payload` |
 //! | a gauge | a counter track under the process, `counter_value` or `double_counter_value` |
+//! | a lane's CPU samples (FORMAT.md, "Samples") | two counter tracks under its thread, "LANE: on CPU" and "LANE: waiting for a CPU": each interval's share, from its start |
+//! | a lane's switch out and back in | a slice "off-CPU (waiting)" or "preempted" on its thread's "LANE: switches" track |
 //! | a tick | a slice `tick` (or `overrun tick`) on the process's "Ticks" track, with `tick` and `overrun` |
 //! | a sequence gap, a Block's drop counts, a damaged frame | `previous_packet_dropped` on the next packet, a "data lost" instant on the process track, and the counters "frames lost" and "events lost" |
 //!

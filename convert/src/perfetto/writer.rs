@@ -1,14 +1,17 @@
 //! [`TraceWriter`]: typhon-live frames in, Perfetto packets out, frame by
 //! frame, so that a recorder can append them to a file as they arrive.
 
+use std::borrow::Cow;
 use std::collections::hash_map::Entry;
 
 use foldhash::HashMap;
 
 use typhon_live_core::{
-    DecodeError, Event, FieldValue, Frame, GaugeValue, LaneId, LaneInfo, NameId, TaskId,
+    DecodeError, Event, FieldValue, Frame, GaugeValue, LaneId, LaneInfo, NameId, Switch, TaskId,
 };
-use typhon_live_reader::{FieldOwners, Loss, Names, Reader, State, TextRecord, Update};
+use typhon_live_reader::{
+    CpuInterval, FieldOwners, Loss, Names, Reader, State, TextRecord, Update,
+};
 
 use super::nesting::{self, Edge, Held};
 use super::proto::{
@@ -44,6 +47,8 @@ const TICK: (u64, &str) = (OWN_NAMES + 1, "tick");
 const OVERRUN_TICK: (u64, &str) = (OWN_NAMES + 2, "overrun tick");
 const TICK_END_LOST: (u64, &str) = (OWN_NAMES + 3, "tick (its end was lost)");
 const TICK_START_LOST: (u64, &str) = (OWN_NAMES + 4, "tick (its start was lost)");
+const OFF_CPU: (u64, &str) = (OWN_NAMES + 5, Switch::OutWaiting.label());
+const PREEMPTED: (u64, &str) = (OWN_NAMES + 6, Switch::OutPreempted.label());
 
 /// Task tracks of a process at most: task spans that overlap more than
 /// this many at once are left out, and counted.
@@ -187,6 +192,12 @@ struct LaneState {
     task: Option<EndedTask>,
     /// A tick started and not yet ended: (ns, tick number).
     tick: Option<(u64, u64)>,
+    /// Its thread's CPU: the counter tracks of its share on a CPU and
+    /// waiting for one, and the track of its switches' slices.
+    cpu_tracks: Option<(u64, u64)>,
+    switch_track: Option<u64>,
+    /// Its thread left the CPU: when, and why.
+    switched_out: Option<(u64, Switch)>,
 }
 
 /// A task span's end, held while its fields arrive.
@@ -427,6 +438,8 @@ impl TraceWriter {
                 }
                 self.event(names, lane, event, out);
             }
+            Update::Cpu(interval) => self.cpu(names, &interval, out),
+            Update::Switch { lane, time, what } => self.switch(names, lane, time, what, out),
             Update::Text(text) => self.text(names, &text, out),
             Update::Lost(Loss::Texts { texts }) => {
                 self.stats.texts_lost = self.stats.texts_lost.saturating_add(u64::from(texts));
@@ -885,11 +898,8 @@ impl TraceWriter {
         }
         self.process_track(out);
         let uuid = self.uuid();
-        let state = self.lanes.entry(lane).or_default();
-        state.track = Some(uuid);
-        let name = state
-            .name
-            .map_or_else(|| format!("lane {lane}"), |id| names.show(id).into_owned());
+        self.lanes.entry(lane).or_default().track = Some(uuid);
+        let name = self.lane_name(names, lane);
         // Unique in the trace, so that a restarted process with the same
         // pid gets threads of its own.
         let tid = self.next_tid;
@@ -917,20 +927,96 @@ impl TraceWriter {
         }
         let parent = self.process_track(out);
         let uuid = self.uuid();
-        let state = self.lanes.entry(lane).or_default();
-        state.ticks_track = Some(uuid);
+        self.lanes.entry(lane).or_default().ticks_track = Some(uuid);
         let name = if self.session.ticks_tracks == 0 {
             "Ticks".to_owned()
         } else {
-            let lane_name = state
-                .name
-                .map_or_else(|| format!("lane {lane}"), |id| names.show(id).into_owned());
-            format!("Ticks: {lane_name}")
+            format!("Ticks: {}", self.lane_name(names, lane))
         };
         self.session.ticks_tracks += 1;
         self.seq
             .descriptor(out, child_track(uuid, parent, name, false));
         uuid
+    }
+
+    /// A lane's interval between two CPU samples: from its start, the
+    /// share of it its thread spent on a CPU, and waiting for one, on two
+    /// counter tracks under the lane's thread.
+    fn cpu(&mut self, names: &Names, interval: &CpuInterval, out: &mut Vec<u8>) {
+        let Some(on_cpu) = interval.spent.on_cpu_ns else {
+            return;
+        };
+        if self.lane(interval.lane).is_none() {
+            self.stats.lane_events_refused += 1;
+            return;
+        }
+        let (on_track, waiting_track) = match self.lanes[&interval.lane].cpu_tracks {
+            Some(tracks) => tracks,
+            None => {
+                let thread = self.lane_track(names, interval.lane, out);
+                let tracks = (self.uuid(), self.uuid());
+                let lane = self.lane_name(names, interval.lane);
+                for (uuid, what) in [(tracks.0, "on CPU"), (tracks.1, "waiting for a CPU")] {
+                    let name = format!("{lane}: {what}");
+                    self.seq
+                        .descriptor(out, child_track(uuid, thread, name, true));
+                }
+                self.lanes.entry(interval.lane).or_default().cpu_tracks = Some(tracks);
+                tracks
+            }
+        };
+        // The reader gives only intervals that move on.
+        let length = interval.to.saturating_sub(interval.from).max(1) as f64;
+        let share = |ns: u64| Kind::Counter(CounterValue::Double((ns as f64 / length).min(1.0)));
+        self.seq.event(out, interval.from, on_track, share(on_cpu));
+        if let Some(waiting) = interval.spent.waiting_ns {
+            self.seq
+                .event(out, interval.from, waiting_track, share(waiting));
+        }
+        self.last_time = self.last_time.max(interval.to);
+    }
+
+    /// A switch of a lane's thread: a switch in after one out is a slice
+    /// "off-CPU (waiting)" or "preempted" on the lane's switches track.
+    fn switch(&mut self, names: &Names, lane: LaneId, time: u64, what: Switch, out: &mut Vec<u8>) {
+        let Some(state) = self.lane(lane) else {
+            self.stats.lane_events_refused += 1;
+            return;
+        };
+        let Switch::In = what else {
+            state.switched_out = Some((time, what));
+            return;
+        };
+        let Some((from, why)) = state.switched_out.take() else {
+            return;
+        };
+        let track = match state.switch_track {
+            Some(track) => track,
+            None => {
+                let thread = self.lane_track(names, lane, out);
+                let uuid = self.uuid();
+                let name = format!("{}: switches", self.lane_name(names, lane));
+                self.seq
+                    .descriptor(out, child_track(uuid, thread, name, false));
+                self.lanes.entry(lane).or_default().switch_track = Some(uuid);
+                uuid
+            }
+        };
+        let (iid, text) = match why {
+            Switch::OutPreempted => PREEMPTED,
+            _ => OFF_CPU,
+        };
+        let name = || Cow::Borrowed(text);
+        self.seq
+            .named(out, from, track, Kind::Begin, iid, name, &[]);
+        self.seq.named(out, time, track, Kind::End, iid, name, &[]);
+        self.last_time = self.last_time.max(time);
+    }
+
+    /// A lane's name as its tracks show it.
+    fn lane_name(&self, names: &Names, lane: LaneId) -> String {
+        (self.lanes.get(&lane).and_then(|s| s.name))
+            .map_or_else(|| format!("lane {lane}"), |id| names.show(id).into_owned())
     }
 
     /// A gauge's counter track, unless [`MAX_COUNTERS`] is reached.
