@@ -1,7 +1,8 @@
 //! Each lane's CPU in the process (FORMAT.md, "Samples"): the exporter
 //! thread samples every lane's thread, and a reader of the trace file
-//! tells a thread that spun from one that slept. Linux only so far:
-//! elsewhere the samples are not measured yet, and none may appear.
+//! tells a thread that spun from one that slept. On Linux and Windows
+//! (under wine in CI); on macOS the samples are not measured yet, and
+//! none may appear.
 
 use std::time::{Duration, Instant};
 
@@ -10,8 +11,8 @@ use typhon_live_reader::{frames, Reader, Update};
 use typhon_live_std::config::ProfilerConfig;
 use typhon_live_std::{runtime, Profiler};
 
-/// Per lane name: its samples' intervals summed (on a CPU, waiting,
-/// off), ns, and the voluntary switches.
+/// Per lane name: its samples' intervals summed (on a CPU, waiting where
+/// measured, the rest), ns, and the voluntary switches where counted.
 fn spent(trace: &[u8]) -> std::collections::BTreeMap<String, (u64, u64, u64, u64)> {
     let mut reader = Reader::new();
     let mut by_lane = std::collections::BTreeMap::new();
@@ -25,7 +26,9 @@ fn spent(trace: &[u8]) -> std::collections::BTreeMap<String, (u64, u64, u64, u64
                 let sum: &mut (u64, u64, u64, u64) = by_lane.entry(name).or_default();
                 sum.0 += interval.spent.on_cpu_ns.unwrap_or(0);
                 sum.1 += interval.spent.waiting_ns.unwrap_or(0);
-                sum.2 += interval.off_cpu_ns().unwrap_or(0);
+                let busy = interval.spent.on_cpu_ns.unwrap_or(0)
+                    + interval.spent.waiting_ns.unwrap_or(0);
+                sum.2 += (interval.to - interval.from).saturating_sub(busy);
                 sum.3 += interval.spent.voluntary.unwrap_or(0);
             }
         })
@@ -68,8 +71,8 @@ fn a_thread_that_spins_and_one_that_sleeps_read_apart() {
     let _ = std::fs::remove_file(&trace);
     let spent = spent(&bytes);
     eprintln!("on a CPU, waiting, off, voluntary switches: {spent:?}");
-    if !cfg!(target_os = "linux") {
-        // Not measured here yet (Windows comes next): nothing made up.
+    if !cfg!(any(target_os = "linux", windows)) {
+        // Not measured here yet: nothing made up.
         assert!(spent.is_empty(), "{spent:?}");
         return;
     }
@@ -80,5 +83,7 @@ fn a_thread_that_spins_and_one_that_sleeps_read_apart() {
     let (on, _, off, voluntary) = spent["sleeper"];
     assert!(ms(on) < 60, "sleeper on a CPU: {spent:?}");
     assert!(ms(off) >= 200, "sleeper off a CPU: {spent:?}");
-    assert!(voluntary >= 20, "sleeper's switches: {spent:?}");
+    if cfg!(target_os = "linux") {
+        assert!(voluntary >= 20, "sleeper's switches: {spent:?}");
+    }
 }
