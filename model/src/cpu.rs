@@ -5,11 +5,14 @@
 //! The intervals come from samples (FORMAT.md, "Samples"), about 10 ms
 //! apart: what a thread did inside one is known as sums, not moments. A
 //! range that covers part of an interval takes that part of its sums,
-//! which is an estimate, and says so.
+//! which is an estimate, and says so. Where the thread's switches were
+//! traced one by one ([`Chunk::switches`]), a range is read from them
+//! instead: exact, between a switch out and the next in.
 
 use std::collections::HashMap;
 
 use serde::Serialize;
+use typhon_live_core::{Switch, SwitchRecord};
 use typhon_live_reader::CpuInterval;
 
 use crate::history::{Chunk, SpanRecord};
@@ -30,6 +33,9 @@ pub struct CpuShare {
     pub voluntary: Option<u64>,
     /// See `voluntary`.
     pub involuntary: Option<u64>,
+    /// Read from the thread's switches, one by one: exact. Otherwise
+    /// estimated from its samples.
+    pub exact: bool,
 }
 
 impl CpuShare {
@@ -58,6 +64,16 @@ impl CpuShare {
         self.waiting = sum(self.waiting, other.waiting);
         self.voluntary = sum(self.voluntary, other.voluntary);
         self.involuntary = sum(self.involuntary, other.involuntary);
+        self.exact &= other.exact;
+    }
+
+    /// Where it was read from: "from switches" or "from samples".
+    pub fn source(&self) -> &'static str {
+        if self.exact {
+            "from switches"
+        } else {
+            "from samples"
+        }
     }
 
     /// Why the thread was off a CPU, from its switches: "voluntary" when
@@ -127,16 +143,18 @@ fn duration_as(ns: u64, scale: u64) -> String {
     }
 }
 
-/// Each lane's intervals over some chunks, in time order, to read many
-/// ranges from.
+/// Each lane's intervals and switches over some chunks, in time order, to
+/// read many ranges from.
 #[derive(Clone, Debug, Default)]
 pub struct CpuIndex {
     lanes: HashMap<u16, Vec<CpuInterval>>,
+    switches: HashMap<u16, Vec<SwitchRecord>>,
 }
 
 impl CpuIndex {
     /// The intervals of `chunks`, oldest first.
-    pub fn of<'a>(chunks: impl Iterator<Item = &'a Chunk>) -> CpuIndex {
+    pub fn of<'a>(chunks: impl Iterator<Item = &'a Chunk> + Clone) -> CpuIndex {
+        let chunks_again = chunks.clone();
         let mut lanes: HashMap<u16, Vec<CpuInterval>> = HashMap::new();
         for interval in chunks.flat_map(|c| c.cpu.iter()) {
             lanes.entry(interval.lane).or_default().push(*interval);
@@ -146,7 +164,14 @@ impl CpuIndex {
         for intervals in lanes.values_mut() {
             intervals.sort_by_key(|i| (i.to, i.from));
         }
-        CpuIndex { lanes }
+        let mut switches: HashMap<u16, Vec<SwitchRecord>> = HashMap::new();
+        for switch in chunks_again.flat_map(|c| c.switches.iter()) {
+            switches.entry(switch.lane).or_default().push(*switch);
+        }
+        for lane in switches.values_mut() {
+            lane.sort_by_key(|s| s.time);
+        }
+        CpuIndex { lanes, switches }
     }
 
     /// Whether any lane has an interval.
@@ -154,16 +179,26 @@ impl CpuIndex {
         self.lanes.is_empty()
     }
 
-    /// How `[from, to)` of lane `lane` divides, prorated from the
-    /// intervals it overlaps; `None` when none does.
+    /// How `[from, to)` of lane `lane` divides: from its switches where
+    /// every interval it overlaps had them traced, else prorated from the
+    /// intervals; `None` when none overlaps.
     pub fn share(&self, lane: u16, from: u64, to: u64) -> Option<CpuShare> {
         let intervals = self.lanes.get(&lane)?;
         let first = intervals.partition_point(|i| i.to <= from);
-        let mut share = Sums::default();
-        for interval in intervals[first..].iter().take_while(|i| i.from < to) {
-            share.add(interval, from, to);
+        let overlapping = || intervals[first..].iter().take_while(|i| i.from < to);
+        let mut sums = Sums::default();
+        for interval in overlapping() {
+            sums.add(interval, from, to);
         }
-        share.finish()
+        let estimate = sums.finish()?;
+        if !overlapping().all(|i| i.switches_traced) {
+            return Some(estimate);
+        }
+        // What the switches cover: the intervals' stretch of the range.
+        let covered_from = overlapping().map(|i| i.from).min()?.max(from);
+        let covered_to = overlapping().map(|i| i.to).max()?.min(to);
+        let switches = self.switches.get(&lane).map_or(&[][..], Vec::as_slice);
+        Some(exact(switches, covered_from, covered_to))
     }
 
     /// The share of every span of name `name` in `spans`, summed, and of
@@ -200,6 +235,53 @@ impl CpuIndex {
     }
 }
 
+/// How `[from, to)` divides, from a thread's `switches` (in time order):
+/// off a CPU from a switch out to the next in, waiting for a core when it
+/// was preempted. Before the first switch in the range, the last one
+/// before it says where the thread was; none, and it was running (a span
+/// begins on a running thread).
+fn exact(switches: &[SwitchRecord], from: u64, to: u64) -> CpuShare {
+    let at = switches.partition_point(|s| s.time <= from);
+    let mut out = at
+        .checked_sub(1)
+        .map(|i| switches[i].what)
+        .filter(|w| *w != Switch::In);
+    let mut since = from;
+    let (mut on_cpu, mut waiting, mut voluntary, mut involuntary) = (0, 0, 0, 0);
+    let mut close = |out: Option<Switch>, since: u64, until: u64| {
+        let spent = until.saturating_sub(since);
+        match out {
+            None => on_cpu += spent,
+            Some(Switch::OutPreempted) => waiting += spent,
+            Some(_) => {}
+        }
+    };
+    for switch in switches[at..].iter().take_while(|s| s.time < to) {
+        close(out, since, switch.time);
+        since = switch.time;
+        out = match switch.what {
+            Switch::In => None,
+            what => {
+                if what == Switch::OutPreempted {
+                    involuntary += 1;
+                } else {
+                    voluntary += 1;
+                }
+                Some(what)
+            }
+        };
+    }
+    close(out, since, to);
+    CpuShare {
+        covered: to - from,
+        on_cpu,
+        waiting: Some(waiting),
+        voluntary: Some(voluntary),
+        involuntary: Some(involuntary),
+        exact: true,
+    }
+}
+
 /// A span name's CPU share over a history.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct NameCpu {
@@ -216,7 +298,7 @@ impl NameCpu {
     pub fn lines(&self, name: &str) -> [String; 2] {
         let (span, longest) = &self.longest;
         [
-            format!("CPU, from samples: {}", self.all.percent_text()),
+            format!("CPU, {}: {}", self.all.source(), self.all.percent_text()),
             format!("longest: {}", longest.sentence(name, span.duration)),
         ]
     }
@@ -273,6 +355,7 @@ impl Sums {
             waiting: self.waiting.map(round),
             voluntary: self.voluntary.map(round),
             involuntary: self.involuntary.map(round),
+            exact: false,
         })
     }
 }
@@ -304,55 +387,41 @@ impl CpuCell {
     }
 }
 
-/// Lane `lane`'s strip over `[start, end)` in `columns` equal columns:
-/// each column's [`CpuCell`], `None` where no sample covers it. `None`
-/// in all when the lane has no interval in the window: no strip to draw.
-pub fn strip<'a>(
-    chunks: impl Iterator<Item = &'a Chunk>,
-    lane: u16,
-    (start, end): (u64, u64),
-    columns: usize,
-) -> Option<Vec<Option<CpuCell>>> {
-    if columns == 0 || end <= start {
-        return None;
-    }
-    let width = (end - start) as f64 / columns as f64;
-    let mut sums: Vec<Sums> = Vec::new();
-    let intervals = chunks
-        .filter(|c| c.last >= start)
-        .flat_map(|c| c.cpu.iter())
-        .filter(|i| i.lane == lane && i.to > start && i.from < end);
-    for interval in intervals {
-        if sums.is_empty() {
-            sums.resize_with(columns, Sums::default);
+impl CpuIndex {
+    /// Lane `lane`'s strip over `[start, end)` in `columns` equal
+    /// columns: each column's [`CpuCell`], `None` where nothing covers
+    /// it; `None` in all when the lane has no interval in the window (no
+    /// strip to draw).
+    pub fn strip(
+        &self,
+        lane: u16,
+        (start, end): (u64, u64),
+        columns: usize,
+    ) -> Option<Vec<Option<CpuCell>>> {
+        if columns == 0 || end <= start {
+            return None;
         }
-        let column = |t: u64| (((t.max(start) - start) as f64 / width) as usize).min(columns - 1);
-        for (at, sum) in sums
-            .iter_mut()
-            .enumerate()
-            .take(column(interval.to.min(end)) + 1)
-            .skip(column(interval.from))
-        {
+        let intervals = self.lanes.get(&lane)?;
+        let first = intervals.partition_point(|i| i.to <= start);
+        if intervals.get(first).is_none_or(|i| i.from >= end) {
+            return None;
+        }
+        let width = (end - start) as f64 / columns as f64;
+        let cells = (0..columns).map(|at| {
             let from = start + (at as f64 * width) as u64;
             let to = start + ((at + 1) as f64 * width) as u64;
-            sum.add(interval, from, to);
-        }
+            let share = self.share(lane, from, to).filter(|s| s.covered > 0)?;
+            let covered = share.covered as f32;
+            let on_cpu = (share.on_cpu as f32 / covered).min(1.0);
+            let waiting = (share.waiting.unwrap_or(0) as f32 / covered).min(1.0 - on_cpu);
+            Some(CpuCell {
+                on_cpu,
+                waiting,
+                off_cpu: (1.0 - on_cpu - waiting).max(0.0),
+            })
+        });
+        Some(cells.collect())
     }
-    if sums.is_empty() {
-        return None;
-    }
-    let cells = sums.into_iter().map(|sum| {
-        let share = sum.finish().filter(|s| s.covered > 0)?;
-        let covered = share.covered as f32;
-        let on_cpu = share.on_cpu as f32 / covered;
-        let waiting = (share.waiting.unwrap_or(0) as f32 / covered).min(1.0 - on_cpu);
-        Some(CpuCell {
-            on_cpu,
-            waiting,
-            off_cpu: (1.0 - on_cpu - waiting).max(0.0),
-        })
-    });
-    Some(cells.collect())
 }
 
 #[cfg(test)]
@@ -412,6 +481,62 @@ mod tests {
     }
 
     #[test]
+    fn where_switches_were_traced_a_range_is_read_from_them_exactly() {
+        let mut chunk = Chunk::default();
+        chunk.push_cpu(CpuInterval {
+            lane: 1,
+            thread: 7,
+            from: 0,
+            to: 100 * MS,
+            // The samples' sums, which the switches make exact.
+            spent: Counters {
+                on_cpu_ns: Some(60 * MS),
+                waiting_ns: Some(10 * MS),
+                voluntary: Some(1),
+                involuntary: Some(1),
+            },
+            switches_traced: true,
+        });
+        // Out to wait 20..50 ms, preempted 70..80.
+        for (at, what) in [
+            (20, Switch::OutWaiting),
+            (50, Switch::In),
+            (70, Switch::OutPreempted),
+            (80, Switch::In),
+        ] {
+            chunk.push_switch(SwitchRecord {
+                lane: 1,
+                time: at * MS,
+                what,
+            });
+        }
+        let index = CpuIndex::of([chunk].iter());
+        let share = index.share(1, 0, 100 * MS).unwrap();
+        assert_eq!(
+            share,
+            CpuShare {
+                covered: 100 * MS,
+                on_cpu: 60 * MS,
+                waiting: Some(10 * MS),
+                voluntary: Some(1),
+                involuntary: Some(1),
+                exact: true,
+            }
+        );
+        assert_eq!(share.off_cpu(), 30 * MS);
+        // From inside the wait: off until 50, then on; where prorating
+        // would have said 6 ms on of the 30.
+        let share = index.share(1, 30 * MS, 60 * MS).unwrap();
+        assert_eq!((share.on_cpu, share.off_cpu()), (10 * MS, 20 * MS));
+        assert_eq!(share.source(), "from switches");
+        // The strip's columns too: 10 ms each.
+        let cells = index.strip(1, (0, 100 * MS), 10).unwrap();
+        let on: Vec<f32> = cells.iter().map(|c| c.unwrap().on_cpu).collect();
+        assert_eq!(on, [1.0, 1.0, 0.0, 0.0, 0.0, 1.0, 1.0, 0.0, 1.0, 1.0]);
+        assert_eq!(cells[7].unwrap().waiting, 1.0);
+    }
+
+    #[test]
     fn a_sleep_reads_as_off_cpu_and_a_spin_as_on() {
         let sleep = CpuIndex::of([chunk(0, &[0; 120], 0)].iter());
         let share = sleep.share(1, 0, 1_200 * MS).unwrap();
@@ -459,13 +584,14 @@ mod tests {
         let chunks = [chunk(0, &[10, 0, 5], 5)];
         // 0..40 ms in four columns: running, asleep, half and half
         // waiting, then nothing.
-        let cells = strip(chunks.iter(), 1, (0, 40 * MS), 4).unwrap();
+        let index = CpuIndex::of(chunks.iter());
+        let cells = index.strip(1, (0, 40 * MS), 4).unwrap();
         let on = |c: &Option<CpuCell>| c.map(|c| (c.on_cpu, c.waiting));
         assert_eq!(
             cells.iter().map(on).collect::<Vec<_>>(),
             [Some((1.0, 0.0)), Some((0.0, 0.5)), Some((0.5, 0.5)), None]
         );
-        assert_eq!(strip(chunks.iter(), 2, (0, 40 * MS), 4), None);
-        assert_eq!(strip(chunks.iter(), 1, (50 * MS, 60 * MS), 4), None);
+        assert_eq!(index.strip(2, (0, 40 * MS), 4), None);
+        assert_eq!(index.strip(1, (50 * MS, 60 * MS), 4), None);
     }
 }

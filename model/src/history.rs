@@ -9,6 +9,7 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
+use typhon_live_core::SwitchRecord;
 use typhon_live_reader::CpuInterval;
 
 use super::fields::FieldRecord;
@@ -136,6 +137,8 @@ pub struct Chunk {
     /// What lanes' threads did between their CPU samples (read by
     /// [`crate::cpu`]).
     pub cpu: Vec<CpuInterval>,
+    /// Lanes' threads' switches, traced one by one (times in ns).
+    pub switches: Vec<SwitchRecord>,
     /// Per span name, its spans' and task spans' totals.
     pub totals: Totals,
     /// The lanes its spans are on, and its longest span: a view zoomed
@@ -159,6 +162,7 @@ impl Chunk {
             tasks: Vec::with_capacity(like.tasks.len()),
             fields: Vec::with_capacity(like.fields.len()),
             cpu: Vec::with_capacity(like.cpu.len()),
+            switches: Vec::with_capacity(like.switches.len()),
             ..Chunk::default()
         }
     }
@@ -172,6 +176,7 @@ impl Chunk {
             + self.tasks.len()
             + self.fields.len()
             + self.cpu.len()
+            + self.switches.len()
     }
 
     /// The durations of name `name` the statistics count: its spans' (not
@@ -202,6 +207,7 @@ impl Chunk {
             + self.tasks.capacity() * size_of::<TaskRecord>()
             + self.fields.capacity() * size_of::<FieldRecord>()
             + self.cpu.capacity() * size_of::<CpuInterval>()
+            + self.switches.capacity() * size_of::<SwitchRecord>()
             + self.totals.capacity() * (size_of::<u32>() + size_of::<NameTotals>() + 1)
             + self.lanes.capacity() * size_of::<u16>()
     }
@@ -258,6 +264,12 @@ impl Chunk {
     pub fn push_cpu(&mut self, interval: CpuInterval) {
         self.note_time(interval.to);
         self.cpu.push(interval);
+    }
+
+    /// Adds a switch of a lane's thread.
+    pub fn push_switch(&mut self, switch: SwitchRecord) {
+        self.note_time(switch.time);
+        self.switches.push(switch);
     }
 
     /// Adds a tick.
@@ -323,6 +335,7 @@ impl History {
         fit(&mut chunk.tasks);
         fit(&mut chunk.fields);
         fit(&mut chunk.cpu);
+        fit(&mut chunk.switches);
         chunk.totals.shrink_to_fit();
         chunk.lanes.shrink_to_fit();
         self.bytes += chunk.bytes();

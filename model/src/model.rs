@@ -7,7 +7,7 @@ use std::time::Duration;
 
 // Seeded and fast: SipHash was a tenth of the model's time per event.
 use foldhash::HashMap;
-use typhon_live_core::{DecodeError, Frame, OpenSpan};
+use typhon_live_core::{DecodeError, Frame, OpenSpan, SwitchRecord};
 use typhon_live_reader::{FieldOwners, Loss, Names, Reader, Session, State, Tally, Update};
 
 use crate::fields::Owner;
@@ -197,6 +197,9 @@ impl Model {
                 self.marks.add(self.host_now, MarkKind::Dropped, events);
             }
             Update::Cpu(interval) => self.chunk.push_cpu(interval),
+            Update::Switch { lane, time, what } => {
+                (self.chunk).push_switch(SwitchRecord { lane, time, what })
+            }
             Update::Text(text) => self.logs.push(&text),
             Update::Lost(Loss::Texts { texts }) => {
                 self.logs.lost = self.logs.lost.saturating_add(u64::from(texts));

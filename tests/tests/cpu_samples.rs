@@ -6,18 +6,32 @@
 
 use std::time::{Duration, Instant};
 
-use typhon_live_core::{LaneKind, Metadata};
+use typhon_live_core::{LaneKind, Metadata, Switch};
 use typhon_live_reader::{frames, Reader, Update};
 use typhon_live_std::config::ProfilerConfig;
 use typhon_live_std::{runtime, Profiler};
 
 /// Per lane name: its samples' intervals summed (on a CPU, waiting where
-/// measured, the rest), ns, and the voluntary switches where counted.
-fn spent(trace: &[u8]) -> std::collections::BTreeMap<String, (u64, u64, u64, u64)> {
+/// measured, the rest), ns, and the voluntary switches where counted; and
+/// its switches traced one by one, in order.
+type Spent = std::collections::BTreeMap<String, (u64, u64, u64, u64)>;
+type Traced = std::collections::BTreeMap<String, Vec<(u64, Switch)>>;
+
+fn spent(trace: &[u8]) -> (Spent, Traced) {
     let mut reader = Reader::new();
-    let mut by_lane = std::collections::BTreeMap::new();
+    let mut by_lane = Spent::new();
+    let mut traced = Traced::new();
     let damage = frames(trace, |frame| {
         reader.read(frame, |state, update| {
+            let lane_name = |lane| {
+                let lane = state.lanes().get(&lane)?;
+                Some(state.names().show(lane.info.name).into_owned())
+            };
+            if let Update::Switch { lane, time, what } = update {
+                if let Some(name) = lane_name(lane) {
+                    traced.entry(name).or_default().push((time, what));
+                }
+            }
             if let Update::Cpu(interval) = update {
                 let Some(lane) = state.lanes().get(&interval.lane) else {
                     return;
@@ -26,15 +40,15 @@ fn spent(trace: &[u8]) -> std::collections::BTreeMap<String, (u64, u64, u64, u64
                 let sum: &mut (u64, u64, u64, u64) = by_lane.entry(name).or_default();
                 sum.0 += interval.spent.on_cpu_ns.unwrap_or(0);
                 sum.1 += interval.spent.waiting_ns.unwrap_or(0);
-                let busy = interval.spent.on_cpu_ns.unwrap_or(0)
-                    + interval.spent.waiting_ns.unwrap_or(0);
+                let busy =
+                    interval.spent.on_cpu_ns.unwrap_or(0) + interval.spent.waiting_ns.unwrap_or(0);
                 sum.2 += (interval.to - interval.from).saturating_sub(busy);
                 sum.3 += interval.spent.voluntary.unwrap_or(0);
             }
         })
     });
     assert!(damage.is_empty(), "{damage:?}");
-    by_lane
+    (by_lane, traced)
 }
 
 #[test]
@@ -66,10 +80,11 @@ fn a_thread_that_spins_and_one_that_sleeps_read_apart() {
     let (spinner, sleeper) = (run("spinner", true), run("sleeper", false));
     spinner.join().unwrap();
     sleeper.join().unwrap();
+    let stats = profiler.stats();
     profiler.stop().unwrap();
     let bytes = std::fs::read(&trace).unwrap();
     let _ = std::fs::remove_file(&trace);
-    let spent = spent(&bytes);
+    let (spent, traced) = spent(&bytes);
     eprintln!("on a CPU, waiting, off, voluntary switches: {spent:?}");
     if !cfg!(any(target_os = "linux", windows)) {
         // Not measured here yet: nothing made up.
@@ -85,5 +100,22 @@ fn a_thread_that_spins_and_one_that_sleeps_read_apart() {
     assert!(ms(off) >= 200, "sleeper off a CPU: {spent:?}");
     if cfg!(target_os = "linux") {
         assert!(voluntary >= 20, "sleeper's switches: {spent:?}");
+    }
+    // Its switches one by one, where the system lets them be traced:
+    // out to wait and back in, each sleep.
+    let sleeps = traced.get("sleeper").map_or(&[][..], Vec::as_slice);
+    eprintln!(
+        "switches traced: sleeper {}, spinner {}; refused {}, lost {}",
+        sleeps.len(),
+        traced.get("spinner").map_or(0, Vec::len),
+        stats.switches_refused,
+        stats.switches_lost
+    );
+    if cfg!(target_os = "linux") && stats.switches_refused == 0 {
+        let waits = sleeps.iter().filter(|s| s.1 == Switch::OutWaiting).count();
+        assert!(waits >= 20, "{sleeps:?}");
+        assert!(sleeps.windows(2).all(|w| w[0].0 <= w[1].0), "{sleeps:?}");
+    } else {
+        assert!(traced.is_empty(), "{traced:?}");
     }
 }

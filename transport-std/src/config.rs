@@ -11,7 +11,8 @@
 //! | `Trace` | `TYPHON__PROFILER__TRACE` | `--trace <path>` | none | also write the stream to this file |
 //! | `Compression` | `TYPHON__PROFILER__COMPRESSION` | `--compression <off\|lz4\|auto>` | `auto` | LZ4 over each Block: never, always, or when it saves at least 1/16 |
 //! | `RingEvents` | `TYPHON__PROFILER__RINGEVENTS` | `--ring-events <n>` | `16384` | events each recording thread's ring holds between drains: a power of two from 1024 to 65536, 40 bytes each |
-//! | `CpuSampleMs` | `TYPHON__PROFILER__CPUSAMPLEMS` | `--cpu-sample-ms <ms>` | `10` | how often the exporter thread reads each lane's thread's CPU time and switches (Samples frames; Linux); 0: never |
+//! | `CpuSampleMs` | `TYPHON__PROFILER__CPUSAMPLEMS` | `--cpu-sample-ms <ms>` | `10` | how often the exporter thread reads each lane's thread's CPU time and switches (Samples frames; Linux and Windows); 0: never |
+//! | `CpuSwitches` | `TYPHON__PROFILER__CPUSWITCHES` | `--cpu-switches <on\|off>` | `true` | each lane's thread's context switches traced one by one, where the system allows it (Linux `perf_event_open`), sent with the samples |
 //! | `Recorder.Dir` | `TYPHON__PROFILER__RECORDER__DIR` | `--capture-dir <dir>` | off | the flight recorder on: captures go to this directory (docs/RECORDER.md) |
 //! | `Recorder.On` (a string or a list) | `TYPHON__PROFILER__RECORDER__ON` (`;` between triggers) | `--capture-on <trigger>` (repeated) | none | the triggers; SIGUSR1 and `Profiler::capture` ask for a capture at once |
 //! | `Recorder.Keep`, `KeepBytes`, `Before`, `After`, `Cooldown`, `Spacing`, `MaxCapture`, `MaxCaptureBytes`, `MaxFiles`, `MaxBytes` | `TYPHON__PROFILER__RECORDER__KEEP`, `..._KEEPBYTES`, ... | `--capture-keep <d>`, `--capture-keep-bytes <size>`, ... | see docs/RECORDER.md | what the recorder keeps and writes (`typhon_live_recorder::options`) |
@@ -61,6 +62,9 @@ pub struct ProfilerConfig {
     /// How often each lane's thread's CPU time is sampled (FORMAT.md,
     /// "Samples"); `None`: never.
     pub cpu_samples: Option<Duration>,
+    /// Each lane's thread's switches are traced one by one, where the
+    /// system allows it (with the samples only).
+    pub cpu_switches: bool,
     /// The flight recorder's directory: set, the recorder runs.
     pub capture_dir: Option<PathBuf>,
     /// The flight recorder's options by key (`on` once per trigger), each
@@ -81,6 +85,7 @@ impl Default for ProfilerConfig {
             compression: Compression::Auto,
             ring_events: DEFAULT_RING_EVENTS,
             cpu_samples: Some(crate::cpu_samples::DEFAULT_EVERY),
+            cpu_switches: true,
             capture_dir: None,
             recorder: Vec::new(),
         }
@@ -176,6 +181,8 @@ pub struct ConfigLayer {
     pub ring_events: Option<usize>,
     /// `CpuSampleMs` (0: never).
     pub cpu_sample_ms: Option<u64>,
+    /// `CpuSwitches`.
+    pub cpu_switches: Option<bool>,
     /// `Recorder.Dir`.
     pub capture_dir: Option<PathBuf>,
     /// The other `Recorder.*` keys, as recorder options (`on` once per
@@ -247,6 +254,7 @@ impl ConfigLayer {
                             "CpuSampleMs" => {
                                 self.cpu_sample_ms = Some(wait_value(&name, &json_text(value))?)
                             }
+                            "CpuSwitches" => self.cpu_switches = Some(bool_value(&name, value)?),
                             "BindAddress" => {
                                 self.bind_address = Some(address_value(&name, &json_text(value))?)
                             }
@@ -328,6 +336,7 @@ impl ConfigLayer {
                 "LIVE" => layer.live = Some(live_text(value)),
                 "LIVEWAITMS" => layer.live_wait_ms = Some(wait_value(key, value)?),
                 "CPUSAMPLEMS" => layer.cpu_sample_ms = Some(wait_value(key, value)?),
+                "CPUSWITCHES" => layer.cpu_switches = Some(bool_text(key, value)?),
                 "BINDADDRESS" => layer.bind_address = Some(address_value(key, value)?),
                 "TRACE" => layer.trace = (!value.is_empty()).then(|| value.into()),
                 "COMPRESSION" => layer.compression = Some(compression_value(key, value)?),
@@ -397,6 +406,11 @@ impl ConfigLayer {
                         .ok_or_else(|| missing("--cpu-sample-ms", "milliseconds"))?;
                     layer.cpu_sample_ms = Some(wait_value("--cpu-sample-ms", &value)?);
                 }
+                "--cpu-switches" => {
+                    let value =
+                        next_value(&mut i).ok_or_else(|| missing("--cpu-switches", "on or off"))?;
+                    layer.cpu_switches = Some(bool_text("--cpu-switches", &value)?);
+                }
                 "--bind-address" => {
                     let value = next_value(&mut i)
                         .ok_or_else(|| missing("--bind-address", "an IP address"))?;
@@ -465,6 +479,9 @@ impl ProfilerConfig {
             }
             if let Some(ms) = layer.cpu_sample_ms {
                 config.cpu_samples = (ms > 0).then(|| Duration::from_millis(ms));
+            }
+            if let Some(switches) = layer.cpu_switches {
+                config.cpu_switches = switches;
             }
             if let Some(address) = layer.bind_address {
                 config.bind_address = address;
@@ -739,6 +756,33 @@ mod tests {
         assert_eq!(config.bind_address, IpAddr::from([127, 0, 0, 2]));
         let config = ProfilerConfig::layered([&from_file, &env]);
         assert_eq!(config.bind_address, "::1".parse::<IpAddr>().unwrap());
+    }
+
+    #[test]
+    fn the_cpu_keys_layer_like_every_key() {
+        let default = ProfilerConfig::default();
+        assert_eq!(default.cpu_samples, Some(Duration::from_millis(10)));
+        assert!(default.cpu_switches);
+        let from_file = file(
+            json!({ "Typhon": { "Telemetry": { "Profiler": { "CpuSampleMs": 20, "CpuSwitches": false } } } }),
+        );
+        let env = ConfigLayer::from_env([("TYPHON__PROFILER__CPUSWITCHES", "on")]).unwrap();
+        let args =
+            ConfigLayer::from_args(["--cpu-sample-ms", "0", "--cpu-switches", "off"]).unwrap();
+        let config = ProfilerConfig::layered([&from_file]);
+        assert_eq!(
+            (config.cpu_samples, config.cpu_switches),
+            (Some(Duration::from_millis(20)), false)
+        );
+        assert!(ProfilerConfig::layered([&from_file, &env]).cpu_switches);
+        let config = ProfilerConfig::layered([&from_file, &env, &args]);
+        assert_eq!((config.cpu_samples, config.cpu_switches), (None, false));
+        let err = ConfigLayer::from_args(["--cpu-switches", "sometimes"]).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "--cpu-switches = \"sometimes\" is invalid: expected true or false"
+        );
+        assert!(ConfigLayer::from_args(["--cpu-switches"]).is_err());
     }
 
     #[test]

@@ -3,6 +3,11 @@
 //! (FORMAT.md, "Samples"). A lane whose thread cannot be read (it ended,
 //! the system does not say) is left out; that it cannot is said once.
 //!
+//! Where the system allows it ([`ThreadSwitches`]), each lane's thread's
+//! switches go in the same frame, one by one, placed on the session's
+//! clock; refused, that is said once and counted, and the samples stand
+//! alone.
+//!
 //! A lane whose counters did not move since it was last sent (a thread
 //! asleep, waiting for work) is sent again only after [`QUIET_EVERY`]:
 //! its counters are cumulative, so the reader's next interval covers the
@@ -10,9 +15,11 @@
 
 use std::time::{Duration, Instant};
 
-use typhon_live_core::{Counters, LaneSample};
+use typhon_live_core::samples::MAX_SWITCHES_PER_FRAME;
+use typhon_live_core::{Counters, LaneSample, SwitchRecord};
 
 use crate::runtime::{LANES, MAX_LANES};
+use crate::switches::{monotonic_ns, ThreadSwitches};
 use crate::thread_times::{thread_of, ThreadTimes};
 
 /// How often each lane's thread is sampled, unless configured.
@@ -25,20 +32,36 @@ pub(crate) const QUIET_EVERY: Duration = Duration::from_millis(100);
 pub(crate) struct CpuSamples {
     every: Duration,
     next: Option<Instant>,
-    /// Per lane slot: its thread's id and counters, open.
-    open: Vec<Option<(u64, ThreadTimes)>>,
+    /// Per lane slot: its thread's id and counters, open, and its
+    /// switches, traced where allowed.
+    open: Vec<Option<(u64, ThreadTimes, Option<ThreadSwitches>)>>,
     /// Per lane slot: the thread id that could not be read, not tried
     /// again.
     failed: Vec<u64>,
     /// Per lane slot: the counters last sent, and when.
     sent: Vec<Option<(Counters, Instant)>>,
     samples: Vec<LaneSample>,
+    switches: Vec<SwitchRecord>,
     said: bool,
+    /// Switches are traced: on until the system refuses.
+    trace_switches: bool,
+    /// Threads whose switches could not be traced, and switches lost (the
+    /// kernel's buffer full, or past a frame's bound).
+    pub(crate) switches_refused: u64,
+    pub(crate) switches_lost: u64,
+}
+
+/// What one sample holds: each lane's counters, and the switches since
+/// the last.
+pub(crate) struct Due<'a> {
+    pub(crate) lanes: &'a [LaneSample],
+    pub(crate) switches: &'a [SwitchRecord],
 }
 
 impl CpuSamples {
-    /// Sampling every `every`.
-    pub(crate) fn new(every: Duration) -> CpuSamples {
+    /// Sampling every `every`, each lane's switches traced too if
+    /// `switches`.
+    pub(crate) fn new(every: Duration, switches: bool) -> CpuSamples {
         CpuSamples {
             every,
             next: None,
@@ -46,28 +69,38 @@ impl CpuSamples {
             failed: vec![0; MAX_LANES],
             sent: vec![None; MAX_LANES],
             samples: Vec::with_capacity(MAX_LANES),
+            switches: Vec::new(),
             said: false,
+            trace_switches: switches,
+            switches_refused: 0,
+            switches_lost: 0,
         }
     }
 
-    /// When a sample is due at `now`: each lane's counters, read now.
-    pub(crate) fn due(&mut self, now: Instant) -> Option<&[LaneSample]> {
+    /// When a sample is due at `now`: each lane's counters, read now, and
+    /// the switches since, placed on the session's clock, whose time now
+    /// is `time` (ns): none later than it.
+    pub(crate) fn due(&mut self, now: Instant, time: u64) -> Option<Due<'_>> {
         if self.next.is_some_and(|next| now < next) {
             return None;
         }
         // Late cycles do not bunch samples up.
         self.next = Some(now + self.every);
         self.samples.clear();
+        self.switches.clear();
+        // The switches' clock less the session's, read together.
+        let offset = monotonic_ns().map(|mono| i128::from(mono) - i128::from(time));
         for info in LANES.iter() {
             let id = usize::from(info.id);
             let thread = thread_of(info.id);
             if thread == 0 || self.failed[id] == thread {
                 continue;
             }
-            if self.open[id].as_ref().is_none_or(|(t, _)| *t != thread) {
+            if self.open[id].as_ref().is_none_or(|(t, _, _)| *t != thread) {
                 match ThreadTimes::open(thread) {
                     Ok(times) => {
-                        self.open[id] = Some((thread, times));
+                        let switches = self.open_switches(thread);
+                        self.open[id] = Some((thread, times, switches));
                         self.sent[id] = None;
                     }
                     Err(e) => {
@@ -81,11 +114,29 @@ impl CpuSamples {
                     }
                 }
             }
-            let Some((thread, times)) = self.open[id].as_mut() else {
+            let Some((thread, times, switches)) = self.open[id].as_mut() else {
                 continue;
             };
             match times.read(now) {
                 Ok(counters) => {
+                    if let (Some(switches), Some(offset)) = (switches.as_mut(), offset) {
+                        let out = &mut self.switches;
+                        let mut lost = 0;
+                        lost += switches.drain(|at, what| {
+                            if out.len() >= MAX_SWITCHES_PER_FRAME {
+                                lost += 1;
+                                return;
+                            }
+                            let at = (i128::from(at) - offset).clamp(0, i128::from(time));
+                            let at = u64::try_from(at).unwrap_or(time);
+                            out.push(SwitchRecord {
+                                lane: info.id,
+                                time: at,
+                                what,
+                            });
+                        });
+                        self.switches_lost += lost;
+                    }
                     let quiet = self.sent[id].is_some_and(|(last, at)| {
                         last == counters && now.duration_since(at) < QUIET_EVERY
                     });
@@ -96,7 +147,7 @@ impl CpuSamples {
                     self.samples.push(LaneSample {
                         lane: info.id,
                         thread: *thread,
-                        switches_traced: false,
+                        switches_traced: switches.is_some(),
                         counters,
                     });
                 }
@@ -108,6 +159,37 @@ impl CpuSamples {
                 }
             }
         }
-        Some(&self.samples)
+        // In the order they happened: each lane's are, lanes interleave.
+        self.switches.sort_by_key(|s| s.time);
+        Some(Due {
+            lanes: &self.samples,
+            switches: &self.switches,
+        })
+    }
+
+    /// Thread `thread`'s switches, traced if the system allows; refused,
+    /// said once and counted, and not asked again when it was for want of
+    /// permission.
+    fn open_switches(&mut self, thread: u64) -> Option<ThreadSwitches> {
+        if !self.trace_switches {
+            return None;
+        }
+        match ThreadSwitches::open(thread) {
+            Ok(switches) => Some(switches),
+            Err(e) => {
+                self.switches_refused += 1;
+                // ESRCH: the thread has just ended. Anything else (no
+                // permission, no such event, no such call) holds for
+                // every thread.
+                const ESRCH: i32 = 3;
+                if e.raw_os_error() != Some(ESRCH) {
+                    self.trace_switches = false;
+                    log::info!(
+                        "typhon-live: context switches are not traced ({e}): each lane's CPU comes from its samples alone"
+                    );
+                }
+                None
+            }
+        }
     }
 }

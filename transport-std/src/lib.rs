@@ -34,6 +34,7 @@ pub mod metadata;
 pub mod runtime;
 pub mod sampling;
 mod session;
+mod switches;
 pub mod tasks;
 mod tcp;
 pub mod texts;

@@ -17,8 +17,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use typhon_live_core::block::{block_scratch_len, encoding_buffer_len};
 use typhon_live_core::text::TEXT_RECORD_HEADER;
 use typhon_live_core::{
-    Compression, Emitted, EncodeError, Exporter, Lz4Table, Metadata, ReaderId, TextBatch,
-    MAX_TEXT_BYTES,
+    max_samples_frame_len, Compression, Emitted, EncodeError, Exporter, Lz4Table, Metadata,
+    ReaderId, TextBatch, MAX_TEXT_BYTES,
 };
 
 use crate::config::ProfilerConfig;
@@ -142,6 +142,12 @@ pub struct Stats {
     pub captures_written: u64,
     /// Its captures not written (a full disk, the disk too slow).
     pub captures_failed: u64,
+    /// Lanes' threads whose context switches the system would not let be
+    /// traced: their CPU comes from their samples alone.
+    pub switches_refused: u64,
+    /// Context switches lost before they were sent: the kernel's buffer
+    /// for a thread filled between two samples, or a frame's bound.
+    pub switches_lost: u64,
 }
 
 #[derive(Default)]
@@ -157,6 +163,8 @@ struct Control {
     worst_send_us: AtomicU64,
     worst_cycle_us: AtomicU64,
     cycles: AtomicU64,
+    switches_refused: AtomicU64,
+    switches_lost: AtomicU64,
     /// The process's early-wake count when this session started.
     wakes_at_start: u64,
     /// The flight recorder's.
@@ -251,6 +259,7 @@ impl Profiler {
             block_max_age: config.block_max_age.as_nanos() as u64,
             compression: config.compression,
             cpu_samples: config.cpu_samples,
+            cpu_switches: config.cpu_switches,
         };
         // Before the exporter thread runs: nothing drains while rings resize.
         let sized = runtime::LANES.set_ring_capacity(config.ring_events);
@@ -336,6 +345,8 @@ impl Profiler {
             triggers_fired: c.flight.fired.load(Ordering::Relaxed),
             captures_written: c.flight.written.load(Ordering::Relaxed),
             captures_failed: c.flight.failed.load(Ordering::Relaxed),
+            switches_refused: c.switches_refused.load(Ordering::Relaxed),
+            switches_lost: c.switches_lost.load(Ordering::Relaxed),
         }
     }
 
@@ -428,6 +439,8 @@ struct Pacing {
     compression: Compression,
     /// How often each lane's thread is sampled; `None`: not at all.
     cpu_samples: Option<Duration>,
+    /// Its switches traced too, where the system allows.
+    cpu_switches: bool,
 }
 
 /// Where frames go: the trace file, the live viewer and the flight
@@ -529,20 +542,28 @@ impl Sinks {
         // Their time is taken before they are read, as close to each as
         // one time for all can be.
         let time = clock.now();
-        let due = alongside
-            .cpu
-            .as_mut()
-            .and_then(|cpu| cpu.due(Instant::now()));
-        if let Some(samples) = due.filter(|s| !s.is_empty()) {
+        let Some(cpu) = alongside.cpu.as_mut() else {
+            return;
+        };
+        let Some(due) = cpu.due(Instant::now(), time) else {
+            return;
+        };
+        if !due.lanes.is_empty() || !due.switches.is_empty() {
+            let need = max_samples_frame_len(due.lanes.len(), due.switches.len());
+            if out.len() < need {
+                out.resize(need, 0);
+            }
             let readers = [self.file_reader, self.live_reader, self.flight_reader];
             for reader in readers.into_iter().flatten() {
-                match exporter.write_samples(reader, time, samples, &[], out) {
+                match exporter.write_samples(reader, time, due.lanes, due.switches, out) {
                     Ok(Some(frame)) => self.deliver(exporter, frame, &out[..frame.len], control),
                     Ok(None) => {}
                     Err(e) => log::error!("typhon-live: cannot encode a Samples frame: {e}"),
                 }
             }
         }
+        (control.switches_refused).store(cpu.switches_refused, Ordering::Relaxed);
+        (control.switches_lost).store(cpu.switches_lost, Ordering::Relaxed);
     }
 }
 
@@ -573,6 +594,7 @@ fn export(
         block_max_age,
         compression,
         cpu_samples,
+        cpu_switches,
     } = pacing;
     runtime::set_exporter(Some(std::thread::current()));
     let result = meta.with(|meta| {
@@ -599,7 +621,7 @@ fn export(
         let mut alongside = Alongside {
             taken: texts::Taken::default(),
             batch: vec![0u8; TEXT_BATCH_BYTES],
-            cpu: cpu_samples.map(CpuSamples::new),
+            cpu: cpu_samples.map(|every| CpuSamples::new(every, cpu_switches)),
         };
         let mut stop_deadline = None;
         loop {

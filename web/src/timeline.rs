@@ -22,7 +22,7 @@ use std::collections::HashMap;
 
 use egui::{Align2, Color32, FontId, Painter, Pos2, Rect, Stroke, StrokeKind};
 use typhon_live_core::OpenSpan;
-use typhon_live_model::cpu::{self, CpuCell};
+use typhon_live_model::cpu::{CpuCell, CpuIndex};
 use typhon_live_model::history::{InstantRecord, SpanRecord, TickRecord};
 use typhon_live_model::marks::{Mark, MarkKind};
 use typhon_live_model::Trigger;
@@ -142,14 +142,15 @@ pub fn lay_out(inputs: &TimelineInputs, window: Window, width: f32) -> Layout {
     // read, and per depth the last folded bar.
     let mut stacks: Vec<Vec<(u64, u64)>> = Vec::new();
     let mut folds: Vec<Vec<Option<usize>>> = Vec::new();
+    let in_window = inputs.chunks.iter().filter(|c| c.last >= window.start);
+    let cpu = CpuIndex::of(in_window.map(|c| &**c));
     for (id, name, open) in &inputs.lanes {
         row_of.insert(*id, layout.lanes.len());
         let mut lane = LaneRows {
             id: *id,
             name: name.clone(),
             depths: 1,
-            cpu: cpu::strip(
-                inputs.chunks.iter().map(|c| &**c),
+            cpu: cpu.strip(
                 *id,
                 (window.start, window.end),
                 (width / STRIP_CELL).ceil() as usize,

@@ -166,6 +166,7 @@ mod tests {
             waiting: Some(100_000),
             voluntary: Some(0),
             involuntary: Some(3),
+            exact: false,
         };
         let longest = SpanRecord {
             start: 0,

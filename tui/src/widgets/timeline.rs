@@ -27,7 +27,7 @@ use ratatui::widgets::Widget;
 use typhon_live_core::OpenSpan;
 use typhon_live_reader::Names;
 
-use typhon_live_model::cpu::{self, CpuCell};
+use typhon_live_model::cpu::{CpuCell, CpuIndex};
 use typhon_live_model::history::{Chunk, SpanRecord};
 use typhon_live_model::{task_tracks, OpenTask, TaskBar, TimelineInputs, Trigger};
 
@@ -232,6 +232,8 @@ impl Widget for &Timeline<'_> {
         let mut y = area.y + 1;
         y += self.render_tasks(area, plot, y, buf);
         let lanes_left = |y: u16| area.bottom().saturating_sub(y) as usize;
+        let in_window = self.chunks.iter().filter(|c| c.last >= self.start);
+        let cpu = CpuIndex::of(in_window.map(|c| &**c));
         for (i, lane) in self.lanes.iter().enumerate() {
             if y >= area.bottom() {
                 break;
@@ -241,12 +243,7 @@ impl Widget for &Timeline<'_> {
             // Rows for this lane: its depth, but leave one for each lane
             // after it.
             let rest = self.lanes.len() - i - 1;
-            let strip = cpu::strip(
-                self.chunks.iter().map(|c| &**c),
-                lane.id,
-                (self.start, self.end),
-                usize::from(plot.width),
-            );
+            let strip = cpu.strip(lane.id, (self.start, self.end), usize::from(plot.width));
             // The strip takes a row only where the lane has one to spare.
             let strip = strip.filter(|_| lanes_left(y) > rest + 1);
             let rows = (deepest + 1).min(MAX_DEPTH_ROWS).min(
