@@ -981,30 +981,117 @@ fn main() {
     print_table(quick, rows);
 }
 
-/// Each lane's CPU samples (issue 39): the exporter thread's CPU with
-/// 64 lanes sampled every 10 ms, against sampling off; medians of
-/// alternated runs.
+/// Each lane's CPU (issue 39): the exporter thread's CPU with 64 lanes
+/// sampled every 10 ms against sampling off, what tracing their switches
+/// adds, the same for the demo, and a span's cost with both on and off;
+/// medians of alternated runs.
 fn cpu_rows(quick: bool) -> Vec<Row> {
     let (runs, seconds) = if quick { (3, 1) } else { (5, 3) };
-    let measured = cpu::alternated(Duration::from_secs(seconds), runs);
-    let (typhon, met) = match measured {
-        Some((off, on)) => (
-            format!(
-                "+{:.1} ms/s ({on:.1} on, {off:.1} off; median of {runs} alternated {seconds} s runs)",
-                on - off
-            ),
-            Some(on - off <= 20.0),
-        ),
-        None => ("- (no /proc: Linux only)".into(), None),
-    };
-    vec![Row {
-        what: "each lane's CPU sampled, 64 lanes every 10 ms, exporter CPU",
+    let row = |what: &'static str, typhon: String, target: &str, met: Option<bool>| Row {
+        what,
         typhon,
         tracy: "-".into(),
         puffin: "-".into(),
-        target: "<= +20 ms/s (2 % of a core)".into(),
+        target: target.into(),
         met,
-    }]
+    };
+    let no_proc = || "- (no /proc: Linux only)".to_string();
+    let kb = |bytes: f64| bytes / 1e3;
+    let mut rows = Vec::new();
+    let duration = Duration::from_secs(seconds);
+    let lanes = cpu::alternated(runs, |s| cpu::run(s, duration, false));
+    let traced = cpu::alternated(runs, |s| cpu::run(s, duration, true));
+    match lanes.zip(traced) {
+        Some(([off, samples, switches], [t_off, t_samples, t_switches])) => {
+            let added = samples.exporter_ms - off.exporter_ms;
+            rows.push(row(
+                "each lane's CPU sampled, 64 lanes every 10 ms, exporter CPU",
+                format!(
+                    "{added:+.1} ms/s ({:.1} on, {:.1} off); median of {runs} alternated {seconds} s runs",
+                    samples.exporter_ms, off.exporter_ms,
+                ),
+                "<= +20 ms/s (2 % of a core)",
+                Some(added <= 20.0),
+            ));
+            rows.push(row(
+                "the same, written to a trace file: exporter CPU, bytes",
+                format!(
+                    "{:+.1} ms/s, {:+.1} KB/s (the file's writes: 100 frames/s, flushed each)",
+                    t_samples.exporter_ms - t_off.exporter_ms,
+                    kb(t_samples.bytes - t_off.bytes)
+                ),
+                "measured",
+                None,
+            ));
+            let per_switch = (t_switches.bytes - t_samples.bytes) / t_switches.switches.max(1.0);
+            rows.push(row(
+                "and their switches traced (64 threads sleeping every 20 ms), exporter CPU",
+                format!(
+                    "{:+.1} ms/s over the samples ({:+.1} with the file), {:.0} switches/s, {:+.1} KB/s ({per_switch:.1} B a switch)",
+                    switches.exporter_ms - samples.exporter_ms,
+                    t_switches.exporter_ms - t_samples.exporter_ms,
+                    t_switches.switches,
+                    kb(t_switches.bytes - t_samples.bytes)
+                ),
+                "measured",
+                None,
+            ));
+        }
+        None => rows.push(row(
+            "each lane's CPU sampled, 64 lanes every 10 ms, exporter CPU",
+            no_proc(),
+            "<= +20 ms/s (2 % of a core)",
+            None,
+        )),
+    }
+    let demo_seconds = if quick { 4 } else { 8 };
+    let demo = cpu::alternated(if quick { 1 } else { 3 }, |s| {
+        cpu::demo(s, Duration::from_secs(demo_seconds))
+    });
+    rows.push(row(
+        "the demo (4 workers): samples, then switches too",
+        match demo {
+            Some([off, samples, switches]) => format!(
+                "samples {:+.1} ms/s, {:+.1} KB/s; switches {:+.1} ms/s, {:.0} switches/s, {:+.1} KB/s",
+                samples.exporter_ms - off.exporter_ms,
+                kb(samples.bytes - off.bytes),
+                switches.exporter_ms - samples.exporter_ms,
+                switches.switches,
+                kb(switches.bytes - samples.bytes)
+            ),
+            None => "- (Linux only, and `cargo build --release -p typhon-live-cli` first)".into(),
+        },
+        "measured",
+        None,
+    ));
+    // What the recording thread pays: a span, with each lane's CPU
+    // sampled and its switches traced, and without.
+    let samples = if quick { 101 } else { 1001 };
+    let (mut on, mut off) = (Vec::new(), Vec::new());
+    for _ in 0..runs {
+        for (sampled, into) in [(false, &mut off), (true, &mut on)] {
+            let config = ProfilerConfig {
+                cpu_samples: sampled.then(|| Duration::from_millis(10)),
+                cpu_switches: sampled,
+                ..ProfilerConfig::default()
+            };
+            let profiler = Profiler::start(&config, &Metadata::default()).expect("profiler");
+            into.push(per_iteration(samples, typhon_span, pause));
+            profiler.stop().expect("stop");
+        }
+    }
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let (on, off) = (median(&mut on), median(&mut off));
+    rows.push(row(
+        "span begin+end, 1 thread, CPU samples and switches on",
+        format!("{on:.1} ns (off: {off:.1} ns)"),
+        "unchanged (<= off + 10 %)",
+        Some(on <= off * 1.1),
+    ));
+    rows
 }
 
 /// The flight recorder's rows (docs/RECORDER.md): its cost on the

@@ -76,15 +76,13 @@ impl CpuShare {
         }
     }
 
-    /// Why the thread was off a CPU, from its switches: "voluntary" when
-    /// most were (it slept or blocked), "preempted" when most were not.
+    /// Why the thread was off a CPU: "voluntary" when it switched out of
+    /// its own accord (it slept, blocked on a lock or I/O). A preempted
+    /// thread is not off a CPU but waiting for one, and counted there.
     pub fn off_cause(&self) -> Option<&'static str> {
-        let (voluntary, involuntary) = (self.voluntary?, self.involuntary?);
-        match (voluntary, involuntary) {
-            (0, 0) => None,
-            (v, i) if v >= i => Some("voluntary"),
-            _ => Some("preempted"),
-        }
+        self.voluntary
+            .filter(|&v| v > 0 && self.off_cpu() * 200 >= self.covered.max(1))
+            .map(|_| "voluntary")
     }
 
     /// "0.02 s on CPU, 1.18 s off-CPU (voluntary)", in the unit that
@@ -474,7 +472,7 @@ mod tests {
         assert_eq!(
             share.sentence("Sim.AI", 30 * MS),
             "Sim.AI: 30.0 ms, of which 4.0 ms on CPU, 6.0 ms waiting for a core, \
-             0.0 ms off-CPU (voluntary); samples cover 10.0 ms"
+             0.0 ms off-CPU; samples cover 10.0 ms"
         );
         assert_eq!(index.share(2, 0, 60 * MS), None);
         assert_eq!(index.share(1, 40 * MS, 60 * MS), None);

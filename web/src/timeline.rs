@@ -361,7 +361,7 @@ impl Geometry {
 /// Height of a lane's name above its rows.
 const LANE_LABEL: f32 = 14.0;
 /// A CPU strip's height under a lane's rows, and its cells' width.
-pub const STRIP: f32 = 4.0;
+pub const STRIP: f32 = 6.0;
 /// See `STRIP`.
 pub const STRIP_CELL: f32 = 2.0;
 

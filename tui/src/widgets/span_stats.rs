@@ -197,9 +197,7 @@ mod tests {
         let text = crate::testing::buffer_text(&buf);
         assert!(text.contains("Physics over the history"), "{text}");
         assert!(
-            text.contains(
-                "CPU, from samples: 90 % on CPU, 10 % waiting for a core, 0 % off-CPU (preempted)"
-            ),
+            text.contains("CPU, from samples: 90 % on CPU, 10 % waiting for a core, 0 % off-CPU"),
             "{text}"
         );
         assert!(
