@@ -81,7 +81,7 @@ impl CpuShare {
     /// thread is not off a CPU but waiting for one, and counted there.
     pub fn off_cause(&self) -> Option<&'static str> {
         self.voluntary
-            .filter(|&v| v > 0 && self.off_cpu() * 200 >= self.covered.max(1))
+            .filter(|&v| v > 0 && self.off_cpu().saturating_mul(200) >= self.covered.max(1))
             .map(|_| "voluntary")
     }
 
@@ -109,7 +109,8 @@ impl CpuShare {
     /// as `show` says it.
     fn parts(&self, show: impl Fn(u64) -> String) -> String {
         let mut parts = vec![format!("{} on CPU", show(self.on_cpu))];
-        if let Some(waiting) = self.waiting.filter(|&w| w * 200 >= self.covered.max(1)) {
+        let shown = |w: &u64| w.saturating_mul(200) >= self.covered.max(1);
+        if let Some(waiting) = self.waiting.filter(shown) {
             parts.push(format!("{} waiting for a core", show(waiting)));
         }
         let cause = self
@@ -271,7 +272,7 @@ fn exact(switches: &[SwitchRecord], from: u64, to: u64) -> CpuShare {
     }
     close(out, since, to);
     CpuShare {
-        covered: to - from,
+        covered: to.saturating_sub(from),
         on_cpu,
         waiting: Some(waiting),
         voluntary: Some(voluntary),
@@ -290,8 +291,8 @@ pub struct NameCpu {
 }
 
 impl NameCpu {
-    /// What a view says of it, as two lines: "CPU, from
-    /// samples: 2 % on CPU, 98 % off-CPU (voluntary)", and "longest:
+    /// What a view says of it, as two lines: "CPU, from switches: 2 % on
+    /// CPU, 98 % off-CPU (voluntary)" (or "from samples"), and "longest:
     /// NAME: 1.20 s, of which …".
     pub fn lines(&self, name: &str) -> [String; 2] {
         let (span, longest) = &self.longest;
@@ -337,7 +338,7 @@ impl Sums {
         add(&mut self.waiting, interval.spent.waiting_ns);
         add(&mut self.voluntary, interval.spent.voluntary);
         add(&mut self.involuntary, interval.spent.involuntary);
-        self.covered += overlap;
+        self.covered = self.covered.saturating_add(overlap);
         // Not clamped to the overlap here: a sample's time is taken a
         // little before its counters are read, so one interval may show
         // more than its length and the next less; summed, that evens out.

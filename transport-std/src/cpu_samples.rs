@@ -121,21 +121,22 @@ impl CpuSamples {
                 Ok(counters) => {
                     if let (Some(switches), Some(offset)) = (switches.as_mut(), offset) {
                         let out = &mut self.switches;
-                        let mut lost = 0;
-                        lost += switches.drain(|at, what| {
+                        let mut over_bound = 0;
+                        let kernel_lost = switches.drain(|at, what| {
                             if out.len() >= MAX_SWITCHES_PER_FRAME {
-                                lost += 1;
+                                over_bound += 1;
                                 return;
                             }
+                            // On the session's clock; one read after the
+                            // frame's time is placed at it.
                             let at = (i128::from(at) - offset).clamp(0, i128::from(time));
-                            let at = u64::try_from(at).unwrap_or(time);
                             out.push(SwitchRecord {
                                 lane: info.id,
-                                time: at,
+                                time: u64::try_from(at).unwrap_or(time),
                                 what,
                             });
                         });
-                        self.switches_lost += lost;
+                        self.switches_lost += kernel_lost + over_bound;
                     }
                     let quiet = self.sent[id].is_some_and(|(last, at)| {
                         last == counters && now.duration_since(at) < QUIET_EVERY
@@ -176,6 +177,11 @@ impl CpuSamples {
         }
         match ThreadSwitches::open(thread) {
             Ok(switches) => Some(switches),
+            // Not done on this system (Linux only): nothing refused.
+            Err(e) if e.kind() == std::io::ErrorKind::Unsupported && !cfg!(target_os = "linux") => {
+                self.trace_switches = false;
+                None
+            }
             Err(e) => {
                 self.switches_refused += 1;
                 // ESRCH: the thread has just ended. Anything else (no

@@ -495,6 +495,26 @@ mod tests {
         }
     }
 
+    /// `chunk`'s timeline of host time 0..1 000, now at its end, for
+    /// `lanes`: five rows, `columns` of plot.
+    fn render(chunk: Chunk, names: &Names, lanes: &[TimelineLane<'_>], columns: u16) -> Buffer {
+        let chunks = [Arc::new(chunk)];
+        let timeline = Timeline {
+            chunks: &chunks,
+            lanes,
+            names,
+            start: 0,
+            end: 1_000,
+            now: 1_000,
+            open_tasks: &[],
+            triggers: &[],
+        };
+        let area = Rect::new(0, 0, LABEL + columns, 5);
+        let mut buf = Buffer::empty(area);
+        (&timeline).render(area, &mut buf);
+        buf
+    }
+
     /// The symbols of each row of `buf`.
     fn rows(buf: &Buffer) -> Vec<String> {
         crate::testing::buffer_text(buf)
@@ -538,20 +558,7 @@ mod tests {
                 open: &[],
             },
         ];
-        let chunks = [Arc::new(chunk)];
-        let timeline = Timeline {
-            chunks: &chunks,
-            lanes: &lanes,
-            names: &names,
-            start: 0,
-            end: 1_000,
-            now: 1_000,
-            open_tasks: &[],
-            triggers: &[],
-        };
-        let area = Rect::new(0, 0, LABEL + 20, 5);
-        let mut buf = Buffer::empty(area);
-        (&timeline).render(area, &mut buf);
+        let buf = render(chunk, &names, &lanes, 20);
         let rows = rows(&buf);
         assert!(rows[1].starts_with("Sim "));
         // The strip under it: 15 columns sampled, 5 not.
@@ -616,21 +623,8 @@ mod tests {
                 open: &open,
             },
         ];
-        let chunks = [Arc::new(chunk)];
-        let timeline = Timeline {
-            chunks: &chunks,
-            lanes: &lanes,
-            names: &names,
-            start: 0,
-            end: 1_000,
-            now: 1_000,
-            open_tasks: &[],
-            triggers: &[],
-        };
         // 50 columns of plot: 20 host ticks a column.
-        let area = Rect::new(0, 0, LABEL + 50, 5);
-        let mut buf = Buffer::empty(area);
-        (&timeline).render(area, &mut buf);
+        let buf = render(chunk, &names, &lanes, 50);
         let rows = rows(&buf);
         let plot = |row: usize| rows[row][LABEL as usize..].to_owned();
         assert_eq!(plot(0).trim_end(), "┃7");
