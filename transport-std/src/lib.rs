@@ -39,6 +39,8 @@ pub mod tasks;
 mod tcp;
 pub mod texts;
 mod thread_times;
+pub mod tracking;
 
 pub use session::{Profiler, StartError, Stats, SHUTDOWN_WAIT};
 pub use tcp::{MAX_QUEUED_BYTES, SEND_BUFFER_BYTES};
+pub use tracking::Tracking;

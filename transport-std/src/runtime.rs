@@ -129,7 +129,18 @@ pub fn intern(name: &str) -> Option<NameId> {
 /// This thread's lane: claimed on first use (`None` if every slot was
 /// taken then), released when the thread ends. A `OnceCell` rather than a
 /// `RefCell`: the hot path is one initialised-check, no borrow counting.
-type ThreadLane = OnceCell<Option<LaneHandle<'static, RING_EVENTS>>>;
+type ThreadLane = OnceCell<Option<Claimed>>;
+
+/// A thread's lane, held until the thread ends. Dropped, it first stops
+/// the thread's allocations counting there ([`crate::tracking`]), then
+/// gives the slot back.
+struct Claimed(LaneHandle<'static, RING_EVENTS>);
+
+impl Drop for Claimed {
+    fn drop(&mut self) {
+        crate::tracking::released();
+    }
+}
 
 thread_local! {
     // Dropped when the thread ends, which releases the lane.
@@ -150,29 +161,34 @@ pub fn register_thread(name: &str, kind: LaneKind) -> bool {
     })
 }
 
-fn claim(name: &str, kind: LaneKind) -> Option<LaneHandle<'static, RING_EVENTS>> {
+fn claim(name: &str, kind: LaneKind) -> Option<Claimed> {
     let name = intern(name)?;
     let handle = LANES.claim(name, kind);
     if let Some(lane) = &handle {
         crate::texts::claimed(lane.id());
         crate::thread_times::claimed(lane.id());
+        crate::tracking::claimed(lane.id());
     }
     if handle.is_none() {
         log::warn!("typhon-live: all {MAX_LANES} lanes are taken; this thread records nothing");
     }
-    handle
+    handle.map(Claimed)
 }
 
 #[inline]
 pub(crate) fn with_lane<R>(f: impl FnOnce(&LaneHandle<'static, RING_EVENTS>) -> R) -> Option<R> {
-    LANE.try_with(|lane| lane.get_or_init(claim_for_this_thread).as_ref().map(f))
-        .ok()
-        .flatten()
+    LANE.try_with(|lane| {
+        lane.get_or_init(claim_for_this_thread)
+            .as_ref()
+            .map(|c| f(&c.0))
+    })
+    .ok()
+    .flatten()
 }
 
 /// A thread's first record: claims its lane, named after the thread.
 #[cold]
-fn claim_for_this_thread() -> Option<LaneHandle<'static, RING_EVENTS>> {
+fn claim_for_this_thread() -> Option<Claimed> {
     let thread = std::thread::current();
     match thread.name() {
         Some("main") => claim("main", LaneKind::Main),

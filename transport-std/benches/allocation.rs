@@ -1,0 +1,44 @@
+//! What counting allocations adds to an allocator (issue 40): a 64-byte
+//! allocation and its free through `System`, and through
+//! `Tracking<System>`, on a thread with a lane (its counters: a relaxed
+//! load and store each) and on one without (a shard's atomic add), side
+//! by side in one run.
+//!
+//! `cargo bench -p typhon-live-std --bench allocation`
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::hint::black_box;
+
+use criterion::{criterion_group, criterion_main, Criterion};
+use typhon_live_core::LaneKind;
+use typhon_live_std::{runtime, Tracking};
+
+/// An allocation and its free through `allocator`.
+fn round_trip(allocator: &impl GlobalAlloc, layout: Layout) {
+    // SAFETY: a layout of non-zero size; the block, if any, is freed with
+    // it at once.
+    unsafe {
+        let block = allocator.alloc(black_box(layout));
+        if !block.is_null() {
+            allocator.dealloc(black_box(block), layout);
+        }
+    }
+}
+
+fn allocation(c: &mut Criterion) {
+    let layout = Layout::from_size_align(64, 8).expect("a layout");
+    let tracking = Tracking::new(System);
+    let mut group = c.benchmark_group("alloc+dealloc 64 B");
+    group.bench_function("System", |b| b.iter(|| round_trip(&System, layout)));
+    group.bench_function("Tracking<System>, no lane", |b| {
+        b.iter(|| round_trip(&tracking, layout))
+    });
+    runtime::register_thread("bench", LaneKind::Main);
+    group.bench_function("Tracking<System>, a lane", |b| {
+        b.iter(|| round_trip(&tracking, layout))
+    });
+    group.finish();
+}
+
+criterion_group!(benches, allocation);
+criterion_main!(benches);
