@@ -320,16 +320,29 @@ mod tests {
     fn a_spinning_then_sleeping_thread_reads_as_such_and_an_ended_one_errs() {
         let (tx, rx) = std::sync::mpsc::channel();
         let (go, wait) = std::sync::mpsc::channel::<()>();
+        let (finished, done) = std::sync::mpsc::channel::<()>();
         let worker = std::thread::spawn(move || {
             tx.send(current_thread_id().unwrap()).unwrap();
             wait.recv().unwrap();
+            // Spins until it has run 150 ms on a CPU by its own count (a
+            // loaded machine gives it less than the wall time), 10 s at
+            // most.
+            let own = current_thread_id().unwrap();
+            let mut times = ThreadTimes::open(own).unwrap();
+            let ran = |times: &mut ThreadTimes| times.read(Instant::now()).unwrap().on_cpu_ns;
+            let from = ran(&mut times).unwrap();
             let spin = Instant::now();
-            while spin.elapsed() < Duration::from_millis(150) {
-                std::hint::spin_loop();
+            while ran(&mut times).unwrap() - from < 150_000_000
+                && spin.elapsed() < Duration::from_secs(10)
+            {
+                for _ in 0..10_000 {
+                    std::hint::spin_loop();
+                }
             }
             for _ in 0..10 {
                 std::thread::sleep(Duration::from_millis(10));
             }
+            finished.send(()).unwrap();
             wait.recv().unwrap();
         });
         let thread = rx.recv().unwrap();
@@ -337,7 +350,8 @@ mod tests {
         let mut times = ThreadTimes::open(thread).unwrap();
         let before = times.read(Instant::now()).unwrap();
         go.send(()).unwrap();
-        std::thread::sleep(Duration::from_millis(400));
+        // Past the spin and the sleeps: the worker says when.
+        done.recv().unwrap();
         // Read past LATER: the switch counts are read again.
         let after = times.read(Instant::now()).unwrap();
         let grew = |a: Option<u64>, b: Option<u64>| b.unwrap() - a.unwrap();
