@@ -14,6 +14,12 @@ use clap::{Parser, Subcommand};
 use crate::cmd::{attach, capture, convert, demo, inspect, record, relay, remote, view, web};
 use crate::error::CliError;
 
+/// The command's memory counted by lane and its allocation sites sampled
+/// (transport-std's `tracking`): the demo shows its own, and its leak.
+#[global_allocator]
+static ALLOCATOR: typhon_live_std::Tracking<std::alloc::System> =
+    typhon_live_std::Tracking::new(std::alloc::System);
+
 #[derive(Parser)]
 #[command(
     name = "typhon-live",

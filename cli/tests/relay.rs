@@ -165,7 +165,10 @@ fn prometheus_scrapes_two_sources_through_the_relay() {
         // The CPU its threads used, from their samples (Linux only yet).
         let cpu = query(port, "typhon_source_cpu");
         let cpu_known = !cfg!(target_os = "linux") || sources_above_zero(&cpu) == both;
+        // What each demo process holds, as its tracking allocator counts.
+        let live = query(port, "typhon_source_memory_live_bytes");
         if sources_above_zero(&spans) == both
+            && sources_above_zero(&live) == both
             && sources_above_zero(&ticks) == both
             && sources_above_zero(&memory) == both
             && sources_above_zero(&up) == both
@@ -174,6 +177,11 @@ fn prometheus_scrapes_two_sources_through_the_relay() {
             for (labels, cores) in &cpu {
                 // The demo's threads run part of each tick on two cores.
                 assert!(*cores > 0.0 && *cores <= 2.5, "{labels} {cores} cores");
+            }
+            for (labels, bytes) in &live {
+                // Its history, its rings, its names: megabytes, not more
+                // than a gigabyte.
+                assert!(*bytes > 1e5 && *bytes < 1e9, "{labels} {bytes} bytes live");
             }
             break Some((spans, ticks, memory));
         }

@@ -24,6 +24,15 @@ fn one_browser() -> std::sync::MutexGuard<'static, ()> {
 }
 const WAIT: Duration = Duration::from_secs(40);
 
+/// The strings of a JSON list.
+fn names_in(list: &Value) -> Vec<String> {
+    list.as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|item| item.as_str().map(str::to_owned))
+        .collect()
+}
+
 fn names(list: &Value, key: &str) -> Vec<String> {
     list.as_array()
         .into_iter()
@@ -43,7 +52,17 @@ fn the_demo_is_watched_live_in_chromium() {
         Ok(browser) => browser,
         Err(why) => return skipped(&why),
     };
-    let (_demo, url) = serve_web(&["demo", "--web", "--live", "0", "--duration", "120"]);
+    // It leaks 2 MiB a second from one function, on purpose.
+    let (_demo, url) = serve_web(&[
+        "demo",
+        "--web",
+        "--live",
+        "0",
+        "--duration",
+        "120",
+        "--leak",
+        "2097152",
+    ]);
     browser.open(&url).unwrap();
 
     // The page loads, connects, and its model holds the demo's lanes and
@@ -66,13 +85,46 @@ fn the_demo_is_watched_live_in_chromium() {
         assert!(spans.contains(&name.to_owned()), "{name} not in {spans:?}");
     }
 
+    // The memory panel finds the leak: its site first among the growing
+    // ones, named by the function that leaks, its bytes climbing; the
+    // memory strip drawn above the gauges.
+    let leaking = |s: &Value| {
+        let listed = &s["page"]["sites_listed"][0];
+        listed[0]
+            .as_str()
+            .is_some_and(|l| l.ends_with("demo::cache_replay_frame"))
+            .then(|| listed[1].as_u64().unwrap_or(0))
+    };
+    let found = browser
+        .wait_for(HOOK, WAIT, |s| leaking(s).is_some())
+        .unwrap_or_else(|e| panic!("the leak's site was not listed first: {e}"));
+    let memory = &found["page"]["summary"]["memory"];
+    assert!(memory["live"].as_u64() > Some(1 << 20), "{memory}");
+    assert!(
+        found["page"]["memory_strip"].as_u64() > Some(0),
+        "{}",
+        found["page"]
+    );
+    let grown = browser
+        .wait_for(HOOK, Duration::from_secs(10), |s| {
+            leaking(s) > leaking(&found).map(|b| b + (1 << 20))
+        })
+        .unwrap_or_else(|e| panic!("the leak's bytes did not climb: {e}"));
+    let memory_png = browser.screenshot().unwrap();
+    let stack = &grown["page"]["summary"]["memory"]["sites_by_growth"][0]["stack"];
+    assert!(
+        names_in(stack).iter().any(|f| f.contains("simulate")),
+        "{stack}"
+    );
+
     // Live, the wheel zooms out at the right edge, which stays now: 2 s
     // across, wide enough for the stall beside the ticks around it.
     let window = |s: &Value| {
         let w = &s["page"]["window"];
         w["end"].as_u64().unwrap_or(0) - w["start"].as_u64().unwrap_or(0)
     };
-    let (x, y) = middle(&state["page"]["timeline"]);
+    // Where the timeline is now: the memory panel took room below it.
+    let (x, y) = middle(&grown["page"]["timeline"]);
     browser.wheel(x, y, 1500.0).unwrap();
     browser
         .wait_for(HOOK, Duration::from_secs(10), |s| window(s) > 1_500_000_000)
@@ -234,7 +286,11 @@ fn the_demo_is_watched_live_in_chromium() {
 
     // The picture is a picture: many colours, and kept for a person to
     // look at.
-    for (png, name) in [(stall_png, "stall"), (selected_png, "selected")] {
+    for (png, name) in [
+        (stall_png, "stall"),
+        (selected_png, "selected"),
+        (memory_png, "memory"),
+    ] {
         let path = std::env::temp_dir().join(format!("typhon-live-web-{name}.png"));
         std::fs::write(&path, &png).unwrap();
         let seen = colours(&png, 64).unwrap();

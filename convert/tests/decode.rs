@@ -678,6 +678,46 @@ fn fields_are_their_slices_arguments() {
 }
 
 #[test]
+fn allocation_sites_read_back_as_heap_profile_dumps_and_memory_as_a_counter() {
+    // Sites told every second for 10 s: a dump a second, the last at the
+    // end; the leaking site's bytes climb, the other's stay.
+    let (bytes, stats) = convert(&[&typhon_live_tests::memory_stream()]);
+    let read = read(&bytes);
+    assert_eq!(stats.heap_dumps as usize, read.heap_dumps.len());
+    let times: Vec<u64> = read
+        .heap_dumps
+        .iter()
+        .map(|d| d.time / 1_000_000_000)
+        .collect();
+    assert_eq!(times, (0..=10).collect::<Vec<_>>());
+    let last = read.heap_dumps.last().unwrap();
+    assert_eq!(last.sampling_interval, 512 << 10);
+    let leak: Vec<String> = [
+        "alloc::raw_vec::RawVec<T>::grow_one (raw_vec.rs:1)",
+        "demo::cache_replay_frame (demo.rs:120)",
+        "demo::simulate (demo.rs:400)",
+    ]
+    .map(String::from)
+    .to_vec();
+    let level: Vec<String> = [
+        "demo::load_level (demo.rs:50)",
+        "demo::simulate (demo.rs:400)",
+    ]
+    .map(String::from)
+    .to_vec();
+    assert_eq!(
+        last.samples,
+        [(leak, 10_000_000, 0), (level, 50_000_000, 0)]
+    );
+    let memory: Vec<(u64, &str)> = (read.counters.iter())
+        .filter(|c| c.track == "memory live")
+        .map(|c| (c.time / 1_000_000_000, c.value.as_str()))
+        .collect();
+    assert_eq!(memory.len(), 11);
+    assert_eq!(memory[10], (10, "160000000"));
+}
+
+#[test]
 fn each_lanes_cpu_reads_back_as_counter_tracks_and_its_switches_as_slices() {
     // Two samples 400 µs apart: lane 0 ("main") ran 300 µs of them and
     // waited 37.5, lane 1 ("worker") ran 40 and waited 5; lane 1 left

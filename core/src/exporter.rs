@@ -60,7 +60,7 @@ use crate::frame::FrameKind;
 use crate::init::{write_init, Metadata};
 use crate::lane::Lanes;
 use crate::names::NameSource;
-use crate::samples::{write_samples, LaneSample, SwitchRecord};
+use crate::samples::{write_samples, SamplesBatch};
 use crate::shutdown::Shutdown;
 use crate::text::{write_texts, TextBatch};
 
@@ -507,20 +507,18 @@ impl<'a, const L: usize, const R: usize> Exporter<'a, L, R> {
         Ok(Some(emitted))
     }
 
-    /// Writes a Samples frame for `reader`: `lanes`' counters read at
-    /// `time` (host ticks) and the `switches` before it (FORMAT.md,
+    /// Writes a Samples frame of `batch` for `reader` (FORMAT.md,
     /// "Samples"); `None` (nothing written) when the reader is not
     /// attached, has not had its Init, or has had its Shutdown. Call it
     /// once [`Exporter::poll`] has answered `None` since the lanes were
-    /// claimed, as for [`Exporter::write_texts`]. A Samples frame reported
+    /// claimed and its sites' frame names interned, as for
+    /// [`Exporter::write_texts`]. A Samples frame reported
     /// dropped is not written again: its counters are in the next. On
     /// `Err` nothing was consumed.
     pub fn write_samples(
         &mut self,
         reader: ReaderId,
-        time: u64,
-        lanes: &[LaneSample],
-        switches: &[SwitchRecord],
+        batch: &SamplesBatch<'_>,
         out: &mut [u8],
     ) -> Result<Option<Emitted>, EncodeError> {
         let index = reader.index();
@@ -530,7 +528,7 @@ impl<'a, const L: usize, const R: usize> Exporter<'a, L, R> {
         if !r.attached || r.need_init || r.shutdown_sent {
             return Ok(None);
         }
-        let len = write_samples(out, r.seq, time, lanes, switches)?;
+        let len = write_samples(out, r.seq, batch)?;
         Ok(Some(self.emitted(index, FrameKind::Samples, len, 0)))
     }
 

@@ -127,7 +127,10 @@ pub use lane::{LaneHandle, LaneInfo, Lanes, SpanToken, DEFAULT_RING_EVENTS, MAX_
 pub use names::{NameError, NameSource, NameTable};
 pub use restart::RestartCheck;
 pub use ring::EventRing;
-pub use samples::{max_samples_frame_len, Counters, LaneSample, SamplesView, Switch, SwitchRecord};
+pub use samples::{
+    max_samples_frame_len, Counters, LaneSample, Memory, SamplesBatch, SamplesView, SiteSample,
+    SiteTotals, SiteView, StackFrames, Switch, SwitchRecord,
+};
 pub use section::{Entries, LaneTable, Names};
 pub use sequence::SequenceCheck;
 pub use shutdown::Shutdown;

@@ -19,11 +19,23 @@
 //! tag 2, switches:
 //!           v count, then per switch: v lane id, u8 what (Switch), v
 //!           ticks before the frame's time
+//! tag 3, the process's memory:
+//!           v bytes allocated, v bytes freed (cumulative, every thread),
+//!           v sampling interval (mean bytes; 0 = sites not sampled), v
+//!           allocations sampled, v samples not taken
+//! tag 4, allocation sites:
+//!           v count, then per site: v site id, u8 frame count, then v
+//!           name id each (innermost first), v bytes allocated, v bytes
+//!           freed (estimates), v allocations sampled, v frees seen
 //! ```
+//!
+//! Memory, like the counters, is cumulative: a site's totals are sent
+//! again while they change and every so often when they do not, so a
+//! lost frame delays a total, and never leaves a phantom leak.
 
 use crate::cursor::{Reader, Writer};
 use crate::error::{DecodeError, EncodeError};
-use crate::event::LaneId;
+use crate::event::{LaneId, NameId};
 use crate::frame::{write_frame, FrameKind};
 use crate::section::{write_section, Sections};
 
@@ -31,6 +43,8 @@ use crate::section::{write_section, Sections};
 mod tag {
     pub const LANES: u8 = 1;
     pub const SWITCHES: u8 = 2;
+    pub const MEMORY: u8 = 3;
+    pub const SITES: u8 = 4;
 }
 
 /// Counters of one lane at most: a bound on what a peer can make a
@@ -40,6 +54,10 @@ pub const MAX_COUNTERS: usize = 16;
 pub const MAX_SAMPLED_LANES: usize = 4096;
 /// Switches in one Samples frame at most.
 pub const MAX_SWITCHES_PER_FRAME: usize = 65_536;
+/// Allocation sites in one Samples frame at most.
+pub const MAX_SITES_PER_FRAME: usize = 4096;
+/// Frames of one site's stack at most.
+pub const MAX_STACK_FRAMES: usize = 64;
 
 /// Flag bit of a lane's counters: its thread's switches are traced one
 /// by one, so a frame without any for it says it did not switch.
@@ -58,6 +76,11 @@ pub struct Counters {
     pub voluntary: Option<u64>,
     /// Switches away because it was preempted: counter 4.
     pub involuntary: Option<u64>,
+    /// Bytes the thread allocated (counter 5).
+    pub allocated_bytes: Option<u64>,
+    /// Bytes the thread freed, whichever thread allocated them (counter
+    /// 6).
+    pub freed_bytes: Option<u64>,
 }
 
 impl Counters {
@@ -68,6 +91,8 @@ impl Counters {
             (2, self.waiting_ns),
             (3, self.voluntary),
             (4, self.involuntary),
+            (5, self.allocated_bytes),
+            (6, self.freed_bytes),
         ]
         .into_iter()
         .filter_map(|(id, value)| Some((id, value?)))
@@ -80,6 +105,8 @@ impl Counters {
             2 => self.waiting_ns = Some(value),
             3 => self.voluntary = Some(value),
             4 => self.involuntary = Some(value),
+            5 => self.allocated_bytes = Some(value),
+            6 => self.freed_bytes = Some(value),
             _ => {}
         }
     }
@@ -158,12 +185,151 @@ pub struct SwitchRecord {
     pub what: Switch,
 }
 
+/// The process's memory, through the tracking allocator: cumulative since
+/// it began, every thread's.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Memory {
+    /// Bytes allocated.
+    pub allocated: u64,
+    /// Bytes freed.
+    pub freed: u64,
+    /// Allocations are sampled once per this many bytes on average; 0
+    /// when sites are not sampled.
+    pub sampling_mean: u64,
+    /// Allocations sampled.
+    pub sampled: u64,
+    /// Samples not taken: the writer's tables were full, or a stack
+    /// could not be read. The sites' estimates miss them.
+    pub missed: u64,
+}
+
+impl Memory {
+    /// Bytes allocated and not freed.
+    pub fn live(&self) -> u64 {
+        self.allocated.saturating_sub(self.freed)
+    }
+}
+
+/// An allocation site's totals, cumulative, estimated from the sampled
+/// allocations (each stands for the bytes allocated around it).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct SiteTotals {
+    /// Bytes allocated, estimated.
+    pub allocated: u64,
+    /// Bytes freed of those, estimated.
+    pub freed: u64,
+    /// Allocations sampled.
+    pub allocations: u64,
+    /// Frees of sampled allocations seen.
+    pub frees: u64,
+}
+
+impl SiteTotals {
+    /// Bytes allocated and not freed, estimated.
+    pub fn live(&self) -> u64 {
+        self.allocated.saturating_sub(self.freed)
+    }
+}
+
+/// An allocation site, as written: its stack, each frame a name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SiteSample<'a> {
+    /// The writer's id for it, for the session: its stack never changes.
+    pub site: u32,
+    /// Its frames' names, innermost first (at most [`MAX_STACK_FRAMES`]).
+    pub frames: &'a [NameId],
+    /// Its totals.
+    pub totals: SiteTotals,
+}
+
+/// An allocation site, as read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SiteView<'a> {
+    /// The writer's id for it.
+    pub site: u32,
+    /// Its frames' names, innermost first.
+    pub frames: StackFrames<'a>,
+    /// Its totals.
+    pub totals: SiteTotals,
+}
+
+/// A site's frames, as read: name ids, innermost first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StackFrames<'a> {
+    bytes: &'a [u8],
+    count: u8,
+}
+
+impl<'a> StackFrames<'a> {
+    /// The frames' name ids.
+    pub fn iter(&self) -> impl Iterator<Item = NameId> + 'a {
+        let mut r = Reader::new(self.bytes);
+        // Checked when the frame was parsed.
+        (0..self.count).map_while(move |_| r.varint_u32("frame name").ok())
+    }
+
+    /// Frames.
+    pub fn len(&self) -> usize {
+        usize::from(self.count)
+    }
+
+    /// No frame: the stack could not be read.
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+}
+
+/// What one Samples frame carries.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SamplesBatch<'a> {
+    /// When it was read, host ticks.
+    pub time: u64,
+    /// Each lane's counters.
+    pub lanes: &'a [LaneSample],
+    /// Switches, each at or before `time`, in the order they happened.
+    pub switches: &'a [SwitchRecord],
+    /// The process's memory, where the tracking allocator counts it.
+    pub memory: Option<Memory>,
+    /// Allocation sites whose totals are told.
+    pub sites: &'a [SiteSample<'a>],
+}
+
+impl SamplesBatch<'_> {
+    /// Nothing to tell.
+    pub fn is_empty(&self) -> bool {
+        self.lanes.is_empty()
+            && self.switches.is_empty()
+            && self.memory.is_none()
+            && self.sites.is_empty()
+    }
+
+    /// The largest whole frame this batch can make: a buffer this long
+    /// always holds it.
+    pub fn max_frame_len(&self) -> usize {
+        let frames: usize = self.sites.iter().map(|s| s.frames.len()).sum();
+        max_samples_frame_len(self.lanes.len(), self.switches.len())
+            + 5
+            + MAX_MEMORY_BYTES
+            + 5
+            + 10
+            + self.sites.len() * MAX_SITE_BYTES
+            + frames * 5
+    }
+}
+
 /// Bytes one lane's sample takes at most: its lane and thread as
 /// varints, its flags and counter count, and each counter the writer
 /// knows as an id and a varint.
-const MAX_LANE_BYTES: usize = 3 + 10 + 1 + 1 + 4 * (1 + 10);
+const MAX_LANE_BYTES: usize = 3 + 10 + 1 + 1 + 6 * (1 + 10);
 /// Bytes one switch takes at most: lane, what, and ticks before.
 const MAX_SWITCH_BYTES: usize = 3 + 1 + 10;
+/// Bytes the memory section's body takes at most: five varints.
+const MAX_MEMORY_BYTES: usize = 5 * 10;
+/// Bytes one site takes at most, less its frames (5 each): id, frame
+/// count and four totals.
+const MAX_SITE_BYTES: usize = 5 + 1 + 4 * 10;
 
 /// The largest whole Samples frame of `lanes` lanes and `switches`
 /// switches: a buffer this long always holds it.
@@ -179,17 +345,22 @@ pub const fn max_samples_frame_len(lanes: usize, switches: usize) -> usize {
         + switches * MAX_SWITCH_BYTES
 }
 
-/// Writes a Samples frame: `lanes`' counters read at `time` (host ticks),
-/// and `switches` (each at or before `time`, in the order they happened).
-/// More than [`MAX_SAMPLED_LANES`] lanes or [`MAX_SWITCHES_PER_FRAME`]
-/// switches, or a switch after `time`, is refused.
+/// Writes a Samples frame of `batch`. More than [`MAX_SAMPLED_LANES`]
+/// lanes, [`MAX_SWITCHES_PER_FRAME`] switches or [`MAX_SITES_PER_FRAME`]
+/// sites, a site of more than [`MAX_STACK_FRAMES`] frames, or a switch
+/// after the batch's time, is refused.
 pub fn write_samples(
     out: &mut [u8],
     seq: u32,
-    time: u64,
-    lanes: &[LaneSample],
-    switches: &[SwitchRecord],
+    batch: &SamplesBatch<'_>,
 ) -> Result<usize, EncodeError> {
+    let SamplesBatch {
+        time,
+        lanes,
+        switches,
+        memory,
+        sites,
+    } = *batch;
     if lanes.len() > MAX_SAMPLED_LANES {
         return Err(EncodeError::TooManyItems {
             what: "sampled lanes",
@@ -197,6 +368,12 @@ pub fn write_samples(
     }
     if switches.len() > MAX_SWITCHES_PER_FRAME || switches.iter().any(|s| s.time > time) {
         return Err(EncodeError::TooManyItems { what: "switches" });
+    }
+    if sites.len() > MAX_SITES_PER_FRAME || sites.iter().any(|s| s.frames.len() > MAX_STACK_FRAMES)
+    {
+        return Err(EncodeError::TooManyItems {
+            what: "allocation sites",
+        });
     }
     write_frame(out, FrameKind::Samples, seq, |w| {
         w.u64(time);
@@ -210,6 +387,35 @@ pub fn write_samples(
                     w.varint(u64::from(switch.lane));
                     w.u8(switch.what.to_byte());
                     w.varint(time - switch.time);
+                }
+            })?;
+        }
+        if let Some(memory) = memory {
+            write_section(w, tag::MEMORY, |w| {
+                for value in [
+                    memory.allocated,
+                    memory.freed,
+                    memory.sampling_mean,
+                    memory.sampled,
+                    memory.missed,
+                ] {
+                    w.varint(value);
+                }
+            })?;
+        }
+        if !sites.is_empty() {
+            write_section(w, tag::SITES, |w| {
+                w.varint(sites.len() as u64);
+                for site in sites {
+                    w.varint(u64::from(site.site));
+                    w.u8(site.frames.len() as u8);
+                    for &frame in site.frames {
+                        w.varint(u64::from(frame));
+                    }
+                    let t = site.totals;
+                    for value in [t.allocated, t.freed, t.allocations, t.frees] {
+                        w.varint(value);
+                    }
                 }
             })?;
         }
@@ -241,6 +447,10 @@ pub struct SamplesView<'a> {
     lane_count: u16,
     switches: &'a [u8],
     switch_count: u32,
+    /// The process's memory, where the writer counts it.
+    pub memory: Option<Memory>,
+    sites: &'a [u8],
+    site_count: u16,
 }
 
 impl<'a> SamplesView<'a> {
@@ -256,14 +466,15 @@ impl<'a> SamplesView<'a> {
             lane_count: 0,
             switches: &[],
             switch_count: 0,
+            memory: None,
+            sites: &[],
+            site_count: 0,
         };
-        let (mut lanes_seen, mut switches_seen) = (false, false);
+        let mut seen = [false; 4];
         let mut sections = Sections::new(r.rest());
         while let Some((tag, body)) = sections.next_section()? {
-            let seen = match tag {
-                tag::LANES => &mut lanes_seen,
-                tag::SWITCHES => &mut switches_seen,
-                _ => continue,
+            let Some(seen) = seen.get_mut(usize::from(tag).wrapping_sub(1)) else {
+                continue;
             };
             if core::mem::replace(seen, true) {
                 return Err(DecodeError::Malformed {
@@ -280,6 +491,25 @@ impl<'a> SamplesView<'a> {
                     next_lane(&mut r)?;
                 }
                 r.expect_end("lane counters have trailing bytes")?;
+            } else if tag == tag::MEMORY {
+                let mut next = || r.varint("memory");
+                view.memory = Some(Memory {
+                    allocated: next()?,
+                    freed: next()?,
+                    sampling_mean: next()?,
+                    sampled: next()?,
+                    missed: next()?,
+                });
+                r.expect_end("memory has trailing bytes")?;
+            } else if tag == tag::SITES {
+                let count = r.varint("site count")?;
+                DecodeError::at_most("site count", count, MAX_SITES_PER_FRAME as u64)?;
+                view.site_count = count as u16;
+                view.sites = r.rest();
+                for _ in 0..count {
+                    next_site(&mut r)?;
+                }
+                r.expect_end("sites have trailing bytes")?;
             } else {
                 let count = r.varint("switch count")?;
                 DecodeError::at_most("switch count", count, MAX_SWITCHES_PER_FRAME as u64)?;
@@ -305,6 +535,17 @@ impl<'a> SamplesView<'a> {
     pub fn switches(&self) -> impl Iterator<Item = SwitchRecord> + 'a {
         let (mut r, time) = (Reader::new(self.switches), self.time);
         (0..self.switch_count).map_while(move |_| next_switch(&mut r, time).ok())
+    }
+
+    /// The allocation sites told, in the order written.
+    pub fn sites(&self) -> impl Iterator<Item = SiteView<'a>> + 'a {
+        let mut r = Reader::new(self.sites);
+        (0..self.site_count).map_while(move |_| next_site(&mut r).ok())
+    }
+
+    /// Allocation sites told.
+    pub fn site_count(&self) -> usize {
+        usize::from(self.site_count)
     }
 
     /// Lanes sampled.
@@ -342,6 +583,37 @@ fn next_lane(r: &mut Reader<'_>) -> Result<LaneSample, DecodeError> {
     })
 }
 
+fn next_site<'a>(r: &mut Reader<'a>) -> Result<SiteView<'a>, DecodeError> {
+    let site = r.varint_u32("site id")?;
+    let count = r.u8("stack frame count")?;
+    DecodeError::at_most(
+        "stack frame count",
+        u64::from(count),
+        MAX_STACK_FRAMES as u64,
+    )?;
+    let bytes = r.rest();
+    let before = bytes.len();
+    for _ in 0..count {
+        r.varint_u32("frame name")?;
+    }
+    let frames = StackFrames {
+        bytes: &bytes[..before - r.rest().len()],
+        count,
+    };
+    let mut next = || r.varint("site totals");
+    let totals = SiteTotals {
+        allocated: next()?,
+        freed: next()?,
+        allocations: next()?,
+        frees: next()?,
+    };
+    Ok(SiteView {
+        site,
+        frames,
+        totals,
+    })
+}
+
 fn next_switch(r: &mut Reader<'_>, time: u64) -> Result<SwitchRecord, DecodeError> {
     let lane = r.varint_u16("switch lane id")?;
     let what = Switch::from_byte(r.u8("switch kind")?)?;
@@ -367,7 +639,22 @@ mod tests {
                 waiting_ns: Some(cpu / 10),
                 voluntary: Some(7),
                 involuntary: None,
+                allocated_bytes: Some(cpu * 3),
+                freed_bytes: Some(cpu),
             },
+        }
+    }
+
+    fn batch<'a>(
+        time: u64,
+        lanes: &'a [LaneSample],
+        switches: &'a [SwitchRecord],
+    ) -> SamplesBatch<'a> {
+        SamplesBatch {
+            time,
+            lanes,
+            switches,
+            ..SamplesBatch::default()
         }
     }
 
@@ -392,6 +679,8 @@ mod tests {
                 waiting_ns: Some(u64::MAX),
                 voluntary: Some(u64::MAX),
                 involuntary: Some(u64::MAX),
+                allocated_bytes: Some(u64::MAX),
+                freed_bytes: Some(u64::MAX),
             },
         };
         let lanes = [lane(u16::MAX), lane(u16::MAX - 1)];
@@ -400,12 +689,35 @@ mod tests {
             time: 0,
             what: Switch::In,
         }; 3];
-        let bound = max_samples_frame_len(lanes.len(), switches.len());
-        let mut out = [0u8; 512];
-        let len = write_samples(&mut out, 0, u64::MAX, &lanes, &switches).unwrap();
+        let frames = [u32::MAX; 3];
+        let max = SiteTotals {
+            allocated: u64::MAX,
+            freed: u64::MAX,
+            allocations: u64::MAX,
+            frees: u64::MAX,
+        };
+        let sites = [SiteSample {
+            site: u32::MAX,
+            frames: &frames,
+            totals: max,
+        }; 2];
+        let batch = SamplesBatch {
+            memory: Some(Memory {
+                allocated: u64::MAX,
+                freed: u64::MAX,
+                sampling_mean: u64::MAX,
+                sampled: u64::MAX,
+                missed: u64::MAX,
+            }),
+            sites: &sites,
+            ..batch(u64::MAX, &lanes, &switches)
+        };
+        let bound = batch.max_frame_len();
+        let mut out = [0u8; 1024];
+        let len = write_samples(&mut out, 0, &batch).unwrap();
         assert!(len <= bound, "{len} > {bound}");
         // Within a few bytes: the bound is not a guess.
-        assert!(bound - len <= 16, "{len} of {bound}");
+        assert!(bound - len <= 32, "{len} of {bound}");
     }
 
     #[test]
@@ -423,8 +735,38 @@ mod tests {
                 what: Switch::In,
             },
         ];
-        let mut out = [0u8; 256];
-        let len = write_samples(&mut out, 5, 1_000, &lanes, &switches).unwrap();
+        let frames = [7, 3, 9];
+        let sites = [
+            SiteSample {
+                site: 0,
+                frames: &frames,
+                totals: SiteTotals {
+                    allocated: 1 << 30,
+                    freed: 1 << 20,
+                    allocations: 2048,
+                    frees: 2,
+                },
+            },
+            SiteSample {
+                site: 1,
+                frames: &[],
+                totals: SiteTotals::default(),
+            },
+        ];
+        let memory = Memory {
+            allocated: 5 << 30,
+            freed: 4 << 30,
+            sampling_mean: 512 << 10,
+            sampled: 10_000,
+            missed: 1,
+        };
+        let written = SamplesBatch {
+            memory: Some(memory),
+            sites: &sites,
+            ..batch(1_000, &lanes, &switches)
+        };
+        let mut out = [0u8; 512];
+        let len = write_samples(&mut out, 5, &written).unwrap();
         let mut buf = [0u8; 512];
         let mut decoder = Decoder::new(&mut buf);
         decoder.feed(&out[..len]);
@@ -436,6 +778,16 @@ mod tests {
         assert_eq!(view.time, 1_000);
         assert!(view.lanes().eq(lanes));
         assert!(view.switches().eq(switches));
+        assert_eq!(view.memory, Some(memory));
+        let read: Vec<_> = view
+            .sites()
+            .map(|s| (s.site, s.frames.iter().collect::<Vec<_>>(), s.totals))
+            .collect();
+        let want: Vec<_> = sites
+            .iter()
+            .map(|s| (s.site, s.frames.to_vec(), s.totals))
+            .collect();
+        assert_eq!(read, want);
         let (kind, seq, again) = parsed(&out[..len]);
         assert_eq!((kind, seq, again), (6, 5, view));
     }
@@ -452,7 +804,7 @@ mod tests {
                 w.varint(77);
                 w.u8(0);
                 w.u8(2);
-                w.u8(5); // a counter of a later writer
+                w.u8(7); // a counter of a later writer
                 w.varint(123);
                 w.u8(1);
                 w.varint(40);
@@ -468,7 +820,7 @@ mod tests {
         // Each payload's sections, as (tag, body bytes), and whether it is
         // over a bound (else malformed).
         type Sections<'s> = &'s [(u8, &'s [u8])];
-        let refused: [(Sections<'_>, bool); 4] = [
+        let refused: [(Sections<'_>, bool); 8] = [
             // 17 counters on a lane.
             (&[(tag::LANES, &[1, 0, 0, 0, 0, 17])], true),
             // A switch 51 ticks before a frame at 50.
@@ -477,6 +829,14 @@ mod tests {
             (&[(tag::SWITCHES, &[0]), (tag::SWITCHES, &[0])], false),
             // A switch of kind 4.
             (&[(tag::SWITCHES, &[1, 0, 4, 0])], false),
+            // Memory without its last total.
+            (&[(tag::MEMORY, &[1, 2, 3, 4])], false),
+            // A site of 65 frames.
+            (&[(tag::SITES, &[1, 0, 65])], true),
+            // 4097 sites.
+            (&[(tag::SITES, &[0x81, 0x20])], true),
+            // A site cut in its totals.
+            (&[(tag::SITES, &[1, 0, 1, 5, 1, 1])], false),
         ];
         for (sections, over_bound) in refused {
             let mut out = [0u8; 64];
@@ -504,15 +864,26 @@ mod tests {
     }
 
     #[test]
-    fn a_switch_after_its_frame_or_too_many_lanes_are_refused() {
+    fn a_switch_after_its_frame_too_many_lanes_or_too_deep_a_stack_are_refused() {
         let mut out = [0u8; 64];
         let late = SwitchRecord {
             lane: 0,
             time: 11,
             what: Switch::In,
         };
-        assert!(write_samples(&mut out, 0, 10, &[], &[late]).is_err());
+        assert!(write_samples(&mut out, 0, &batch(10, &[], &[late])).is_err());
         let lanes = [sample(0, 1, 1); MAX_SAMPLED_LANES + 1];
-        assert!(write_samples(&mut out, 0, 10, &lanes, &[]).is_err());
+        assert!(write_samples(&mut out, 0, &batch(10, &lanes, &[])).is_err());
+        let frames = [0; MAX_STACK_FRAMES + 1];
+        let deep = [SiteSample {
+            site: 0,
+            frames: &frames,
+            totals: SiteTotals::default(),
+        }];
+        let deep = SamplesBatch {
+            sites: &deep,
+            ..batch(10, &[], &[])
+        };
+        assert!(write_samples(&mut out, 0, &deep).is_err());
     }
 }

@@ -447,6 +447,7 @@ mod tests {
                     waiting_ns: Some(waiting * MS),
                     voluntary: Some(1),
                     involuntary: Some(0),
+                    ..Counters::default()
                 },
                 switches_traced: false,
             });
@@ -493,6 +494,7 @@ mod tests {
                 waiting_ns: Some(10 * MS),
                 voluntary: Some(1),
                 involuntary: Some(1),
+                ..Counters::default()
             },
             switches_traced: true,
         });

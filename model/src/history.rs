@@ -13,6 +13,7 @@ use typhon_live_core::SwitchRecord;
 use typhon_live_reader::CpuInterval;
 
 use super::fields::FieldRecord;
+use super::memory::MemoryReading;
 use super::stats::{self, Distribution, NameTotals, Totals};
 
 /// A chunk closes after this much host time (in seconds) ...
@@ -139,6 +140,8 @@ pub struct Chunk {
     pub cpu: Vec<CpuInterval>,
     /// Lanes' threads' switches, traced one by one (times in ns).
     pub switches: Vec<SwitchRecord>,
+    /// The process's memory, as read (the memory strip).
+    pub memory: Vec<MemoryReading>,
     /// Per span name, its spans' and task spans' totals.
     pub totals: Totals,
     /// The lanes its spans are on, and its longest span: a view zoomed
@@ -163,6 +166,7 @@ impl Chunk {
             fields: Vec::with_capacity(like.fields.len()),
             cpu: Vec::with_capacity(like.cpu.len()),
             switches: Vec::with_capacity(like.switches.len()),
+            memory: Vec::with_capacity(like.memory.len()),
             ..Chunk::default()
         }
     }
@@ -177,6 +181,7 @@ impl Chunk {
             + self.fields.len()
             + self.cpu.len()
             + self.switches.len()
+            + self.memory.len()
     }
 
     /// The durations of name `name` the statistics count: its spans' (not
@@ -208,6 +213,7 @@ impl Chunk {
             + self.fields.capacity() * size_of::<FieldRecord>()
             + self.cpu.capacity() * size_of::<CpuInterval>()
             + self.switches.capacity() * size_of::<SwitchRecord>()
+            + self.memory.capacity() * size_of::<MemoryReading>()
             + self.totals.capacity() * (size_of::<u32>() + size_of::<NameTotals>() + 1)
             + self.lanes.capacity() * size_of::<u16>()
     }
@@ -264,6 +270,12 @@ impl Chunk {
     pub fn push_cpu(&mut self, interval: CpuInterval) {
         self.note_time(interval.to);
         self.cpu.push(interval);
+    }
+
+    /// Adds a reading of the process's memory.
+    pub fn push_memory(&mut self, reading: MemoryReading) {
+        self.note_time(reading.time);
+        self.memory.push(reading);
     }
 
     /// Adds a switch of a lane's thread.
@@ -336,6 +348,7 @@ impl History {
         fit(&mut chunk.fields);
         fit(&mut chunk.cpu);
         fit(&mut chunk.switches);
+        fit(&mut chunk.memory);
         chunk.totals.shrink_to_fit();
         chunk.lanes.shrink_to_fit();
         self.bytes += chunk.bytes();

@@ -29,6 +29,7 @@ pub mod lanes;
 pub mod limits;
 pub mod logs;
 pub mod marks;
+pub mod memory;
 pub mod model;
 pub mod session;
 pub mod stats;
@@ -43,6 +44,7 @@ pub use limits::{
     MAX_OPEN_TASKS, MAX_OPEN_TICKS, MAX_TICKS,
 };
 pub use logs::{LogLine, LogQuery, LogRow, LogSearch, Logs};
+pub use memory::{MemoryReading, MemorySummary, SiteSummary};
 pub use model::Model;
 pub use session::Connection;
 pub use summary::{

@@ -16,6 +16,7 @@ use crate::lanes::Lane;
 use crate::limits::Refused;
 use crate::logs::Logs;
 use crate::marks::{MarkKind, Marks};
+use crate::memory::{MemoryReading, MemoryState};
 use crate::session::Connection;
 use crate::tasks::OpenTasks;
 use crate::triggers::Triggers;
@@ -75,6 +76,11 @@ pub struct Model {
     pub(crate) logs: Logs,
     /// A capture's triggers.
     pub(crate) triggers: Triggers,
+    /// The process's memory and its allocation sites.
+    pub(crate) memory: MemoryState,
+    /// The time of the Samples frame being read: its memory's and its
+    /// sites'.
+    pub(crate) samples_time: u64,
 }
 
 impl Default for Model {
@@ -114,6 +120,8 @@ impl Model {
             mark_pending: None,
             logs: Logs::default(),
             triggers: Triggers::default(),
+            memory: MemoryState::default(),
+            samples_time: 0,
         }
     }
 
@@ -196,6 +204,21 @@ impl Model {
             Update::Lost(Loss::AtShutdown { events }) => {
                 self.marks.add(self.host_now, MarkKind::Dropped, events);
             }
+            Update::Samples { time } => {
+                // A process that only samples (idle, or between events)
+                // still moves the view on.
+                self.samples_time = time;
+                self.advance_host_now(time, now);
+            }
+            Update::Memory(memory) => {
+                let time = self.samples_time;
+                self.memory.read(time, memory);
+                self.chunk.push_memory(MemoryReading {
+                    time,
+                    live: memory.live(),
+                });
+            }
+            Update::Site(site) => self.memory.read_site(self.samples_time, &site),
             Update::Cpu(interval) => self.chunk.push_cpu(interval),
             Update::Switch { lane, time, what } => {
                 (self.chunk).push_switch(SwitchRecord { lane, time, what })

@@ -90,6 +90,8 @@ impl Model {
         self.open_tasks.clear();
         self.field_owners.clear();
         self.logs.clear();
+        // A site's id is its run's.
+        self.memory.clear();
         self.ticks.clear();
         for lane in self.lanes.values_mut() {
             lane.child_time.clear();

@@ -13,6 +13,7 @@ use crate::cpu::{CpuIndex, CpuShare};
 use crate::history::Chunk;
 use crate::limits::{Limits, Refused, LIMITS};
 use crate::marks::Mark;
+use crate::memory::MemorySummary;
 use crate::session::Connection;
 use crate::tasks::OpenTask;
 use crate::triggers::Trigger;
@@ -310,6 +311,7 @@ impl Model {
             limits: LIMITS,
             history: self.history_summary(),
             span_stats: self.span_stats(),
+            memory: self.memory.summary(self.reader.state().names()),
         }
     }
 }
@@ -433,6 +435,9 @@ pub struct Summary {
     pub history: HistorySummary,
     /// Per span name over the history, most total time first.
     pub span_stats: Vec<SpanStats>,
+    /// The process's memory and its allocation sites, where the stream
+    /// tells them.
+    pub memory: Option<MemorySummary>,
 }
 
 /// What the timeline draws from (see [`Model::timeline_inputs`]).

@@ -184,6 +184,7 @@ pub struct Metrics {
     up: Family<SourceLabel, Gauge>,
     cpu: Family<SourceLabel, Gauge<f64, AtomicU64>>,
     cpu_waiting: Family<SourceLabel, Gauge<f64, AtomicU64>>,
+    memory_live: Family<SourceLabel, Gauge>,
     reconnects: Family<SourceLabel, Counter>,
     stalls: Family<SourceLabel, Counter>,
     restarts: Family<SourceLabel, Counter>,
@@ -223,6 +224,7 @@ impl Metrics {
             up: Family::default(),
             cpu: Family::default(),
             cpu_waiting: Family::default(),
+            memory_live: Family::default(),
             reconnects: Family::default(),
             stalls: Family::default(),
             restarts: Family::default(),
@@ -292,6 +294,11 @@ impl Metrics {
             "source_cpu_waiting",
             "Cores' worth of time the source's sampled threads spent runnable and waiting for a core, over about the last second of its CPU samples",
             metrics.cpu_waiting.clone(),
+        );
+        registry.register(
+            "source_memory_live_bytes",
+            "Bytes the source's process holds, allocated and not freed, as its tracking allocator last told (docs/FORMAT.md, Samples, Memory)",
+            metrics.memory_live.clone(),
         );
         registry.register(
             "source_stalls",
@@ -742,6 +749,13 @@ impl SourceMetrics {
     /// Adds a Samples frame's intervals to the window; once it spans
     /// [`CPU_WINDOW_NS`], sets the CPU gauges from it and starts another.
     fn samples(&mut self, samples: &Samples) {
+        if let Some(memory) = samples.memory {
+            let live = i64::try_from(memory.live()).unwrap_or(i64::MAX);
+            self.metrics
+                .memory_live
+                .get_or_create(&self.label)
+                .set(live);
+        }
         let window = &mut self.cpu;
         let from = *window.from.get_or_insert(samples.time);
         for interval in &samples.intervals {
@@ -961,6 +975,7 @@ mod tests {
                         waiting_ns: Some(10 * MS),
                         voluntary: Some(1),
                         involuntary: Some(0),
+                        ..Counters::default()
                     },
                     switches_traced: false,
                 })
@@ -970,6 +985,8 @@ mod tests {
                 lanes: Vec::new(),
                 switches: Vec::new(),
                 intervals,
+                memory: None,
+                sites: Vec::new(),
                 unix_offset: 0,
             };
             side.update(&Update::Samples(samples), &Names::new());
@@ -980,6 +997,27 @@ mod tests {
         }
         assert_eq!(gauge("typhon_source_cpu{source=\"m\"}"), 1.0);
         assert_eq!(gauge("typhon_source_cpu_waiting{source=\"m\"}"), 0.2);
+        assert!(!metrics
+            .encode()
+            .contains("typhon_source_memory_live_bytes{"));
+    }
+
+    #[test]
+    fn the_memory_its_process_holds_is_a_gauge_of_bytes() {
+        let metrics = Arc::new(Metrics::new());
+        let mut side = SourceMetrics::new(Arc::clone(&metrics), "m");
+        let mut reader = typhon_live_reader::owned::Reader::default();
+        typhon_live_tests::each_frame(&typhon_live_tests::memory_stream(), |frame| {
+            (reader.read(frame, 0, |update, state| {
+                side.update(&update, state.names())
+            }))
+            .unwrap()
+        });
+        let live = value(
+            &metrics.encode(),
+            "typhon_source_memory_live_bytes{source=\"m\"}",
+        );
+        assert_eq!(live, 160_000_000.0);
     }
 
     #[test]

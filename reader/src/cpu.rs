@@ -99,6 +99,8 @@ fn spent(before: &Counters, after: &Counters) -> Option<Counters> {
         waiting_ns: grew(before.waiting_ns, after.waiting_ns)?,
         voluntary: grew(before.voluntary, after.voluntary)?,
         involuntary: grew(before.involuntary, after.involuntary)?,
+        allocated_bytes: grew(before.allocated_bytes, after.allocated_bytes)?,
+        freed_bytes: grew(before.freed_bytes, after.freed_bytes)?,
     })
 }
 
@@ -116,6 +118,8 @@ mod tests {
                 waiting_ns: Some(cpu / 4),
                 voluntary: Some(voluntary),
                 involuntary: None,
+                allocated_bytes: Some(cpu * 8),
+                freed_bytes: None,
             },
         }
     }
@@ -130,6 +134,8 @@ mod tests {
         assert_eq!(interval.spent.waiting_ns, Some(75));
         assert_eq!(interval.spent.voluntary, Some(2));
         assert_eq!(interval.spent.involuntary, None);
+        assert_eq!(interval.spent.allocated_bytes, Some(2_400));
+        assert_eq!(interval.spent.freed_bytes, None);
         assert_eq!(interval.off_cpu_ns(), Some(1_000 - 375));
         // Another thread on the lane: its counters are its own.
         assert_eq!(last.interval(&sample(8, 50, 0), 3_000), None);

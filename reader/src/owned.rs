@@ -11,8 +11,8 @@ use alloc::string::String;
 use alloc::vec::Vec;
 
 use typhon_live_core::{
-    DecodeError, Event, Frame, LaneId, LaneInfo, LaneSample, Level, NameId, OpenSpan, Payload,
-    Switch,
+    DecodeError, Event, Frame, LaneId, LaneInfo, LaneSample, Level, Memory, NameId, OpenSpan,
+    Payload, SiteTotals, Switch,
 };
 
 use crate::{CpuInterval, Loss, State};
@@ -141,8 +141,23 @@ pub struct Samples {
     /// The lanes' intervals since their last samples (the reader's
     /// reading of the counters: see [`CpuInterval`]).
     pub intervals: Vec<CpuInterval>,
+    /// The process's memory, where its writer counts it.
+    pub memory: Option<Memory>,
+    /// Allocation sites whose totals it states.
+    pub sites: Vec<Site>,
     /// As for [`Update::Events`].
     pub unix_offset: i128,
+}
+
+/// An allocation site's totals, owned.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Site {
+    /// The source's id for it.
+    pub site: u32,
+    /// Its frames' names, innermost first.
+    pub frames: Vec<NameId>,
+    /// Its totals, cumulative.
+    pub totals: SiteTotals,
 }
 
 /// A lane of a Catch-up, owned.
@@ -245,12 +260,28 @@ impl Reader {
                         lanes: core::mem::take(&mut stated),
                         switches: Vec::new(),
                         intervals: Vec::new(),
+                        memory: None,
+                        sites: Vec::new(),
                         unix_offset: state.unix_offset().unwrap_or(0),
                     })
                 }
                 Read::Switch { lane, time, what } => {
                     if let Some(samples) = &mut said.samples {
                         samples.switches.push((lane, time, what));
+                    }
+                }
+                Read::Memory(memory) => {
+                    if let Some(samples) = &mut said.samples {
+                        samples.memory = Some(memory);
+                    }
+                }
+                Read::Site(site) => {
+                    if let Some(samples) = &mut said.samples {
+                        samples.sites.push(Site {
+                            site: site.site,
+                            frames: site.frames.iter().collect(),
+                            totals: site.totals,
+                        });
                     }
                 }
                 Read::Cpu(interval) => {

@@ -338,6 +338,12 @@ impl Reader {
         self.state.stated(time);
         self.state.placed(received, time);
         take(&self.state, Update::Samples { time });
+        if let Some(memory) = samples.memory {
+            take(&self.state, Update::Memory(memory));
+        }
+        for site in samples.sites() {
+            take(&self.state, Update::Site(site));
+        }
         for switch in samples.switches() {
             let (lane, what) = (switch.lane, switch.what);
             let time = clock.ns(switch.time);

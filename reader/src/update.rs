@@ -1,6 +1,6 @@
 //! What a [`Reader`](crate::Reader) tells its consumer, frame by frame.
 
-use typhon_live_core::{Event, LaneId, NameId, Shutdown, Switch};
+use typhon_live_core::{Event, LaneId, Memory, NameId, Shutdown, SiteView, Switch};
 
 use crate::cpu::CpuInterval;
 
@@ -64,13 +64,20 @@ pub enum Update<'a> {
         /// The event.
         event: Event,
     },
-    /// A Samples frame, stated at `time` (ns): its switches
-    /// ([`Update::Switch`]) and its lanes' intervals ([`Update::Cpu`])
-    /// follow.
+    /// A Samples frame, stated at `time` (ns): its process's memory
+    /// ([`Update::Memory`]), its allocation sites ([`Update::Site`]), its
+    /// switches ([`Update::Switch`]) and its lanes' intervals
+    /// ([`Update::Cpu`]) follow.
     Samples {
         /// The moment its counters were read, ns.
         time: u64,
     },
+    /// The process's memory as the Samples frame before states it:
+    /// cumulative, so a lost frame delays it and loses nothing.
+    Memory(Memory),
+    /// An allocation site's totals as the Samples frame before states
+    /// them: cumulative, its frames names defined before it.
+    Site(SiteView<'a>),
     /// How a lane's thread spent the time between two of its samples
     /// (a Samples frame's lane counters, against the lane's last).
     Cpu(CpuInterval),

@@ -42,11 +42,12 @@ use typhon_live_core::decode::DEFAULT_MAX_FRAME;
 use typhon_live_core::definitions::write_definitions;
 use typhon_live_core::frame::{frame_around, HEADER_LEN, OVERHEAD, TRAILER_LEN};
 use typhon_live_core::init::write_init;
-use typhon_live_core::samples::write_samples;
+use typhon_live_core::samples::{write_samples, MAX_STACK_FRAMES};
 use typhon_live_core::text::write_texts;
 use typhon_live_core::{
-    max_samples_frame_len, BlockBuilder, Event, FieldValue, LaneId, LaneInfo, LaneKind, LaneSample,
-    Metadata, NameId, NameSource, OpenLane, OpenSpan, SwitchRecord, TaskId, TextBatch,
+    BlockBuilder, Event, FieldValue, LaneId, LaneInfo, LaneKind, LaneSample, Memory, Metadata,
+    NameId, NameSource, OpenLane, OpenSpan, SamplesBatch, SiteSample, SiteTotals, SwitchRecord,
+    TaskId, TextBatch,
 };
 
 use typhon_live_reader::owned::{self, Update};
@@ -175,6 +176,9 @@ struct SourceState {
     gauges: HashMap<NameId, NameId>,
     /// Source lane id → relay lane id.
     lanes: HashMap<LaneId, LaneId>,
+    /// Its process's memory, as it last told it: the merged stream's is
+    /// the sources' summed.
+    memory: Option<Memory>,
     /// Its share of the merged names and lanes. Not reset by a new
     /// session: what it added stays in the merged table.
     quota: Quota,
@@ -241,6 +245,7 @@ impl Merger {
                     names: HashMap::new(),
                     gauges: HashMap::new(),
                     lanes: HashMap::new(),
+                    memory: None,
                     quota,
                 })
                 .collect(),
@@ -322,6 +327,8 @@ impl Merger {
                     state.texts.clear();
                     state.names.clear();
                     state.gauges.clear();
+                    // Another process: its memory is told afresh.
+                    state.memory = None;
                     self.close_spans_of(source);
                 }
                 self.define(source, names, lanes, &mut emit);
@@ -714,12 +721,25 @@ impl Merger {
     /// stated them, on its relay lanes, at the relay's time. A viewer's
     /// reader reads them per relay lane as it would the source's own.
     /// Lanes the relay has no lane for (past the caps) are left out.
+    ///
+    /// Its memory is summed with the other sources' last (the merged
+    /// stream is one process to a viewer), and its allocation sites go on
+    /// under ids of the relay's, their frames' names remapped, each stack
+    /// ending in a frame that names the source.
     fn samples(
         &mut self,
         source: usize,
         samples: &owned::Samples,
         emit: &mut impl FnMut(MergedFrame),
     ) {
+        let memory = samples.memory.map(|memory| {
+            self.sources[source].memory = Some(memory);
+            self.summed_memory()
+        });
+        let sites = self.relay_sites(source, &samples.sites);
+        if self.names.count() > self.names_sent {
+            self.definitions(emit);
+        }
         let state = &self.sources[source];
         let offset = samples.unix_offset - i128::from(self.created_unix_ns);
         let relay_time =
@@ -738,17 +758,76 @@ impl Merger {
                 Some(SwitchRecord { lane, time, what })
             })
             .collect();
-        if lanes.is_empty() && switches.is_empty() {
+        let sites: Vec<SiteSample<'_>> = (sites.iter())
+            .map(|(site, frames, totals)| SiteSample {
+                site: *site,
+                frames,
+                totals: *totals,
+            })
+            .collect();
+        let batch = SamplesBatch {
+            time,
+            lanes: &lanes,
+            switches: &switches,
+            memory,
+            sites: &sites,
+        };
+        if batch.is_empty() {
             return;
         }
-        let len = max_samples_frame_len(lanes.len(), switches.len());
+        let len = batch.max_frame_len();
         if self.out.len() < len {
             self.out.resize(len, 0);
         }
         // At most the source's own counts, which its reader bounded.
-        if let Ok(n) = write_samples(&mut self.out, 0, time, &lanes, &switches) {
+        if let Ok(n) = write_samples(&mut self.out, 0, &batch) {
             emit(self.frame(n));
         }
+    }
+
+    /// Every source's last memory, summed; the sampling interval the
+    /// coarsest of theirs.
+    fn summed_memory(&self) -> Memory {
+        let mut sum = Memory::default();
+        for memory in self.sources.iter().filter_map(|s| s.memory) {
+            sum.allocated = sum.allocated.saturating_add(memory.allocated);
+            sum.freed = sum.freed.saturating_add(memory.freed);
+            sum.sampled = sum.sampled.saturating_add(memory.sampled);
+            sum.missed = sum.missed.saturating_add(memory.missed);
+            sum.sampling_mean = sum.sampling_mean.max(memory.sampling_mean);
+        }
+        sum
+    }
+
+    /// `source`'s sites as the merged stream's: the relay's site id, the
+    /// frames' names remapped (past the caps, name 0's), and a last frame
+    /// naming the source where the stream merges several.
+    fn relay_sites(
+        &mut self,
+        source: usize,
+        sites: &[owned::Site],
+    ) -> Vec<(u32, Vec<NameId>, SiteTotals)> {
+        let state = &mut self.sources[source];
+        let label = state.prefix.trim_end_matches('/');
+        let source_frame = (!label.is_empty() && !sites.is_empty())
+            .then(|| format!("(source {label})"))
+            .map(|text| self.names.intern(&text, &mut state.quota));
+        sites
+            .iter()
+            .map(|site| {
+                let mut frames: Vec<NameId> = (site.frames.iter())
+                    .map(|&frame| {
+                        use_name(&mut self.names, state, frame);
+                        state.names.get(&frame).copied().unwrap_or(0)
+                    })
+                    .collect();
+                if let Some(frame) = source_frame {
+                    frames.truncate(MAX_STACK_FRAMES - 1);
+                    frames.push(frame);
+                }
+                (relay_site(source, site.site), frames, site.totals)
+            })
+            .collect()
     }
 
     /// The frame just written into `out[..n]`, unsealed.
@@ -786,6 +865,16 @@ fn relay_task(source: usize, task: TaskId) -> TaskId {
         return 0;
     }
     (task & ((1 << TASK_BITS) - 1)) | ((source as u64 + 1) << TASK_BITS)
+}
+
+/// Bits of a source's site id the merged stream keeps: the bits above say
+/// which source it came from (a writer numbers its sites from 0, and
+/// typhon-live's keep at most 1024).
+const SITE_BITS: u32 = 24;
+
+/// The merged stream's id of `source`'s allocation site `site`.
+fn relay_site(source: usize, site: u32) -> u32 {
+    (site & ((1 << SITE_BITS) - 1)) | ((source as u32 + 1) << SITE_BITS)
 }
 
 /// The relay lane of `source`'s `lane`, a new one if need be (none past
@@ -1167,6 +1256,57 @@ mod tests {
                 lane("a/worker", 4002, 40_000),
                 lane("b/main", 4001, 300_000),
                 lane("b/worker", 4002, 40_000),
+            ]
+        );
+    }
+
+    #[test]
+    fn memory_sums_and_each_sources_sites_reach_viewers_naming_their_source() {
+        let mut merger = Merger::new(&["a".into(), "b".into()], 7, 0);
+        let mut stream = whole(&merger.init(), 0);
+        let mut seq = 0;
+        for source in 0..2 {
+            let mut reader = Reader::default();
+            each_frame(&typhon_live_tests::memory_stream(), |frame| {
+                reader
+                    .read(frame, 1_000_000_000, |update, _| {
+                        merger.update(source, &update, |frame| {
+                            seq += 1;
+                            stream.extend(whole(&frame, seq));
+                        })
+                    })
+                    .unwrap()
+            });
+        }
+        let mut model = viewed(&stream);
+        let memory = model.summary(Duration::ZERO).memory.expect("memory told");
+        // Both processes' 160 MB.
+        assert_eq!(memory.live, 320_000_000);
+        assert_eq!(memory.sites, 4);
+        let stacks: Vec<(String, Vec<String>)> = (memory.sites_by_live.iter())
+            .map(|s| (s.label.clone(), s.stack.clone()))
+            .collect();
+        let stack = |label: &str, frames: &[&str], source: &str| {
+            let mut frames: Vec<String> = frames.iter().map(|f| f.to_string()).collect();
+            frames.push(format!("(source {source})"));
+            (label.to_owned(), frames)
+        };
+        let level = [
+            "demo::load_level (demo.rs:50)",
+            "demo::simulate (demo.rs:400)",
+        ];
+        let leak = [
+            "alloc::raw_vec::RawVec<T>::grow_one (raw_vec.rs:1)",
+            "demo::cache_replay_frame (demo.rs:120)",
+            "demo::simulate (demo.rs:400)",
+        ];
+        assert_eq!(
+            stacks,
+            [
+                stack("demo::load_level", &level, "a"),
+                stack("demo::load_level", &level, "b"),
+                stack("demo::cache_replay_frame", &leak, "a"),
+                stack("demo::cache_replay_frame", &leak, "b"),
             ]
         );
     }

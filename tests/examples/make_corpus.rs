@@ -48,6 +48,9 @@ fn main() -> std::io::Result<()> {
         ("capture-marks.tlt", typhon_live_tests::capture_stream()),
         // Each lane's CPU: counters and switches (frame kind 6).
         ("cpu-samples.tlt", typhon_live_tests::samples_stream()),
+        // The process's memory and its allocation sites (kind 6's
+        // sections 3 and 4).
+        ("memory-sites.tlt", typhon_live_tests::memory_stream()),
     ];
     for (name, bytes) in seeds {
         fs::write(dir.join(name), &bytes)?;

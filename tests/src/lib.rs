@@ -882,7 +882,7 @@ pub fn text_stream() -> Vec<u8> {
 /// and a Shutdown.
 pub fn samples_stream() -> Vec<u8> {
     use typhon_live_core::samples::write_samples;
-    use typhon_live_core::{Counters, LaneSample, Switch, SwitchRecord};
+    use typhon_live_core::{Counters, LaneSample, SamplesBatch, Switch, SwitchRecord};
     let lane = |lane, thread, switches_traced, on_cpu_ns| LaneSample {
         lane,
         thread,
@@ -892,6 +892,7 @@ pub fn samples_stream() -> Vec<u8> {
             waiting_ns: Some(on_cpu_ns / 8),
             voluntary: Some(3),
             involuntary: Some(1),
+            ..Counters::default()
         },
     };
     let switches = [
@@ -913,10 +914,71 @@ pub fn samples_stream() -> Vec<u8> {
             lane(1, 4002, true, 120_000 + grown * 40_000),
         ];
         let mut out = vec![0u8; 512];
-        let n = write_samples(&mut out, seq, time, &lanes, switches).expect("fits");
+        let batch = SamplesBatch {
+            time,
+            lanes: &lanes,
+            switches,
+            ..SamplesBatch::default()
+        };
+        let n = write_samples(&mut out, seq, &batch).expect("fits");
         frames.push(out[..n].to_vec());
     }
     stream_of_frames(&["main", "worker"], &frames)
+}
+
+/// A whole stream with the process's memory and two allocation sites
+/// (FORMAT.md, "Samples", "Memory"), a Samples frame a second for 10 s:
+/// site 1 (`demo::cache_replay_frame`, below `demo::simulate`, its
+/// innermost frame the standard library's) leaks 1 MB a second; site 2
+/// (`demo::load_level`) holds 50 MB throughout. The process holds 100 MB
+/// more than the two.
+pub fn memory_stream() -> Vec<u8> {
+    use typhon_live_core::samples::write_samples;
+    use typhon_live_core::{Memory, SamplesBatch, SiteSample, SiteTotals};
+    let mut frames = Vec::new();
+    for second in 0..=10u64 {
+        let leaked = second * 1_000_000;
+        let site = |site, frames, allocated| SiteSample {
+            site,
+            frames,
+            totals: SiteTotals {
+                allocated,
+                freed: 0,
+                allocations: allocated / 500_000,
+                frees: 0,
+            },
+        };
+        let sites = [
+            site(1, &[2, 3, 4][..], leaked),
+            site(2, &[5, 4][..], 50_000_000),
+        ];
+        let batch = SamplesBatch {
+            time: second * 1_000_000,
+            memory: Some(Memory {
+                allocated: 150_000_000 + leaked + 7_000_000,
+                freed: 7_000_000,
+                sampling_mean: 512 << 10,
+                sampled: 300 + second * 2,
+                missed: 0,
+            }),
+            sites: &sites,
+            ..SamplesBatch::default()
+        };
+        let mut out = vec![0u8; batch.max_frame_len()];
+        let n = write_samples(&mut out, second as u32, &batch).expect("fits");
+        frames.push(out[..n].to_vec());
+    }
+    stream_of_frames(
+        &[
+            "main",
+            "worker",
+            "alloc::raw_vec::RawVec<T>::grow_one (raw_vec.rs:1)",
+            "demo::cache_replay_frame (demo.rs:120)",
+            "demo::simulate (demo.rs:400)",
+            "demo::load_level (demo.rs:50)",
+        ],
+        &frames,
+    )
 }
 
 /// [`task_stream`]'s task span with a field after its end: its "route"
@@ -947,7 +1009,7 @@ fn stream_of_frames(names_from_0: &[&str], frames: &[Vec<u8>]) -> Vec<u8> {
     use typhon_live_core::init::write_init;
     use typhon_live_core::{LaneKind, Metadata, NameTable, Shutdown};
 
-    let mut names: NameTable<8, 64> = NameTable::new();
+    let mut names: NameTable<16, 512> = NameTable::new();
     for name in names_from_0 {
         names.intern(name).expect("room");
     }

@@ -442,7 +442,7 @@ fn a_shutdown_sent_again_tells_its_lost_events_once() {
 #[test]
 fn samples_read_as_intervals_in_ns_and_a_lost_one_costs_detail_not_totals() {
     use typhon_live_core::samples::write_samples;
-    use typhon_live_core::{Counters, LaneSample, Switch, SwitchRecord};
+    use typhon_live_core::{Counters, LaneSample, SamplesBatch, Switch, SwitchRecord};
     use typhon_live_reader::Loss;
 
     // The clock counts µs: the reader hands on ns.
@@ -456,10 +456,17 @@ fn samples_read_as_intervals_in_ns_and_a_lost_one_costs_detail_not_totals() {
                 waiting_ns: Some(cpu_ns / 10),
                 voluntary: Some(cpu_ns / 100_000),
                 involuntary: Some(0),
+                ..Counters::default()
             },
         };
         let mut out = vec![0u8; 256];
-        let n = write_samples(&mut out, seq, time, &[lane], switches).unwrap();
+        let batch = SamplesBatch {
+            time,
+            lanes: &[lane],
+            switches,
+            ..SamplesBatch::default()
+        };
+        let n = write_samples(&mut out, seq, &batch).unwrap();
         out.truncate(n);
         out
     };

@@ -2,7 +2,8 @@
 //! allocation and its free through `System`, and through
 //! `Tracking<System>`, on a thread with a lane (its counters: a relaxed
 //! load and store each) and on one without (a shard's atomic add), side
-//! by side in one run.
+//! by side in one run; and on the lane's thread with sites sampled at
+//! the default rate (one allocation in 512 KiB takes its stack).
 //!
 //! `cargo bench -p typhon-live-std --bench allocation`
 
@@ -11,7 +12,7 @@ use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use typhon_live_core::LaneKind;
-use typhon_live_std::{runtime, Tracking};
+use typhon_live_std::{allocation_sites, runtime, Tracking};
 
 /// An allocation and its free through `allocator`.
 fn round_trip(allocator: &impl GlobalAlloc, layout: Layout) {
@@ -37,6 +38,12 @@ fn allocation(c: &mut Criterion) {
     group.bench_function("Tracking<System>, a lane", |b| {
         b.iter(|| round_trip(&tracking, layout))
     });
+    // Sampling at its default: one allocation in 512 KiB takes its stack.
+    allocation_sites::set_sampling_mean(allocation_sites::DEFAULT_MEAN);
+    group.bench_function("Tracking<System>, a lane, sites sampled", |b| {
+        b.iter(|| round_trip(&tracking, layout))
+    });
+    allocation_sites::set_sampling_mean(0);
     group.finish();
 }
 

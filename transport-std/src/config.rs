@@ -13,6 +13,7 @@
 //! | `RingEvents` | `TYPHON__PROFILER__RINGEVENTS` | `--ring-events <n>` | `16384` | events each recording thread's ring holds between drains: a power of two from 1024 to 65536, 40 bytes each |
 //! | `CpuSampleMs` | `TYPHON__PROFILER__CPUSAMPLEMS` | `--cpu-sample-ms <ms>` | `10` | how often the exporter thread reads each lane's thread's CPU time and switches (Samples frames; Linux and Windows); 0: never |
 //! | `CpuSwitches` | `TYPHON__PROFILER__CPUSWITCHES` | `--cpu-switches <on\|off>` | `true` | each lane's thread's context switches traced one by one, where the system allows it (Linux `perf_event_open`), sent with the samples |
+//! | `AllocationSampleBytes` | `TYPHON__PROFILER__ALLOCATIONSAMPLEBYTES` | `--allocation-sample-bytes <n>` | `524288` | with [`Tracking`](crate::Tracking) as the global allocator, one allocation in this many bytes (on average) is sampled with its stack, for the sites that hold memory; 0: none |
 //! | `Recorder.Dir` | `TYPHON__PROFILER__RECORDER__DIR` | `--capture-dir <dir>` | off | the flight recorder on: captures go to this directory (docs/RECORDER.md) |
 //! | `Recorder.On` (a string or a list) | `TYPHON__PROFILER__RECORDER__ON` (`;` between triggers) | `--capture-on <trigger>` (repeated) | none | the triggers; SIGUSR1 and `Profiler::capture` ask for a capture at once |
 //! | `Recorder.Keep`, `KeepBytes`, `Before`, `After`, `Cooldown`, `Spacing`, `MaxCapture`, `MaxCaptureBytes`, `MaxFiles`, `MaxBytes` | `TYPHON__PROFILER__RECORDER__KEEP`, `..._KEEPBYTES`, ... | `--capture-keep <d>`, `--capture-keep-bytes <size>`, ... | see docs/RECORDER.md | what the recorder keeps and writes (`typhon_live_recorder::options`) |
@@ -65,6 +66,9 @@ pub struct ProfilerConfig {
     /// Each lane's thread's switches are traced one by one, where the
     /// system allows it (with the samples only).
     pub cpu_switches: bool,
+    /// With [`Tracking`](crate::Tracking) as the global allocator: the
+    /// mean bytes between two sampled allocations; 0: none sampled.
+    pub allocation_sample_bytes: u64,
     /// The flight recorder's directory: set, the recorder runs.
     pub capture_dir: Option<PathBuf>,
     /// The flight recorder's options by key (`on` once per trigger), each
@@ -86,6 +90,7 @@ impl Default for ProfilerConfig {
             ring_events: DEFAULT_RING_EVENTS,
             cpu_samples: Some(crate::cpu_samples::DEFAULT_EVERY),
             cpu_switches: true,
+            allocation_sample_bytes: crate::allocation_sites::DEFAULT_MEAN,
             capture_dir: None,
             recorder: Vec::new(),
         }
@@ -183,6 +188,8 @@ pub struct ConfigLayer {
     pub cpu_sample_ms: Option<u64>,
     /// `CpuSwitches`.
     pub cpu_switches: Option<bool>,
+    /// `AllocationSampleBytes` (0: none).
+    pub allocation_sample_bytes: Option<u64>,
     /// `Recorder.Dir`.
     pub capture_dir: Option<PathBuf>,
     /// The other `Recorder.*` keys, as recorder options (`on` once per
@@ -255,6 +262,10 @@ impl ConfigLayer {
                                 self.cpu_sample_ms = Some(wait_value(&name, &json_text(value))?)
                             }
                             "CpuSwitches" => self.cpu_switches = Some(bool_value(&name, value)?),
+                            "AllocationSampleBytes" => {
+                                self.allocation_sample_bytes =
+                                    Some(bytes_value(&name, &json_text(value))?)
+                            }
                             "BindAddress" => {
                                 self.bind_address = Some(address_value(&name, &json_text(value))?)
                             }
@@ -337,6 +348,9 @@ impl ConfigLayer {
                 "LIVEWAITMS" => layer.live_wait_ms = Some(wait_value(key, value)?),
                 "CPUSAMPLEMS" => layer.cpu_sample_ms = Some(wait_value(key, value)?),
                 "CPUSWITCHES" => layer.cpu_switches = Some(bool_text(key, value)?),
+                "ALLOCATIONSAMPLEBYTES" => {
+                    layer.allocation_sample_bytes = Some(bytes_value(key, value)?)
+                }
                 "BINDADDRESS" => layer.bind_address = Some(address_value(key, value)?),
                 "TRACE" => layer.trace = (!value.is_empty()).then(|| value.into()),
                 "COMPRESSION" => layer.compression = Some(compression_value(key, value)?),
@@ -411,6 +425,12 @@ impl ConfigLayer {
                         next_value(&mut i).ok_or_else(|| missing("--cpu-switches", "on or off"))?;
                     layer.cpu_switches = Some(bool_text("--cpu-switches", &value)?);
                 }
+                "--allocation-sample-bytes" => {
+                    let value = next_value(&mut i)
+                        .ok_or_else(|| missing("--allocation-sample-bytes", "bytes"))?;
+                    layer.allocation_sample_bytes =
+                        Some(bytes_value("--allocation-sample-bytes", &value)?);
+                }
                 "--bind-address" => {
                     let value = next_value(&mut i)
                         .ok_or_else(|| missing("--bind-address", "an IP address"))?;
@@ -482,6 +502,9 @@ impl ProfilerConfig {
             }
             if let Some(switches) = layer.cpu_switches {
                 config.cpu_switches = switches;
+            }
+            if let Some(bytes) = layer.allocation_sample_bytes {
+                config.allocation_sample_bytes = bytes;
             }
             if let Some(address) = layer.bind_address {
                 config.bind_address = address;
@@ -602,6 +625,17 @@ fn live_text(value: &str) -> Option<u16> {
         "" | "false" | "off" => None,
         text => Some(text.parse().unwrap_or(DEFAULT_LIVE_PORT)),
     }
+}
+
+fn bytes_value(key: &str, value: &str) -> Result<u64, ConfigError> {
+    value
+        .trim()
+        .parse::<u64>()
+        .map_err(|_| ConfigError::Invalid {
+            key: key.into(),
+            value: value.trim().into(),
+            expected: "a whole number of bytes, 0 or more",
+        })
 }
 
 fn wait_value(key: &str, value: &str) -> Result<u64, ConfigError> {
@@ -756,6 +790,28 @@ mod tests {
         assert_eq!(config.bind_address, IpAddr::from([127, 0, 0, 2]));
         let config = ProfilerConfig::layered([&from_file, &env]);
         assert_eq!(config.bind_address, "::1".parse::<IpAddr>().unwrap());
+    }
+
+    #[test]
+    fn the_allocation_sampling_layers_like_every_key_and_refuses_what_is_not_bytes() {
+        assert_eq!(ProfilerConfig::default().allocation_sample_bytes, 512 << 10);
+        let from_file = file(
+            json!({ "Typhon": { "Telemetry": { "Profiler": { "AllocationSampleBytes": 4096 } } } }),
+        );
+        let env =
+            ConfigLayer::from_env([("TYPHON__PROFILER__ALLOCATIONSAMPLEBYTES", "0")]).unwrap();
+        let args = ConfigLayer::from_args(["--allocation-sample-bytes", "65536"]).unwrap();
+        let bytes = |layers: &[&ConfigLayer]| {
+            ProfilerConfig::layered(layers.iter().copied()).allocation_sample_bytes
+        };
+        assert_eq!(bytes(&[&from_file]), 4096);
+        assert_eq!(bytes(&[&from_file, &env]), 0);
+        assert_eq!(bytes(&[&from_file, &env, &args]), 65536);
+        let err = ConfigLayer::from_args(["--allocation-sample-bytes", "-1"]).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "--allocation-sample-bytes = \"-1\" is invalid: expected a whole number of bytes, 0 or more"
+        );
     }
 
     #[test]

@@ -21,6 +21,7 @@ use typhon_live_core::{Counters, LaneSample, SwitchRecord};
 use crate::runtime::{LANES, MAX_LANES};
 use crate::switches::{monotonic_ns, ThreadSwitches};
 use crate::thread_times::{thread_of, ThreadTimes};
+use crate::tracking;
 
 /// How often each lane's thread is sampled, unless configured.
 pub(crate) const DEFAULT_EVERY: Duration = Duration::from_millis(10);
@@ -90,6 +91,8 @@ impl CpuSamples {
         self.switches.clear();
         // The switches' clock less the session's, read together.
         let offset = monotonic_ns().map(|mono| i128::from(mono) - i128::from(time));
+        // Each lane's bytes, where `Tracking` counts them.
+        let memory = tracking::memory_totals().allocated != 0;
         for info in LANES.iter() {
             let id = usize::from(info.id);
             let thread = thread_of(info.id);
@@ -118,7 +121,15 @@ impl CpuSamples {
                 continue;
             };
             match times.read(now) {
-                Ok(counters) => {
+                Ok(mut counters) => {
+                    if let Some((allocated, freed)) =
+                        tracking::lane_bytes(info.id).filter(|_| memory)
+                    {
+                        // The slot's, across its threads: a reader reads
+                        // their growth over each thread's samples.
+                        counters.allocated_bytes = Some(allocated);
+                        counters.freed_bytes = Some(freed);
+                    }
                     if let (Some(switches), Some(offset)) = (switches.as_mut(), offset) {
                         let out = &mut self.switches;
                         let mut over_bound = 0;

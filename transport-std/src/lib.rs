@@ -25,11 +25,13 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod allocation_sites;
 pub mod attach;
 pub mod config;
 mod cpu_samples;
 mod file;
 mod flight;
+mod memory_samples;
 pub mod metadata;
 pub mod runtime;
 pub mod sampling;

@@ -17,14 +17,16 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use typhon_live_core::block::{block_scratch_len, encoding_buffer_len};
 use typhon_live_core::text::TEXT_RECORD_HEADER;
 use typhon_live_core::{
-    max_samples_frame_len, Compression, Emitted, EncodeError, Exporter, Lz4Table, Metadata,
-    ReaderId, TextBatch, MAX_TEXT_BYTES,
+    Compression, Emitted, EncodeError, Exporter, Lz4Table, Metadata, ReaderId, SamplesBatch,
+    TextBatch, MAX_TEXT_BYTES,
 };
 
+use crate::allocation_sites;
 use crate::config::ProfilerConfig;
 use crate::cpu_samples::CpuSamples;
 use crate::file::TraceFile;
 use crate::flight::{self, Flight};
+use crate::memory_samples::MemorySamples;
 use crate::metadata::OwnedMetadata;
 use crate::runtime::{self, LANES, MAX_LANES};
 use crate::sampling;
@@ -285,6 +287,7 @@ impl Profiler {
                 .map_err(StartError::Thread)?
         };
         runtime::set_enabled(true);
+        allocation_sites::set_sampling_mean(config.allocation_sample_bytes);
         let profiler = Profiler {
             control,
             thread: Some(thread),
@@ -369,6 +372,8 @@ impl Profiler {
             return Ok(());
         };
         runtime::set_enabled(false);
+        // Blocks sampled before are still recognized when freed.
+        allocation_sites::set_sampling_mean(0);
         self.control.stop.store(true, Ordering::Release);
         // It may be parked for the rest of its drain interval.
         thread.thread().unpark();
@@ -502,9 +507,9 @@ impl Sinks {
         }
     }
 
-    /// Every frame due, then the texts taken this cycle and the lanes' CPU
-    /// samples: after the frames, so that each reader has been told the
-    /// names and lanes they use.
+    /// Every frame due, then the texts taken this cycle, the lanes' CPU
+    /// samples and the memory: after the frames, so that each reader has
+    /// been told the names and lanes they use.
     fn pump(
         &mut self,
         exporter: &mut SessionExporter<'_>,
@@ -542,37 +547,51 @@ impl Sinks {
         // Their time is taken before they are read, as close to each as
         // one time for all can be.
         let time = clock.now();
-        let Some(cpu) = alongside.cpu.as_mut() else {
-            return;
-        };
-        let Some(due) = cpu.due(Instant::now(), time) else {
-            return;
-        };
-        if !due.lanes.is_empty() || !due.switches.is_empty() {
-            let need = max_samples_frame_len(due.lanes.len(), due.switches.len());
-            if out.len() < need {
-                out.resize(need, 0);
-            }
-            let readers = [self.file_reader, self.live_reader, self.flight_reader];
-            for reader in readers.into_iter().flatten() {
-                match exporter.write_samples(reader, time, due.lanes, due.switches, out) {
-                    Ok(Some(frame)) => self.deliver(exporter, frame, &out[..frame.len], control),
-                    Ok(None) => {}
-                    Err(e) => log::error!("typhon-live: cannot encode a Samples frame: {e}"),
+        let cpu = alongside.cpu.as_mut();
+        let lanes_due = cpu.and_then(|cpu| cpu.due(Instant::now(), time));
+        let memory_due = alongside.memory.due();
+        if lanes_due.is_some() || memory_due.is_some() {
+            let (lanes, switches) = lanes_due.map_or((&[][..], &[][..]), |d| (d.lanes, d.switches));
+            let sites = memory_due.as_ref().map_or(&[][..], |m| m.sites.as_slice());
+            let batch = SamplesBatch {
+                time,
+                lanes,
+                switches,
+                memory: memory_due.as_ref().map(|m| m.memory),
+                sites,
+            };
+            if !batch.is_empty() {
+                let need = batch.max_frame_len();
+                if out.len() < need {
+                    out.resize(need, 0);
+                }
+                let readers = [self.file_reader, self.live_reader, self.flight_reader];
+                for reader in readers.into_iter().flatten() {
+                    match exporter.write_samples(reader, &batch, out) {
+                        Ok(Some(frame)) => {
+                            self.deliver(exporter, frame, &out[..frame.len], control)
+                        }
+                        Ok(None) => {}
+                        Err(e) => log::error!("typhon-live: cannot encode a Samples frame: {e}"),
+                    }
                 }
             }
         }
-        (control.switches_refused).store(cpu.switches_refused, Ordering::Relaxed);
-        (control.switches_lost).store(cpu.switches_lost, Ordering::Relaxed);
+        if let Some(cpu) = &alongside.cpu {
+            (control.switches_refused).store(cpu.switches_refused, Ordering::Relaxed);
+            (control.switches_lost).store(cpu.switches_lost, Ordering::Relaxed);
+        }
     }
 }
 
 /// What goes out beside the Blocks each cycle: the texts taken, the
-/// buffer their Text frames are built in, and the lanes' CPU samples.
+/// buffer their Text frames are built in, the lanes' CPU samples and the
+/// memory.
 struct Alongside {
     taken: texts::Taken,
     batch: Vec<u8>,
     cpu: Option<CpuSamples>,
+    memory: MemorySamples,
 }
 
 /// Bytes of text records in one Text frame: the largest record 32 times.
@@ -622,6 +641,7 @@ fn export(
             taken: texts::Taken::default(),
             batch: vec![0u8; TEXT_BATCH_BYTES],
             cpu: cpu_samples.map(|every| CpuSamples::new(every, cpu_switches)),
+            memory: MemorySamples::new(),
         };
         let mut stop_deadline = None;
         loop {
@@ -630,6 +650,8 @@ fn export(
             // Before the drain: a text's lane and name are then told
             // before the text is.
             alongside.taken.take();
+            // Before the drain too: the sites' frames are names.
+            alongside.memory.take(Instant::now());
             if let Some(sink) = sinks.live.as_mut() {
                 // A viewer that went away first, so that one connecting
                 // in the same cycle takes its place instead of being refused.

@@ -251,6 +251,7 @@ mod linux {
                 waiting_ns: Some(waiting),
                 voluntary: switches.map(|s| s.0),
                 involuntary: switches.map(|s| s.1),
+                ..Counters::default()
             })
         }
     }

@@ -22,6 +22,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use typhon_live_core::LaneId;
 
+use crate::allocation_sites::{self, Countdown};
 use crate::runtime::MAX_LANES;
 
 /// Process-wide counters for threads without a lane.
@@ -64,60 +65,137 @@ static UNLANED: [Bytes; SHARDS] = [const { Bytes::zero() }; SHARDS];
 /// No lane.
 const NONE: u16 = u16::MAX;
 
+/// What a thread keeps: its lane, its countdown to the next sampled
+/// allocation, and whether it is sampling now.
+struct Local {
+    lane: Cell<u16>,
+    countdown: Countdown,
+    /// Inside the sampler, or its table's lock: an allocation or a free
+    /// meanwhile (the sampler's own, a signal handler's) is only counted.
+    busy: Cell<bool>,
+}
+
 thread_local! {
     // `const` and without a destructor: no allocation to set it up, and
     // readable while other thread-locals are being destroyed.
-    static LANE: Cell<u16> = const { Cell::new(NONE) };
+    static LOCAL: Local = const {
+        Local {
+            lane: Cell::new(NONE),
+            countdown: Countdown::new(),
+            busy: Cell::new(false),
+        }
+    };
 }
 
 /// The calling thread took lane slot `lane`: its allocations count there
 /// from now on.
 pub(crate) fn claimed(lane: LaneId) {
-    let _ = LANE.try_with(|l| l.set(lane));
+    let _ = LOCAL.try_with(|l| l.lane.set(lane));
 }
 
 /// The calling thread is giving its lane slot back: its allocations
 /// count in the shards from now on, so that they never land in a slot
 /// another thread has taken.
 pub(crate) fn released() {
-    let _ = LANE.try_with(|l| l.set(NONE));
+    let _ = LOCAL.try_with(|l| l.lane.set(NONE));
 }
 
-/// The counters the calling thread writes: its lane's, or its shard's.
+/// The counters a thread writes: its lane's, or its shard's.
 #[inline]
-fn counters() -> Result<&'static Bytes, &'static Bytes> {
-    let lane = LANE.try_with(Cell::get).unwrap_or(NONE);
-    match LANES.get(usize::from(lane)) {
+fn counters(local: &Local) -> Result<&'static Bytes, &'static Bytes> {
+    match LANES.get(usize::from(local.lane.get())) {
         Some(bytes) => Ok(bytes),
+        // A thread's thread-locals live apart from another's: their
+        // address spreads threads over the shards.
+        None => Err(&UNLANED[(local as *const Local as usize >> 6) % SHARDS]),
+    }
+}
+
+/// Adds `size` to the calling thread's counter that `which` picks: its
+/// lane's (its own to write) or its shard's; a shard's if its
+/// thread-locals are gone (it is ending).
+#[inline]
+fn count(local: Option<&Local>, which: fn(&Bytes) -> &AtomicU64, size: usize) {
+    match local.map(counters) {
+        Some(Ok(lane)) => Bytes::add_owned(which(lane), size),
+        Some(Err(shard)) => {
+            which(shard).fetch_add(size as u64, Ordering::Relaxed);
+        }
         None => {
-            // A thread's thread-locals live apart from another's: their
-            // address spreads threads over the shards.
-            let at = LANE
-                .try_with(|l| l as *const Cell<u16> as usize)
-                .unwrap_or(0);
-            Err(&UNLANED[(at >> 6) % SHARDS])
+            which(&UNLANED[0]).fetch_add(size as u64, Ordering::Relaxed);
         }
     }
 }
 
+fn allocated_bytes(bytes: &Bytes) -> &AtomicU64 {
+    &bytes.allocated
+}
+
+fn freed_bytes(bytes: &Bytes) -> &AtomicU64 {
+    &bytes.freed
+}
+
+/// Counts `size` bytes allocated at `address`, and samples the
+/// allocation when its thread's countdown says so.
 #[inline]
-fn allocated(n: usize) {
-    match counters() {
-        Ok(lane) => Bytes::add_owned(&lane.allocated, n),
-        Err(shard) => {
-            shard.allocated.fetch_add(n as u64, Ordering::Relaxed);
+fn allocated(address: *mut u8, size: usize) {
+    let counted = LOCAL.try_with(|local| {
+        count(Some(local), allocated_bytes, size);
+        if local.countdown.allocated(size) && !local.busy.replace(true) {
+            allocation_sites::sampled(address as usize, size);
+            local.busy.set(false);
+        }
+    });
+    if counted.is_err() {
+        count(None, allocated_bytes, size);
+    }
+}
+
+/// Counts `size` bytes allocated, never sampled.
+fn allocated_unsampled(size: usize) {
+    if LOCAL
+        .try_with(|local| count(Some(local), allocated_bytes, size))
+        .is_err()
+    {
+        count(None, allocated_bytes, size);
+    }
+}
+
+/// Counts `size` bytes freed at `address`, and forgets the block if it
+/// was sampled.
+#[inline]
+fn freed(address: *mut u8, size: usize) {
+    let sampled = allocation_sites::may_be_sampled(address as usize);
+    let counted = LOCAL.try_with(|local| {
+        count(Some(local), freed_bytes, size);
+        // Inside the sampler or the sites' lock (a signal handler's free)
+        // it is not looked up: were it sampled, the next sample at its
+        // address frees it.
+        if sampled && !local.busy.replace(true) {
+            allocation_sites::freed(address as usize);
+            local.busy.set(false);
+        }
+    });
+    if counted.is_err() {
+        count(None, freed_bytes, size);
+        if sampled {
+            allocation_sites::freed(address as usize);
         }
     }
 }
 
-#[inline]
-fn freed(n: usize) {
-    match counters() {
-        Ok(lane) => Bytes::add_owned(&lane.freed, n),
-        Err(shard) => {
-            shard.freed.fetch_add(n as u64, Ordering::Relaxed);
-        }
+/// Runs `f` with the calling thread's sampling held off: what it
+/// allocates and frees is counted, never sampled, and never looked up
+/// (the exporter, holding the sites' lock, must not take it again).
+pub(crate) fn unsampled<R>(f: impl FnOnce() -> R) -> R {
+    let was = LOCAL
+        .try_with(|local| local.busy.replace(true))
+        .unwrap_or(true);
+    let result = f();
+    if !was {
+        let _ = LOCAL.try_with(|local| local.busy.set(false));
     }
+    result
 }
 
 /// Lane slot `lane`'s bytes allocated and freed so far, by whichever
@@ -177,7 +255,7 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for Tracking<A> {
         // SAFETY: the caller's layout, as `GlobalAlloc::alloc` requires.
         let ptr = unsafe { self.inner.alloc(layout) };
         if !ptr.is_null() {
-            allocated(layout.size());
+            allocated(ptr, layout.size());
         }
         ptr
     }
@@ -187,27 +265,34 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for Tracking<A> {
         // SAFETY: as `alloc`.
         let ptr = unsafe { self.inner.alloc_zeroed(layout) };
         if !ptr.is_null() {
-            allocated(layout.size());
+            allocated(ptr, layout.size());
         }
         ptr
     }
 
     #[inline]
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // Before the block is given back: once it is, another thread may
+        // be handed the address, and sample it.
+        freed(ptr, layout.size());
         // SAFETY: the caller's block, allocated by this allocator (so by
         // `inner`) with `layout`.
         unsafe { self.inner.dealloc(ptr, layout) };
-        freed(layout.size());
     }
 
     #[inline]
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        // As for `dealloc`, before the block may move. Should `inner`
+        // fail (the block then stays), its sample is lost, not kept twice.
+        freed(ptr, layout.size());
         // SAFETY: the caller's block, layout and size, as `realloc`
         // requires.
         let moved = unsafe { self.inner.realloc(ptr, layout, new_size) };
-        if !moved.is_null() {
-            freed(layout.size());
-            allocated(new_size);
+        if moved.is_null() {
+            // Still allocated: counted back.
+            allocated_unsampled(layout.size());
+        } else {
+            allocated(moved, new_size);
         }
         moved
     }
@@ -269,6 +354,92 @@ mod tests {
             "{totals:?} {now:?}"
         );
         assert!(now.freed - totals.freed >= 1000, "{totals:?} {now:?}");
+    }
+
+    /// Allocates `count` blocks of `size` bytes through `tracking`, from
+    /// a site of its own.
+    #[inline(never)]
+    fn kept_site(tracking: &Tracking<System>, count: usize, size: usize) -> Vec<usize> {
+        let layout = Layout::from_size_align(size, 8).unwrap();
+        // SAFETY: a layout of non-zero size; the caller frees each block
+        // with it.
+        (0..count)
+            .map(|_| unsafe { tracking.alloc(layout) } as usize)
+            .collect()
+    }
+
+    /// As [`kept_site`], another site.
+    #[inline(never)]
+    fn other_site(tracking: &Tracking<System>, count: usize, size: usize) -> Vec<usize> {
+        let layout = Layout::from_size_align(size, 8).unwrap();
+        // SAFETY: as above.
+        (0..count)
+            .map(|_| unsafe { tracking.alloc(layout) } as usize)
+            .collect()
+    }
+
+    /// As [`kept_site`], a third site, whose blocks the test frees.
+    #[inline(never)]
+    fn freed_site(tracking: &Tracking<System>, count: usize, size: usize) -> Vec<usize> {
+        let layout = Layout::from_size_align(size, 8).unwrap();
+        // SAFETY: as above.
+        (0..count)
+            .map(|_| unsafe { tracking.alloc(layout) } as usize)
+            .collect()
+    }
+
+    #[test]
+    fn sampled_sites_estimate_each_sites_live_bytes_and_a_freed_site_holds_none() {
+        let tracking = Tracking::new(System);
+        // One sample in 4 KiB: about 2 500 samples for each 10 MB site.
+        allocation_sites::set_sampling_mean(4096);
+        // A thread of its own: its countdown starts afresh.
+        let (kept, other, freed) = std::thread::scope(|scope| {
+            scope
+                .spawn(|| {
+                    (
+                        kept_site(&tracking, 10_000, 1000),
+                        other_site(&tracking, 2_500, 2000),
+                        freed_site(&tracking, 10_000, 1000),
+                    )
+                })
+                .join()
+                .unwrap()
+        });
+        let free = |blocks: &[usize], size| {
+            let layout = Layout::from_size_align(size, 8).unwrap();
+            for &block in blocks {
+                // SAFETY: each block was allocated above with this layout.
+                unsafe { tracking.dealloc(block as *mut u8, layout) };
+            }
+        };
+        free(&freed, 1000);
+        allocation_sites::set_sampling_mean(0);
+
+        let mut sites = Vec::with_capacity(allocation_sites::MAX_SITES);
+        unsampled(|| allocation_sites::take_sites(true, &mut sites));
+        let site = |name: &str| {
+            let mut found = sites
+                .iter()
+                .filter(|s| allocation_sites::tests::names_at(&s.addresses).contains(name));
+            let totals = found.next().map(|s| s.totals).unwrap_or_default();
+            assert!(found.next().is_none(), "one site allocates in {name}");
+            totals
+        };
+        let (kept_totals, other_totals, freed_totals) = (
+            site("::kept_site "),
+            site("::other_site "),
+            site("::freed_site "),
+        );
+        for (totals, truth) in [(kept_totals, 10_000_000.0), (other_totals, 5_000_000.0)] {
+            let error = totals.live() as f64 / truth - 1.0;
+            assert!(error.abs() < 0.1, "{totals:?}: {error:+.3} of {truth}");
+        }
+        assert!(freed_totals.allocations > 1000, "{freed_totals:?}");
+        assert_eq!(freed_totals.frees, freed_totals.allocations);
+        assert_eq!(freed_totals.live(), 0, "{freed_totals:?}");
+        free(&kept, 1000);
+        free(&other, 2000);
     }
 
     #[test]

@@ -35,6 +35,9 @@ pub enum Action {
     JumpToMax,
     /// Show the log in place of the span names, or the names again.
     ToggleLog,
+    /// Show the allocation sites in place of the span names, or the
+    /// names again.
+    ToggleSites,
     /// The log's least level shown: all, info, warn, error, then all.
     LogLevel,
     /// A capture's next trigger: its tick or span shown, the span it

@@ -22,6 +22,7 @@ use typhon_live_model::stats::Distribution;
 use typhon_live_model::{fields, CpuIndex, FieldSummary, LogSearch, Model, NameCpu};
 
 use crate::widgets::log::LogPane;
+use crate::widgets::sites::SitesPane;
 
 /// While live, the selected name's distribution is read again at most
 /// this often: it reads every span of the name in the history.
@@ -167,6 +168,9 @@ impl Screen {
                     fields: field_summaries,
                     cpu: self.computed.as_ref().and_then(|c| c.cpu.as_ref()),
                 }),
+            sites: self.ui.sites.then_some(SitesPane {
+                memory: summary.memory.as_ref(),
+            }),
             log: self.ui.log.then(|| LogPane {
                 rows: &log_rows,
                 search: &self.ui.log_query.text,

@@ -90,6 +90,8 @@ pub struct UiState {
     pub log: bool,
     /// What the log shows.
     pub log_query: LogQuery,
+    /// The allocation sites are shown in place of the span names.
+    pub sites: bool,
     /// The trigger shown last, if any.
     pub trigger: Option<usize>,
     /// A capture was asked for (`c`), for whoever keeps the recorder to
@@ -107,6 +109,7 @@ impl Default for UiState {
             filtering: false,
             log: false,
             log_query: LogQuery::default(),
+            sites: false,
             trigger: None,
             capture_asked: false,
         }
@@ -314,7 +317,15 @@ impl UiState {
                 });
                 self.show_tick(tick, scene);
             }
-            Action::ToggleLog => self.log = !self.log,
+            // One pane in place of the names at a time.
+            Action::ToggleLog => {
+                self.log = !self.log;
+                self.sites = false;
+            }
+            Action::ToggleSites => {
+                self.sites = !self.sites;
+                self.log = false;
+            }
             Action::LogLevel => {
                 self.log_query.min_level = match self.log_query.min_level {
                     None => Some(Level::Info),

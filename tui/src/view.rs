@@ -11,10 +11,11 @@ use ratatui::Frame;
 
 use crate::keymap::{help, KEYS};
 use crate::widgets::log::LogPane;
+use crate::widgets::sites::SitesPane;
 use crate::widgets::span_stats::SpanDetail;
 use crate::widgets::span_table::SpanTable;
 use crate::widgets::timeline::Timeline;
-use typhon_live_model::{Connection, Summary};
+use typhon_live_model::{Connection, GaugeSummary, Summary};
 
 /// The panes drawn from the history: the timeline, the span names, the
 /// selected name's statistics.
@@ -29,6 +30,8 @@ pub struct Panes<'a> {
     pub detail: Option<SpanDetail<'a>>,
     /// The log, when shown in place of the span names and statistics.
     pub log: Option<LogPane<'a>>,
+    /// The allocation sites, when shown in their place.
+    pub sites: Option<SitesPane<'a>>,
 }
 
 fn ms(v: Option<f64>) -> String {
@@ -80,12 +83,16 @@ pub fn draw(frame: &mut Frame<'_>, s: &Summary, panes: Option<&Panes<'_>>) {
         .split(middle[0]);
     draw_lanes(frame, left[0], s);
     draw_stats(frame, left[1], s);
+    let rest = Rect {
+        width: middle[1].width + middle[2].width,
+        ..middle[1]
+    };
     if let Some(log) = &panes.log {
-        let rest = Rect {
-            width: middle[1].width + middle[2].width,
-            ..middle[1]
-        };
         frame.render_widget(log, rest);
+        return draw_gauges(frame, rows[3], s);
+    }
+    if let Some(sites) = &panes.sites {
+        frame.render_widget(sites, rest);
         return draw_gauges(frame, rows[3], s);
     }
     frame.render_widget(&panes.spans, middle[1]);
@@ -346,9 +353,15 @@ fn draw_gauges(frame: &mut Frame<'_>, area: Rect, s: &Summary) {
     let block = Block::default().borders(Borders::ALL).title(" gauges ");
     let inner = block.inner(area);
     frame.render_widget(block, area);
-    let shown = s
-        .gauges
-        .iter()
+    // The process's memory first, where the stream tells it: its strip
+    // beside the gauges.
+    let memory = s.memory.as_ref().map(|m| GaugeSummary {
+        name: "memory live (a: sites)".into(),
+        value: m.live as f64,
+        history: m.history.clone(),
+    });
+    let shown = (memory.iter())
+        .chain(s.gauges.iter())
         .take(inner.height as usize)
         .collect::<Vec<_>>();
     if shown.is_empty() {

@@ -12,8 +12,10 @@ use typhon_live_model::history::{self, SpanRecord};
 
 use typhon_live_core::Level;
 use typhon_live_model::marks::LATENCY_MARK;
+use typhon_live_model::memory::bytes;
 use typhon_live_model::{
-    Connection, FieldSummary, LogQuery, LogRow, LogSearch, Model, Summary, TimelineInputs,
+    Connection, FieldSummary, LogQuery, LogRow, LogSearch, Model, SiteSummary, Summary,
+    TimelineInputs,
 };
 use typhon_live_recorder::{Recorder, Settings};
 
@@ -37,6 +39,8 @@ const RESELECT_EVERY: Duration = Duration::from_secs(1);
 const LOG_ROWS: usize = 1000;
 /// Log rows the test hook reports.
 const LOG_HOOK_ROWS: usize = 20;
+/// Sites in each of the memory panel's two tables.
+const SITES_LISTED: usize = 5;
 
 /// What a person asked for in one frame.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -108,6 +112,11 @@ pub struct Page {
     downloads: Vec<Vec<u8>>,
     /// Captures made since the page opened.
     captures: u64,
+    /// The allocation site whose stack the memory panel shows (the
+    /// fastest-growing one unless one was clicked), and the sites listed
+    /// there, and where.
+    site_shown: Option<u32>,
+    sites_listed: Vec<(SiteSummary, Rect)>,
 }
 
 /// What the page's recorder keeps: 30 s of the past within 32 MiB, and a
@@ -155,6 +164,8 @@ impl Page {
             recorder: Recorder::new(recorder_settings(), Vec::new()),
             downloads: Vec::new(),
             captures: 0,
+            site_shown: None,
+            sites_listed: Vec::new(),
         }
     }
 
@@ -261,6 +272,7 @@ impl Page {
         self.header(ctx, &mut actions);
         self.side_panel(ctx, &mut actions);
         self.log_panel(ctx, &mut actions);
+        self.memory_panel(ctx);
         let inputs = self.view.pinned().unwrap_or(&live);
         let window = self.view.window(inputs.now);
         let (layout, geometry) =
@@ -585,6 +597,62 @@ impl Page {
             });
     }
 
+    /// The allocation sites, below the timeline, where the stream tells
+    /// the memory: the fastest-growing and the largest, and the stack of
+    /// the one shown (click a site for its).
+    fn memory_panel(&mut self, ctx: &Context) {
+        self.sites_listed.clear();
+        let Some(memory) = self.summary.as_ref().and_then(|(_, s)| s.memory.as_ref()) else {
+            return;
+        };
+        let shown = self
+            .site_shown
+            .or(memory.sites_by_growth.first().map(|s| s.site));
+        let (listed, clicked) = (&mut self.sites_listed, &mut self.site_shown);
+        egui::TopBottomPanel::bottom("memory")
+            .resizable(true)
+            .default_height(150.0)
+            .show(ctx, |ui| {
+                ui.label(RichText::new(format!("allocation sites: {}", memory.says())).strong());
+                ui.columns(2, |columns| {
+                    let tables = [
+                        ("growing fastest (last minute)", &memory.sites_by_growth),
+                        ("holding the most", &memory.sites_by_live),
+                    ];
+                    for (ui, (heading, sites)) in columns.iter_mut().zip(tables) {
+                        ui.label(heading);
+                        egui::Grid::new(heading).striped(true).show(ui, |ui| {
+                            for site in sites.iter().take(SITES_LISTED) {
+                                ui.label(bytes(site.live as f64));
+                                ui.label(RichText::new(site.growth()).color(timeline::OPEN));
+                                ui.label(format!("{} samples", site.allocations));
+                                let link = ui.link(&site.label);
+                                if link.clicked() {
+                                    *clicked = Some(site.site);
+                                }
+                                listed.push((site.clone(), link.rect));
+                                ui.end_row();
+                            }
+                        });
+                    }
+                });
+                let stack = (memory.sites_by_growth.iter())
+                    .chain(&memory.sites_by_live)
+                    .find(|s| Some(s.site) == shown);
+                if let Some(site) = stack {
+                    ui.separator();
+                    ui.label(format!("stack of {}:", site.label));
+                    egui::ScrollArea::vertical()
+                        .max_height(80.0)
+                        .show(ui, |ui| {
+                            for frame in &site.stack {
+                                ui.monospace(frame);
+                            }
+                        });
+                }
+            });
+    }
+
     /// The page as a test reads it: the model's summary, the view, what
     /// was drawn and where the controls are (CSS pixels).
     pub fn hook(&mut self, now: Duration) -> String {
@@ -655,6 +723,10 @@ impl Page {
                     .collect(),
                 search_box: self.log_search_box.map(css),
             }),
+            sites_listed: (self.sites_listed.iter())
+                .map(|(site, at)| (site.label.clone(), site.live, css(*at)))
+                .collect(),
+            memory_strip: self.layout.memory.as_ref().map_or(0, |m| m.points.len()),
         };
         serde_json::to_string(&hook).unwrap_or_default()
     }
@@ -702,6 +774,10 @@ struct Hook {
     captures: u64,
     /// The log panel, once the stream sent a line.
     log: Option<LogHook>,
+    /// The memory panel's sites: label, live bytes, and where drawn.
+    sites_listed: Vec<(String, u64, [f32; 4])>,
+    /// Points of the memory strip drawn.
+    memory_strip: usize,
 }
 
 /// The log panel, as [`Page::hook`] reports it.
@@ -1025,6 +1101,32 @@ mod tests {
             (&Value::from(1), &Value::from(2), &Value::from(1)),
             "{hook}"
         );
+    }
+
+    #[test]
+    fn the_memory_panel_lists_the_growing_site_first_and_shows_its_stack() {
+        let mut page = Page::new(64 << 20);
+        page.connected("test".into());
+        page.take(&typhon_live_tests::memory_stream(), Duration::ZERO);
+        page.view.zoom(100.0, 1.0, 10_000_000_000);
+        let ctx = Context::default();
+        frame(&mut page, &ctx, Duration::ZERO, Vec::new());
+        let hook = hook(&mut page);
+        let listed: Vec<_> = (hook["sites_listed"].as_array().into_iter().flatten())
+            .map(|s| (s[0].as_str().unwrap_or_default().to_owned(), s[1].as_u64()))
+            .collect();
+        assert_eq!(
+            listed,
+            [
+                ("demo::cache_replay_frame".to_owned(), Some(10_000_000)),
+                ("demo::load_level".to_owned(), Some(50_000_000)),
+                ("demo::cache_replay_frame".to_owned(), Some(10_000_000)),
+            ],
+            "{hook}"
+        );
+        // The strip: every reading, the window the whole 10 s.
+        assert_eq!(hook["memory_strip"], Value::from(11), "{hook}");
+        assert_eq!(hook["summary"]["memory"]["live"], Value::from(160_000_000));
     }
 
     #[test]

@@ -109,6 +109,9 @@ pub struct Layout {
     pub ticks: Vec<(f32, f32, TickRecord)>,
     /// Gauges with readings in the window.
     pub gauges: Vec<GaugeRow>,
+    /// The process's live bytes in the window, where the stream tells
+    /// them: the memory strip, drawn above the gauges.
+    pub memory: Option<GaugeRow>,
     /// Marks in the window, at their x.
     pub marks: Vec<(f32, Mark)>,
     /// A capture's triggers in the window, at their x.
@@ -199,6 +202,21 @@ pub fn lay_out(inputs: &TimelineInputs, window: Window, width: f32) -> Layout {
                     layout.lanes[row].instants.push((x(instant.time), *instant));
                 }
             }
+            for reading in chunk
+                .memory
+                .iter()
+                .filter(|m| (window.start..=window.end).contains(&m.time))
+            {
+                let row = layout.memory.get_or_insert_with(|| GaugeRow {
+                    name: u32::MAX,
+                    min: f64::INFINITY,
+                    max: f64::NEG_INFINITY,
+                    ..GaugeRow::default()
+                });
+                let live = reading.live as f64;
+                (row.min, row.max) = (row.min.min(live), row.max.max(live));
+                row.points.push((x(reading.time), live));
+            }
             for gauge in chunk
                 .gauges
                 .iter()
@@ -267,10 +285,10 @@ pub fn lay_out(inputs: &TimelineInputs, window: Window, width: f32) -> Layout {
             }
         }
     }
-    for gauge in &mut layout.gauges {
-        // Read newest first: put left to right, then thin to one reading
-        // per half pixel.
-        gauge.points.reverse();
+    for gauge in layout.gauges.iter_mut().chain(layout.memory.as_mut()) {
+        // Read chunk by chunk, newest first, each chunk's oldest first:
+        // put left to right, then thin to one reading per half pixel.
+        gauge.points.sort_by(|a, b| a.0.total_cmp(&b.0));
         let mut last = f32::NEG_INFINITY;
         gauge.points.retain(|&(x, _)| {
             let keep = x - last >= 0.5;
@@ -377,6 +395,8 @@ pub fn colour_of(name: u32) -> Color32 {
 pub const OPEN: Color32 = Color32::from_rgb(0xff, 0x8c, 0x00);
 /// Red for overruns and losses.
 pub const ALARM: Color32 = Color32::from_rgb(0xe0, 0x30, 0x30);
+/// The memory strip's line.
+pub const MEMORY: Color32 = Color32::from_rgb(0xc0, 0x70, 0xff);
 
 /// What painting needs besides the layout.
 pub struct Style<'a> {
@@ -581,7 +601,12 @@ pub fn paint(painter: &Painter, rect: Rect, layout: &Layout, style: &Style<'_>) 
         geometry.lanes.push((top, bottom));
         y = bottom + 2.0;
     }
-    for gauge in &layout.gauges {
+    let memory = layout
+        .memory
+        .iter()
+        .map(|m| (m, "memory live".to_owned(), MEMORY));
+    let gauges = (layout.gauges.iter()).map(|g| (g, (style.name)(g.name), colour_of(g.name)));
+    for (gauge, label, colour) in memory.chain(gauges) {
         let top = y;
         let plot = Rect::from_min_max(
             Pos2::new(left, top + LANE_LABEL),
@@ -597,7 +622,7 @@ pub fn paint(painter: &Painter, rect: Rect, layout: &Layout, style: &Style<'_>) 
             Align2::LEFT_TOP,
             format!(
                 "{} {}  ({} .. {})",
-                (style.name)(gauge.name),
+                label,
                 number(last),
                 number(gauge.min),
                 number(gauge.max)
@@ -616,10 +641,7 @@ pub fn paint(painter: &Painter, rect: Rect, layout: &Layout, style: &Style<'_>) 
                 )
             })
             .collect();
-        painter.add(egui::Shape::line(
-            points,
-            Stroke::new(1.5, colour_of(gauge.name)),
-        ));
+        painter.add(egui::Shape::line(points, Stroke::new(1.5, colour)));
         y = plot.bottom() + 4.0;
     }
     // Marks over everything: a line down the timeline, and what it says.
@@ -716,6 +738,7 @@ mod tests {
                     waiting_ns: Some(0),
                     voluntary: Some(0),
                     involuntary: Some(0),
+                    ..Counters::default()
                 },
                 switches_traced: false,
             });

@@ -80,6 +80,46 @@ pub struct DemoOptions {
     /// or waits for a lock another thread holds.
     #[arg(long, value_enum, default_value_t = StallKind::Sleep)]
     pub stall_kind: StallKind,
+    /// Leak this many bytes a second on purpose, from one function
+    /// (`cache_replay_frame`): a soak test's leak to find by its site.
+    #[arg(long, value_name = "BYTES_PER_S", default_value_t = 0)]
+    pub leak: u64,
+}
+
+/// The demo's leak: each tick, its share of the bytes a second is kept
+/// for good, in blocks of [`LEAK_BLOCK`] bytes.
+struct Leak {
+    per_tick: f64,
+    owed: f64,
+    kept: Vec<Box<[u8]>>,
+}
+
+/// The leak's blocks: a replay frame's worth.
+const LEAK_BLOCK: usize = 16 << 10;
+
+impl Leak {
+    fn new(per_second: u64, tick_rate: f64) -> Leak {
+        Leak {
+            per_tick: per_second as f64 / tick_rate,
+            owed: 0.0,
+            kept: Vec::new(),
+        }
+    }
+
+    fn tick(&mut self) {
+        self.owed += self.per_tick;
+        while self.owed >= LEAK_BLOCK as f64 {
+            self.owed -= LEAK_BLOCK as f64;
+            cache_replay_frame(&mut self.kept);
+        }
+    }
+}
+
+/// Where the demo leaks (`--leak`): a frame kept "for a replay" that
+/// nothing ever plays or frees. Not inlined, so that its site names it.
+#[inline(never)]
+fn cache_replay_frame(cache: &mut Vec<Box<[u8]>>) {
+    cache.push(vec![0x5a; LEAK_BLOCK].into_boxed_slice());
 }
 
 /// How the AI system stalls: the ground truth of each lane's CPU
@@ -302,9 +342,11 @@ fn simulate(
     tick_rate: f64,
     via_tracing: bool,
     stall_kind: StallKind,
+    leak: u64,
     stop: &AtomicBool,
 ) {
     runtime::register_thread("Sim", LaneKind::Main);
+    let mut leak = Leak::new(leak, tick_rate);
     let staller = Staller::new(stall_kind);
     let systems: Vec<u32> = SYSTEMS.iter().map(|s| intern(s)).collect();
     let queries: Vec<u32> = QUERIES.iter().map(|q| intern(q)).collect();
@@ -397,6 +439,7 @@ fn simulate(
                 }
             }
         }
+        leak.tick();
         bytes += 4096 + random(64 << 10) as i64;
         if tick % 600 == 599 {
             bytes -= bytes / 5; // a partial free: the soak's sawtooth
@@ -504,10 +547,10 @@ pub fn run(opts: DemoOptions) -> Result<(), CliError> {
     let sim = {
         let stop = Arc::clone(&stop);
         let (threads, rate, via) = (opts.threads, opts.tick_rate, opts.via_tracing);
-        let stall_kind = opts.stall_kind;
+        let (stall_kind, leak) = (opts.stall_kind, opts.leak);
         std::thread::Builder::new()
             .name("Sim".into())
-            .spawn(move || simulate(threads, rate, via, stall_kind, &stop))
+            .spawn(move || simulate(threads, rate, via, stall_kind, leak, &stop))
             .map_err(|e| CliError::Profiler(e.to_string()))?
     };
     let viewed = if let Some(port) = opts.web {

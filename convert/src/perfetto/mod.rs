@@ -17,6 +17,7 @@
 //! | a gauge | a counter track under the process, `counter_value` or `double_counter_value` |
 //! | a lane's CPU samples (FORMAT.md, "Samples") | two counter tracks under its thread, "LANE: on CPU" and "LANE: waiting for a CPU": each interval's share, from its start |
 //! | a lane's switch out and back in | a slice "off-CPU (waiting)" or "preempted" on its thread's "LANE: switches" track |
+//! | the process's allocation sites (FORMAT.md, "Memory") | heap profile dumps (`ProfilePacket`, as heapprofd writes them, on a sequence of their own): every site's cumulative totals, at most once a second of the stream and at its end; and the process's live bytes on a counter track "memory live" |
 //! | a tick | a slice `tick` (or `overrun tick`) on the process's "Ticks" track, with `tick` and `overrun` |
 //! | a sequence gap, a Block's drop counts, a damaged frame | `previous_packet_dropped` on the next packet, a "data lost" instant on the process track, and the counters "frames lost" and "events lost" |
 //!
@@ -35,6 +36,7 @@
 //! schema we write ([`proto`]); the tests decode the output with types
 //! that protoc generates from Perfetto's own `.proto` files.
 
+mod heap;
 mod nesting;
 pub mod proto;
 mod sequence;

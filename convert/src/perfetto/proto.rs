@@ -40,7 +40,7 @@ pub struct TracePacket {
     #[prost(bool, optional, tag = "87")]
     pub first_packet_on_sequence: Option<bool>,
     /// The `data` oneof.
-    #[prost(oneof = "PacketData", tags = "11, 60")]
+    #[prost(oneof = "PacketData", tags = "11, 37, 60")]
     pub data: Option<PacketData>,
 }
 
@@ -59,6 +59,126 @@ pub enum PacketData {
     /// `track_descriptor = 60`.
     #[prost(message, tag = "60")]
     TrackDescriptor(TrackDescriptor),
+    /// `profile_packet = 37`: a heap profile's dump.
+    #[prost(message, tag = "37")]
+    ProfilePacket(ProfilePacket),
+}
+
+/// `ProfilePacket`: a dump of a process's heap profile, its strings,
+/// frames and callstacks interned in the packet (a heapprofd dump).
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct ProfilePacket {
+    /// `strings = 1`.
+    #[prost(message, repeated, tag = "1")]
+    pub strings: Vec<InternedString>,
+    /// `frames = 2`.
+    #[prost(message, repeated, tag = "2")]
+    pub frames: Vec<ProfileFrame>,
+    /// `callstacks = 3`.
+    #[prost(message, repeated, tag = "3")]
+    pub callstacks: Vec<Callstack>,
+    /// `mappings = 4`.
+    #[prost(message, repeated, tag = "4")]
+    pub mappings: Vec<Mapping>,
+    /// `process_dumps = 5`.
+    #[prost(message, repeated, tag = "5")]
+    pub process_dumps: Vec<ProcessHeapSamples>,
+    /// `continued = 6`: more packets of this dump follow.
+    #[prost(bool, optional, tag = "6")]
+    pub continued: Option<bool>,
+    /// `index = 7`: the packet's number on its sequence, from 0.
+    #[prost(uint64, optional, tag = "7")]
+    pub index: Option<u64>,
+}
+
+/// `InternedString`.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct InternedString {
+    /// `iid = 1`.
+    #[prost(uint64, optional, tag = "1")]
+    pub iid: Option<u64>,
+    /// `str = 2`.
+    #[prost(bytes = "vec", optional, tag = "2")]
+    pub str: Option<Vec<u8>>,
+}
+
+/// `Frame` (profile_common.proto).
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct ProfileFrame {
+    /// `iid = 1`.
+    #[prost(uint64, optional, tag = "1")]
+    pub iid: Option<u64>,
+    /// `function_name_id = 2`: an [`InternedString`]'s iid.
+    #[prost(uint64, optional, tag = "2")]
+    pub function_name_id: Option<u64>,
+    /// `mapping_id = 3`: a [`Mapping`]'s iid.
+    #[prost(uint64, optional, tag = "3")]
+    pub mapping_id: Option<u64>,
+    /// `rel_pc = 4`.
+    #[prost(uint64, optional, tag = "4")]
+    pub rel_pc: Option<u64>,
+}
+
+/// `Callstack`.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct Callstack {
+    /// `iid = 1`.
+    #[prost(uint64, optional, tag = "1")]
+    pub iid: Option<u64>,
+    /// `frame_ids = 2`: the bottom (outermost) frame first.
+    #[prost(uint64, repeated, packed = "false", tag = "2")]
+    pub frame_ids: Vec<u64>,
+}
+
+/// `Mapping`.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct Mapping {
+    /// `iid = 1`.
+    #[prost(uint64, optional, tag = "1")]
+    pub iid: Option<u64>,
+    /// `path_string_ids = 7`: the path's parts, as [`InternedString`]s.
+    #[prost(uint64, repeated, packed = "false", tag = "7")]
+    pub path_string_ids: Vec<u64>,
+}
+
+/// `ProfilePacket.ProcessHeapSamples`.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct ProcessHeapSamples {
+    /// `pid = 1`.
+    #[prost(uint64, optional, tag = "1")]
+    pub pid: Option<u64>,
+    /// `samples = 2`.
+    #[prost(message, repeated, tag = "2")]
+    pub samples: Vec<HeapSample>,
+    /// `timestamp = 9`.
+    #[prost(uint64, optional, tag = "9")]
+    pub timestamp: Option<u64>,
+    /// `heap_name = 11`.
+    #[prost(string, optional, tag = "11")]
+    pub heap_name: Option<String>,
+    /// `sampling_interval_bytes = 12`.
+    #[prost(uint64, optional, tag = "12")]
+    pub sampling_interval_bytes: Option<u64>,
+}
+
+/// `ProfilePacket.HeapSample`: a callstack's totals, cumulative.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct HeapSample {
+    /// `callstack_id = 1`.
+    #[prost(uint64, optional, tag = "1")]
+    pub callstack_id: Option<u64>,
+    /// `self_allocated = 2`.
+    #[prost(uint64, optional, tag = "2")]
+    pub self_allocated: Option<u64>,
+    /// `self_freed = 3`.
+    #[prost(uint64, optional, tag = "3")]
+    pub self_freed: Option<u64>,
+    /// `alloc_count = 5`.
+    #[prost(uint64, optional, tag = "5")]
+    pub alloc_count: Option<u64>,
+    /// `free_count = 6`.
+    #[prost(uint64, optional, tag = "6")]
+    pub free_count: Option<u64>,
 }
 
 /// `TrackEvent`.

@@ -12,14 +12,17 @@ use typhon_live_core::NameId;
 
 use super::proto::{
     AnnotationValue, CounterValue, DebugAnnotation, DebugAnnotationName, EventName, EventType,
-    InternedData, PacketData, TracePacket, TrackDescriptor, TrackEvent,
+    InternedData, PacketData, ProfilePacket, TracePacket, TrackDescriptor, TrackEvent,
     SEQ_INCREMENTAL_STATE_CLEARED, SEQ_NEEDS_INCREMENTAL_STATE,
 };
 
-/// `trusted_packet_sequence_id` of every packet: one writer, one
-/// sequence (0 would mean "no sequence", on which a reader refuses
-/// interned names).
+/// `trusted_packet_sequence_id` of every packet but the heap profile's:
+/// one writer, one sequence (0 would mean "no sequence", on which a
+/// reader refuses interned names).
 pub const SEQUENCE_ID: u32 = 1;
+/// The heap profile's dumps' sequence: a `ProfilePacket` interns its own
+/// strings, frames and callstacks, numbered on a sequence of their own.
+pub const HEAP_SEQUENCE_ID: u32 = 2;
 
 /// The names of event arguments, interned with fixed iids on every packet
 /// that clears the sequence's state.
@@ -136,6 +139,18 @@ impl Sequence {
     pub(crate) fn lost(&mut self) {
         self.dropped_next = true;
         self.clear();
+    }
+
+    /// Writes a heap profile's dump, at `time`, on its own sequence.
+    pub(crate) fn profile(&mut self, out: &mut Vec<u8>, time: u64, profile: ProfilePacket) {
+        let packet = TracePacket {
+            timestamp: Some(time),
+            trusted_packet_sequence_id: Some(HEAP_SEQUENCE_ID),
+            first_packet_on_sequence: (profile.index == Some(0)).then_some(true),
+            data: Some(PacketData::ProfilePacket(profile)),
+            ..TracePacket::default()
+        };
+        self.write(out, &packet);
     }
 
     /// Writes a track descriptor.

@@ -7,12 +7,14 @@ use std::collections::hash_map::Entry;
 use foldhash::HashMap;
 
 use typhon_live_core::{
-    DecodeError, Event, FieldValue, Frame, GaugeValue, LaneId, LaneInfo, NameId, Switch, TaskId,
+    DecodeError, Event, FieldValue, Frame, GaugeValue, LaneId, LaneInfo, Memory, NameId, Switch,
+    TaskId,
 };
 use typhon_live_reader::{
     CpuInterval, FieldOwners, Loss, Names, Reader, State, TextRecord, Update,
 };
 
+use super::heap::HeapDumps;
 use super::nesting::{self, Edge, Held};
 use super::proto::{
     AnnotationValue, CounterDescriptor, CounterValue, ProcessDescriptor, ThreadDescriptor,
@@ -111,6 +113,10 @@ pub struct WriterStats {
     pub fields_refused: u64,
     /// Log lines the stream said were lost.
     pub texts_lost: u64,
+    /// Heap profile dumps written (allocation sites).
+    pub heap_dumps: u64,
+    /// Allocation sites left out, past the heap dumps' cap.
+    pub sites_refused: u64,
 }
 
 impl WriterStats {
@@ -170,6 +176,8 @@ struct Session {
     frames_lost: u64,
     events_lost: u64,
     ticks_tracks: u32,
+    /// The counter track of the process's live bytes.
+    memory_track: Option<u64>,
     /// Task tracks: each track's uuid and the end of its last task span.
     /// A task span goes on the first whose last one ended by its start,
     /// so that slices on one track never overlap.
@@ -246,6 +254,10 @@ pub struct TraceWriter {
     /// lost with its damage.
     unread: u32,
     nesting: nesting::Scratch,
+    /// The process's allocation sites, dumped as a heap profile.
+    heap: HeapDumps,
+    /// The time of the Samples frame being read.
+    samples_time: u64,
     /// What the next field on each lane belongs to.
     owners: FieldOwners<Owner>,
     /// Fields held over all lanes.
@@ -276,6 +288,8 @@ impl TraceWriter {
             dropped: 0,
             unread: 0,
             nesting: nesting::Scratch::default(),
+            heap: HeapDumps::default(),
+            samples_time: 0,
             owners: FieldOwners::default(),
             held_fields: 0,
             stats: WriterStats::default(),
@@ -334,6 +348,38 @@ impl TraceWriter {
             self.write_lane(names, lane, out);
         }
         self.owners.clear();
+        self.heap_dump(names, self.samples_time, true, out);
+    }
+
+    /// The allocation sites' dump at `time`, when due (or `at_end`).
+    fn heap_dump(&mut self, names: &Names, time: u64, at_end: bool, out: &mut Vec<u8>) {
+        let pid = u32::try_from(self.session.pid).unwrap_or(0);
+        if let Some(dump) = self.heap.dump(time, pid, names, at_end) {
+            self.seq.profile(out, time, dump);
+            self.stats.heap_dumps += 1;
+        }
+        self.stats.sites_refused = self.heap.refused;
+    }
+
+    /// The process's live bytes, on its "memory live" counter track.
+    fn memory(&mut self, memory: Memory, out: &mut Vec<u8>) {
+        self.heap.memory(memory);
+        let process = self.process_track(out);
+        let track = match self.session.memory_track {
+            Some(track) => track,
+            None => {
+                let track = self.uuid();
+                self.session.memory_track = Some(track);
+                let name = "memory live".to_owned();
+                self.seq
+                    .descriptor(out, child_track(track, process, name, true));
+                track
+            }
+        };
+        let live = i64::try_from(memory.live()).unwrap_or(i64::MAX);
+        let value = Kind::Counter(CounterValue::Int(live));
+        self.seq.event(out, self.samples_time, track, value);
+        self.stats.counter_values += 1;
     }
 
     /// Writes what waited for its fields on every lane.
@@ -406,6 +452,7 @@ impl TraceWriter {
                 // more. (The reader has already dropped the old names:
                 // what is held is written with ids.)
                 self.finish_with(names, out);
+                self.heap.clear();
                 self.lanes.clear();
                 self.held_total = 0;
                 self.held_fields = 0;
@@ -438,6 +485,14 @@ impl TraceWriter {
                 }
                 self.event(names, lane, event, out);
             }
+            Update::Samples { time } => {
+                // Before this frame's sites: the dump holds those before.
+                self.heap_dump(names, self.samples_time, false, out);
+                self.samples_time = time;
+                self.last_time = self.last_time.max(time);
+            }
+            Update::Memory(memory) => self.memory(memory, out),
+            Update::Site(site) => self.heap.site(&site),
             Update::Cpu(interval) => self.cpu(names, &interval, out),
             Update::Switch { lane, time, what } => self.switch(names, lane, time, what, out),
             Update::Text(text) => self.text(names, &text, out),
@@ -470,6 +525,7 @@ impl TraceWriter {
     /// and lanes its Init just gave.
     fn restart(&mut self, names: &Names, out: &mut Vec<u8>) {
         self.finish_with(names, out);
+        self.heap.clear();
         for lane in self.lanes.values_mut() {
             lane.track = None;
             lane.ticks_track = None;
@@ -1100,6 +1156,7 @@ impl Session {
             events_lost: 0,
             ticks_tracks: 0,
             task_tracks: Vec::new(),
+            memory_track: None,
         }
     }
 }

@@ -13,8 +13,22 @@ use perfetto_protos::trace::Trace;
 use perfetto_protos::track_event::track_event::Type;
 use protobuf::Message;
 
-/// `trusted_packet_sequence_id` of every packet.
+/// `trusted_packet_sequence_id` of every packet but the heap profile's.
 pub const SEQUENCE_ID: u32 = 1;
+/// The heap profile's dumps' sequence.
+pub const HEAP_SEQUENCE_ID: u32 = 2;
+
+/// A heap profile's dump, as trace_processor reads a heapprofd dump: its
+/// strings, frames and callstacks interned in the packet.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HeapDump {
+    pub time: u64,
+    pub pid: u64,
+    pub sampling_interval: u64,
+    /// Per callstack: its frames' function names, innermost first, and
+    /// its bytes allocated and freed.
+    pub samples: Vec<(Vec<String>, u64, u64)>,
+}
 /// `SEQ_INCREMENTAL_STATE_CLEARED`.
 pub const CLEARED: u32 = 1;
 /// `SEQ_NEEDS_INCREMENTAL_STATE`.
@@ -53,7 +67,46 @@ pub struct Read {
     /// Index, among track-event packets, of each packet that says data
     /// was lost before it.
     pub dropped_before: Vec<usize>,
+    /// Heap profile dumps, in order.
+    pub heap_dumps: Vec<HeapDump>,
     pub packets: usize,
+}
+
+/// A dump's samples, every id it uses resolved within the packet.
+fn heap_dump(time: u64, profile: &perfetto_protos::profile_packet::ProfilePacket) -> HeapDump {
+    let strings: HashMap<u64, String> = (profile.strings.iter())
+        .map(|s| (s.iid(), String::from_utf8_lossy(s.str()).into_owned()))
+        .collect();
+    let mappings: Vec<u64> = profile.mappings.iter().map(|m| m.iid()).collect();
+    let frames: HashMap<u64, String> = (profile.frames.iter())
+        .map(|f| {
+            assert!(
+                mappings.contains(&f.mapping_id()),
+                "a frame's mapping is there"
+            );
+            (f.iid(), strings[&f.function_name_id()].clone())
+        })
+        .collect();
+    let callstacks: HashMap<u64, Vec<String>> = (profile.callstacks.iter())
+        .map(|c| {
+            // Outermost first in the packet.
+            let names = c.frame_ids.iter().rev().map(|id| frames[id].clone());
+            (c.iid(), names.collect())
+        })
+        .collect();
+    assert_eq!(profile.process_dumps.len(), 1);
+    let dump = &profile.process_dumps[0];
+    HeapDump {
+        time,
+        pid: dump.pid(),
+        sampling_interval: dump.sampling_interval_bytes(),
+        samples: (dump.samples.iter())
+            .map(|s| {
+                let stack = callstacks[&s.callstack_id()].clone();
+                (stack, s.self_allocated(), s.self_freed())
+            })
+            .collect(),
+    }
 }
 
 pub fn read(bytes: &[u8]) -> Read {
@@ -66,6 +119,17 @@ pub fn read(bytes: &[u8]) -> Read {
     let mut events = Vec::new();
     for packet in &trace.packet {
         read.packets += 1;
+        if packet.has_profile_packet() {
+            assert_eq!(packet.trusted_packet_sequence_id(), HEAP_SEQUENCE_ID);
+            let profile = packet.profile_packet();
+            assert_eq!(
+                profile.index(),
+                read.heap_dumps.len() as u64,
+                "dumps numbered"
+            );
+            read.heap_dumps.push(heap_dump(packet.timestamp(), profile));
+            continue;
+        }
         assert_eq!(packet.trusted_packet_sequence_id(), SEQUENCE_ID);
         let flags = packet.sequence_flags();
         if flags & CLEARED != 0 {

@@ -1,6 +1,7 @@
 //! One widget per module, each drawn from borrowed data.
 
 pub mod log;
+pub mod sites;
 pub mod span_stats;
 pub mod span_table;
 pub mod timeline;

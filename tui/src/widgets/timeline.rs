@@ -541,6 +541,7 @@ mod tests {
                     waiting_ns: Some(0),
                     voluntary: Some(1),
                     involuntary: Some(0),
+                    ..Counters::default()
                 },
                 switches_traced: false,
             });
