@@ -342,6 +342,20 @@ struct Row {
     met: Option<bool>,
 }
 
+impl Row {
+    /// A row of typhon-live's alone: Tracy and puffin have no figure.
+    fn ours(what: &'static str, typhon: String, target: &str, met: Option<bool>) -> Row {
+        Row {
+            what,
+            typhon,
+            tracy: "-".into(),
+            puffin: "-".into(),
+            target: target.into(),
+            met,
+        }
+    }
+}
+
 fn report(run: &live::Run, ring_events: usize) {
     eprintln!(
         "end to end at {:.2} M/s, {ring_events}-event rings: {} recorded, {} received, {} frames missed, {} events dropped ({} early wakes, worst cycle {} us)",
@@ -1000,14 +1014,7 @@ fn main() {
 /// leak found live.
 fn memory_rows(quick: bool) -> Vec<Row> {
     let (runs, iterations) = if quick { (3, 5_000) } else { (7, 40_000) };
-    let row = |what: &'static str, typhon: String, target: &str, met: Option<bool>| Row {
-        what,
-        typhon,
-        tracy: "-".into(),
-        puffin: "-".into(),
-        target: target.into(),
-        met,
-    };
+    let row = Row::ours;
     let not_built = || "- (`cargo build --release -p typhon-live-bench --bins` first)".to_string();
     let mut rows = Vec::new();
     match memory::workload(runs, iterations) {
@@ -1104,14 +1111,7 @@ fn memory_rows(quick: bool) -> Vec<Row> {
 /// medians of alternated runs.
 fn cpu_rows(quick: bool) -> Vec<Row> {
     let (runs, seconds) = if quick { (3, 1) } else { (5, 3) };
-    let row = |what: &'static str, typhon: String, target: &str, met: Option<bool>| Row {
-        what,
-        typhon,
-        tracy: "-".into(),
-        puffin: "-".into(),
-        target: target.into(),
-        met,
-    };
+    let row = Row::ours;
     let no_proc = || "- (no /proc: Linux only)".to_string();
     let kb = |bytes: f64| bytes / 1e3;
     let mut rows = Vec::new();
@@ -1219,14 +1219,7 @@ fn cpu_rows(quick: bool) -> Vec<Row> {
 /// peak RSS against its bound; a capture's latency; a trigger storm.
 fn flight_rows(quick: bool) -> Vec<Row> {
     let (runs, seconds) = if quick { (3, 1) } else { (5, 3) };
-    let row = |what: &'static str, typhon: String, target: String, met: Option<bool>| Row {
-        what,
-        typhon,
-        tracy: "-".into(),
-        puffin: "-".into(),
-        target,
-        met,
-    };
+    let row = |what, typhon, target: String, met| Row::ours(what, typhon, &target, met);
     let no_proc = || "- (no /proc: Linux only)".to_string();
     let mut rows: Vec<Row> = [
         (false, "tick > 1h", "flight recorder alone, tick trigger, exporter CPU at 1 M spans/s", "alone", true),

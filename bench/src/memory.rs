@@ -42,17 +42,9 @@ pub const RUNS: [Run; 4] = [
     },
 ];
 
-/// A binary beside this one; `None`, said, when not built.
+/// A workload binary beside this one; `None`, said, when not built.
 fn sibling(name: &str) -> Option<Command> {
-    let binary = std::env::current_exe().ok()?.with_file_name(name);
-    if !binary.is_file() {
-        eprintln!(
-            "memory bench: {} not found: run `cargo build --release -p typhon-live-bench --bins` first",
-            binary.display()
-        );
-        return None;
-    }
-    Some(Command::new(binary))
+    crate::relay::built_beside(name, "cargo build --release -p typhon-live-bench --bins")
 }
 
 /// One run's wall time, ns.

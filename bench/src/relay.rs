@@ -212,12 +212,15 @@ fn viewer(addr: String, stop: Arc<AtomicBool>) -> JoinHandle<Seen> {
 /// A command of the `typhon-live` binary beside this one; `None`, said
 /// on stderr, when it has not been built.
 pub(crate) fn typhon_live() -> Option<Command> {
-    let binary = std::env::current_exe().ok()?.with_file_name("typhon-live");
+    built_beside("typhon-live", "cargo build --release -p typhon-live-cli")
+}
+
+/// A command of binary `name` beside this one; `None`, said on stderr
+/// with the command that builds it (`build`), when it has not been built.
+pub(crate) fn built_beside(name: &str, build: &str) -> Option<Command> {
+    let binary = std::env::current_exe().ok()?.with_file_name(name);
     if !binary.is_file() {
-        eprintln!(
-            "relay bench: {} not found: run `cargo build --release -p typhon-live-cli` first",
-            binary.display()
-        );
+        eprintln!("bench: {} not found: run `{build}` first", binary.display());
         return None;
     }
     Some(Command::new(binary))

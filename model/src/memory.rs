@@ -220,6 +220,14 @@ pub struct SiteSummary {
 }
 
 impl SiteSummary {
+    /// Its samples as a view writes them: "1 sample", "20 samples".
+    pub fn samples(&self) -> String {
+        match self.allocations {
+            1 => "1 sample".to_owned(),
+            n => format!("{n} samples"),
+        }
+    }
+
     /// Its growth as a view writes it: "+57.2 MiB/min", empty when flat.
     pub fn growth(&self) -> String {
         match self.growth_per_minute {

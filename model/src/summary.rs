@@ -113,15 +113,24 @@ impl Model {
         }
     }
 
+    /// The CPU intervals since the earliest of `starts` that is a stall
+    /// at `now` ([`STALL_MS`] or longer), read once for every open span;
+    /// `None` when none is.
+    fn stall_cpu(&self, starts: impl Iterator<Item = u64>, now: u64) -> Option<CpuIndex> {
+        let stall = |start: &u64| now.saturating_sub(*start) >= STALL_MS * 1_000_000;
+        let earliest = starts.filter(stall).min()?;
+        let held = self.history.chunks().iter().map(|c| &**c);
+        let chunks = held.chain([&self.chunk]).filter(|c| c.last >= earliest);
+        Some(CpuIndex::of(chunks))
+    }
+
     /// How lane `lane` spent `[start, now)` on the CPU, if that is a
     /// stall ([`STALL_MS`] or longer) and samples cover it.
-    fn open_cpu(&self, lane: u16, start: u64, now: u64) -> Option<String> {
+    fn open_cpu(index: &CpuIndex, lane: u16, start: u64, now: u64) -> Option<String> {
         if now.saturating_sub(start) < STALL_MS * 1_000_000 {
             return None;
         }
-        let held = self.history.chunks().iter().map(|c| &**c);
-        let chunks = held.chain([&self.chunk]).filter(|c| c.last >= start);
-        let share = CpuIndex::of(chunks).share(lane, start, now)?;
+        let share = index.share(lane, start, now)?;
         Some(share.text(now - start))
     }
 
@@ -250,18 +259,17 @@ impl Model {
             })
             .collect();
         let host_time = self.host_time(now);
-        let mut open: Vec<OpenSummary> = self
-            .reader
-            .state()
-            .lanes()
-            .values()
-            .flat_map(|lane| {
-                lane.open.iter().map(move |span| OpenSummary {
-                    lane: self.name(lane.info.name),
-                    span: self.name(span.name),
-                    open_ms: self.seconds(host_time.saturating_sub(span.start)) * 1e3,
-                    cpu: self.open_cpu(lane.info.id, span.start, host_time),
-                })
+        let lanes_open = self.reader.state().lanes().values();
+        let spans_open = lanes_open.flat_map(|lane| lane.open.iter().map(move |s| (lane, s)));
+        let stalls = self.stall_cpu(spans_open.clone().map(|(_, s)| s.start), host_time);
+        let mut open: Vec<OpenSummary> = spans_open
+            .map(|(lane, span)| OpenSummary {
+                lane: self.name(lane.info.name),
+                span: self.name(span.name),
+                open_ms: self.seconds(host_time.saturating_sub(span.start)) * 1e3,
+                cpu: stalls
+                    .as_ref()
+                    .and_then(|index| Self::open_cpu(index, lane.info.id, span.start, host_time)),
             })
             .collect();
         open.sort_by(|a, b| b.open_ms.total_cmp(&a.open_ms));

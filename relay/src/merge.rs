@@ -1175,24 +1175,34 @@ mod tests {
         assert_eq!(open_spans(&now), [("a/Main".to_owned(), vec![])]);
     }
 
-    #[test]
-    fn log_texts_reach_viewers_on_their_sources_lanes() {
+    /// `stream` from each of two sources labelled `a` and `b` through a
+    /// merger, one source after the other, the frames arriving `step` ns
+    /// apart from Unix time 1 s: the merged stream.
+    fn two_sources_of(stream: &[u8], step: u64) -> Vec<u8> {
         let mut merger = Merger::new(&["a".into(), "b".into()], 7, 0);
-        let mut stream = whole(&merger.init(), 0);
+        let mut merged = whole(&merger.init(), 0);
         let mut seq = 0;
         for source in 0..2 {
             let mut reader = Reader::default();
-            each_frame(&typhon_live_tests::text_stream(), |frame| {
+            let mut received = 1_000_000_000;
+            each_frame(stream, |frame| {
+                received += step;
                 reader
-                    .read(frame, 1_000_000_000, |update, _| {
+                    .read(frame, received, |update, _| {
                         merger.update(source, &update, |frame| {
                             seq += 1;
-                            stream.extend(whole(&frame, seq));
+                            merged.extend(whole(&frame, seq));
                         })
                     })
                     .unwrap()
             });
         }
+        merged
+    }
+
+    #[test]
+    fn log_texts_reach_viewers_on_their_sources_lanes() {
+        let stream = two_sources_of(&typhon_live_tests::text_stream(), 0);
         let model = viewed(&stream);
         let lines: Vec<(Option<String>, String, String)> = (model.logs().lines().iter())
             .map(|l| {
@@ -1217,25 +1227,8 @@ mod tests {
 
     #[test]
     fn cpu_samples_reach_viewers_on_their_sources_lanes() {
-        let mut merger = Merger::new(&["a".into(), "b".into()], 7, 0);
-        let mut stream = whole(&merger.init(), 0);
-        let mut seq = 0;
-        for source in 0..2 {
-            let mut reader = Reader::default();
-            // Arriving as they were sent, 400 µs apart.
-            let mut received = 1_000_000_000;
-            each_frame(&typhon_live_tests::samples_stream(), |frame| {
-                received += 400_000;
-                reader
-                    .read(frame, received, |update, _| {
-                        merger.update(source, &update, |frame| {
-                            seq += 1;
-                            stream.extend(whole(&frame, seq));
-                        })
-                    })
-                    .unwrap()
-            });
-        }
+        // Arriving as they were sent, 400 µs apart.
+        let stream = two_sources_of(&typhon_live_tests::samples_stream(), 400_000);
         let mut model = viewed(&stream);
         model.flush_history();
         // Each source's lanes' threads, read per relay lane: 400 µs
@@ -1262,22 +1255,7 @@ mod tests {
 
     #[test]
     fn memory_sums_and_each_sources_sites_reach_viewers_naming_their_source() {
-        let mut merger = Merger::new(&["a".into(), "b".into()], 7, 0);
-        let mut stream = whole(&merger.init(), 0);
-        let mut seq = 0;
-        for source in 0..2 {
-            let mut reader = Reader::default();
-            each_frame(&typhon_live_tests::memory_stream(), |frame| {
-                reader
-                    .read(frame, 1_000_000_000, |update, _| {
-                        merger.update(source, &update, |frame| {
-                            seq += 1;
-                            stream.extend(whole(&frame, seq));
-                        })
-                    })
-                    .unwrap()
-            });
-        }
+        let stream = two_sources_of(&typhon_live_tests::memory_stream(), 0);
         let mut model = viewed(&stream);
         let memory = model.summary(Duration::ZERO).memory.expect("memory told");
         // Both processes' 160 MB.

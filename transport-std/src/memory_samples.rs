@@ -24,6 +24,11 @@ const EVERY: Duration = Duration::from_millis(100);
 /// The symbolizer gives back the debug information it parsed after this
 /// long without a new stack.
 const IDLE: Duration = Duration::from_secs(5);
+/// Distinct frame names interned at most: the profiler's name table is
+/// the program's too.
+const MAX_FRAME_NAMES: usize = 4096;
+/// The name of every frame past [`MAX_FRAME_NAMES`].
+const OTHER_FRAMES: &str = "(a frame past the names kept)";
 /// The site id of the symbolizer's first stack, its own: no site's.
 const WARM_UP: u32 = u32::MAX;
 /// How often every site is sent, moved or not.
@@ -213,7 +218,10 @@ struct Symbols {
     /// inlined), innermost first, as names, each marked if it is the
     /// profiler's own.
     frames: HashMap<usize, Vec<(NameId, bool)>>,
+    /// Frames' names interned, by text.
+    names: HashMap<String, NameId>,
     said_unresolved: bool,
+    said_full: bool,
 }
 
 impl Symbols {
@@ -243,7 +251,7 @@ impl Symbols {
 
     /// The frames at one return address, innermost first, interned.
     fn resolve(&mut self, address: usize) -> Vec<(NameId, bool)> {
-        let mut names = Vec::new();
+        let mut texts = Vec::new();
         // A return address is past its call: one byte back is inside it.
         let inside = address.saturating_sub(1);
         backtrace::resolve(inside as *mut std::ffi::c_void, |symbol| {
@@ -260,17 +268,40 @@ impl Symbols {
                 );
                 text = format!("{text} ({file}:{line})");
             }
-            names.extend(runtime::intern(&text).map(|id| (id, own)));
+            texts.push((text, own));
         });
-        if names.is_empty() {
+        if texts.is_empty() {
             if !self.said_unresolved {
                 self.said_unresolved = true;
                 log::info!(
                     "typhon-live: an allocation site's frame has no symbol: it is named by its address"
                 );
             }
-            names.extend(runtime::intern(&format!("{address:#x}")).map(|id| (id, false)));
+            texts.push((format!("{address:#x}"), false));
         }
-        names
+        (texts.into_iter())
+            .filter_map(|(text, own)| Some((self.name(text)?, own)))
+            .collect()
+    }
+
+    /// A frame's name, interned; past [`MAX_FRAME_NAMES`] distinct ones,
+    /// one name for all the rest (said once), so that stacks never crowd
+    /// the program's own names out of the table.
+    fn name(&mut self, text: String) -> Option<NameId> {
+        if let Some(&id) = self.names.get(&text) {
+            return Some(id);
+        }
+        if self.names.len() >= MAX_FRAME_NAMES {
+            if !self.said_full {
+                self.said_full = true;
+                log::info!(
+                    "typhon-live: {MAX_FRAME_NAMES} frames named: later ones are shown as {OTHER_FRAMES:?}"
+                );
+            }
+            return runtime::intern(OTHER_FRAMES);
+        }
+        let id = runtime::intern(&text)?;
+        self.names.insert(text, id);
+        Some(id)
     }
 }

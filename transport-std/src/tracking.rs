@@ -1,5 +1,6 @@
-//! Memory by lane (issue 40, its first part): an allocator wrapper that
-//! counts each lane's allocated and freed bytes, over any `GlobalAlloc`.
+//! Memory by lane: an allocator wrapper that counts each lane's allocated
+//! and freed bytes, over any `GlobalAlloc`, and samples allocations for
+//! their sites ([`crate::allocation_sites`]).
 //!
 //! ```no_run
 //! #[global_allocator]
@@ -13,7 +14,8 @@
 //! loads. A thread without one (not recording, or past the lanes) counts
 //! in one of [`SHARDS`] process-wide counters, picked by where its
 //! thread-local data lives. Nothing here allocates, so it never recurses
-//! into itself; a thread's lane is a `const` thread-local without a
+//! into itself; a thread's lane, its countdown to the next sample and
+//! whether it is sampling are a `const` thread-local without a
 //! destructor, readable from another destructor, after its lane is gone.
 
 use std::alloc::{GlobalAlloc, Layout};

@@ -625,7 +625,7 @@ impl Page {
                             for site in sites.iter().take(SITES_LISTED) {
                                 ui.label(bytes(site.live as f64));
                                 ui.label(RichText::new(site.growth()).color(timeline::OPEN));
-                                ui.label(format!("{} samples", site.allocations));
+                                ui.label(site.samples());
                                 let link = ui.link(&site.label);
                                 if link.clicked() {
                                     *clicked = Some(site.site);

@@ -27,7 +27,7 @@ fn row(site: &SiteSummary) -> Line<'static> {
             format!("{:>15}", site.growth()),
             Style::default().fg(Color::Yellow),
         ),
-        Span::raw(format!(" {:>6} samples  ", site.allocations)),
+        Span::raw(format!(" {:>12}  ", site.samples())),
         Span::styled(site.label.clone(), Style::default().fg(Color::Cyan)),
     ])
 }
@@ -103,13 +103,12 @@ mod tests {
         );
         let growing = text.find("growing fastest").unwrap();
         let holding = text.find("holding the most").unwrap();
-        let leak =
-            text.find("    9.5 MiB   +57.2 MiB/min     20 samples  demo::cache_replay_frame");
+        let leak = text.find("    9.5 MiB   +57.2 MiB/min   20 samples  demo::cache_replay_frame");
         assert!(
             leak.is_some_and(|at| growing < at && at < holding),
             "{text}"
         );
-        let held = text.find("   47.7 MiB                    100 samples  demo::load_level");
+        let held = text.find("   47.7 MiB                  100 samples  demo::load_level");
         assert!(held.is_some_and(|at| holding < at), "{text}");
         assert!(text.contains("stack of demo::cache_replay_frame"), "{text}");
         assert!(text.contains("  demo::simulate (demo.rs:400)"), "{text}");
