@@ -274,6 +274,12 @@ pub fn bytes(n: f64) -> String {
 /// named by the first frame past them.
 const LIBRARY_CRATES: [&str; 4] = ["alloc::", "core::", "std::", "hashbrown::"];
 
+/// A path without its generic arguments: `with_capacity_in<u8, Global>`
+/// is `with_capacity_in`.
+fn without_generics(path: &str) -> &str {
+    path.split('<').next().unwrap_or(path)
+}
+
 /// Whether a frame (`function (file:line)`) is the standard library's: a
 /// function of its crates, or a method of one of its types or of a
 /// primitive (`<u8 as alloc::vec::SpecFromElem>::from_elem`,
@@ -282,7 +288,7 @@ const LIBRARY_CRATES: [&str; 4] = ["alloc::", "core::", "std::", "hashbrown::"];
 fn is_library(frame: &str) -> bool {
     let path = frame.split(" (").next().unwrap_or(frame);
     let library = |path: &str| {
-        let path = path.trim_start_matches(['&', '*', '[', '(']);
+        let path = without_generics(path.trim_start_matches(['&', '*', '[', '(']));
         LIBRARY_CRATES.iter().any(|c| path.starts_with(c)) || !path.contains("::")
     };
     let Some(qualified) = path.strip_prefix('<') else {
@@ -295,10 +301,22 @@ fn is_library(frame: &str) -> bool {
     }
 }
 
-/// A stack's label: its first frame outside the standard library (the
-/// innermost if all are in it), without the file and line.
+/// Whether a frame names its function by its path: a function inlined
+/// into another may be named by its bare name (`simulate`,
+/// `from_elem<Global>`), which does not say whose it is.
+fn has_path(frame: &str) -> bool {
+    let path = frame.split(" (").next().unwrap_or(frame);
+    path.starts_with('<') || without_generics(path).contains("::")
+}
+
+/// A stack's label: its first frame outside the standard library that
+/// names its path (else the first with a path, else the innermost),
+/// without the file and line.
 pub fn label(stack: &[String]) -> String {
-    let frame = stack.iter().find(|f| !is_library(f)).or(stack.first());
+    let frame = (stack.iter())
+        .find(|f| has_path(f) && !is_library(f))
+        .or_else(|| stack.iter().find(|f| has_path(f)))
+        .or(stack.first());
     match frame {
         Some(frame) => frame.split(" (").next().unwrap_or(frame).to_owned(),
         None => "(stack unknown)".to_owned(),
@@ -474,6 +492,16 @@ mod tests {
             label(&stack(&demo)),
             "<app::Cache as core::default::Default>::default"
         );
+        // Inlined frames named without their path say nothing of whose
+        // they are: the first frame with a path is the label.
+        let inlined = [
+            "with_capacity_in<u8, alloc::alloc::Global> (mod.rs:177)",
+            "from_elem<alloc::alloc::Global> (spec_from_elem.rs:53)",
+            "alloc::vec::from_elem (mod.rs:3651)",
+            "demo::cache_replay_frame (demo.rs:122)",
+            "simulate (demo.rs:442)",
+        ];
+        assert_eq!(label(&stack(&inlined)), "demo::cache_replay_frame");
         assert_eq!(label(&[]), "(stack unknown)");
     }
 }

@@ -2,8 +2,8 @@
 //! with `Tracking` as this test binary's global allocator: a thread that
 //! leaks from one function is found by its site, live bytes within 10 %
 //! of the truth; a thread that allocates as much and frees it holds
-//! nothing; and a reader that loses 30 % of the Samples frames never
-//! sees a phantom leak.
+//! nothing; a reader that loses 30 % of the Samples frames never sees a
+//! phantom leak; and a flight recorder's capture holds the leak's site.
 
 use std::alloc::System;
 use std::collections::BTreeMap;
@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use typhon_live_core::{LaneKind, Memory, Metadata, SiteTotals};
 use typhon_live_reader::{frames, Reader, Update};
-use typhon_live_std::config::ProfilerConfig;
+use typhon_live_std::config::{ConfigLayer, ProfilerConfig};
 use typhon_live_std::{runtime, Profiler, Tracking};
 
 #[global_allocator]
@@ -225,4 +225,59 @@ fn a_leak_is_found_by_its_site_and_dropped_frames_never_make_one() {
             assert_eq!(read, truth);
         }
     }
+
+    // A flight recorder's capture holds the sites too: every site is told
+    // again each second, so a capture of the last 3 s has each, whatever
+    // frame it begins with. The leak's site is the same site as above
+    // (its stack is), its earlier blocks freed since.
+    let dir = std::env::temp_dir().join(format!(
+        "typhon-live-memory-captures-{}",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    let args = ConfigLayer::from_args([
+        "--capture-dir",
+        dir.to_str().unwrap(),
+        "--capture-before",
+        "3s",
+        "--capture-after",
+        "300ms",
+        "--capture-spacing",
+        "0s",
+        "--allocation-sample-bytes",
+        "16384",
+    ])
+    .unwrap();
+    let profiler =
+        Profiler::start(&ProfilerConfig::layered([&args]), &Metadata::default()).unwrap();
+    let kept = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let leaking = kept.clone();
+    paced(
+        "leaker",
+        Box::new(move || leak_here(&mut leaking.lock().unwrap())),
+    )
+    .join()
+    .unwrap();
+    std::thread::sleep(Duration::from_millis(1_300));
+    profiler.capture();
+    std::thread::sleep(Duration::from_millis(600));
+    let stats = profiler.stop().unwrap();
+    assert_eq!(stats.captures_written, 1, "{stats:?}");
+    let capture = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|entry| Some(entry.ok()?.path()))
+        .find(|path| path.extension().is_some_and(|x| x == "tlt"))
+        .expect("a capture");
+    let captured = read(&std::fs::read(&capture).unwrap(), |_| true);
+    let _ = std::fs::remove_dir_all(&dir);
+    // Two sites leak_here calls from (this run's closure, and the first
+    // run's, told again with nothing live): what they hold.
+    let last = captured.last();
+    let live: u64 = (captured.stacks.iter())
+        .filter(|(_, stack)| stack.contains("leak_here"))
+        .map(|(site, _)| last[site].live())
+        .sum();
+    let error = live as f64 / LEAKED as f64 - 1.0;
+    assert!(error.abs() < 0.1, "captured: {live} bytes: {error:+.3}");
+    drop(kept);
 }

@@ -34,17 +34,45 @@ const WARM_UP: u32 = u32::MAX;
 /// How often every site is sent, moved or not.
 pub(crate) const ALL_EVERY: Duration = Duration::from_secs(1);
 
-/// Leading frames that are the profiler's or the allocator's own, not the
-/// program's: a stack starts after them.
-const OWN_FRAMES: [&str; 7] = [
+/// The global allocator's entry points: a stack starts past them. Their
+/// frames are there whatever was inlined (an inlined frame keeps its
+/// name), where the profiler's own frames may be named without their path
+/// (`trace`, `sampled`).
+const ENTRY_FRAMES: [&str; 3] = ["__rust_alloc", "__rust_realloc", "__rust_alloc_zeroed"];
+/// Frames that are the profiler's own, or the allocator's: where no entry
+/// point is named (`Tracking` called directly), a stack starts past the
+/// leading ones.
+const OWN_FRAMES: [&str; 6] = [
     "backtrace::",
+    "trace_unsynchronized",
     "typhon_live_std::allocation_sites",
     "typhon_live_std::tracking",
-    "<typhon_live_std::tracking",
-    "std::thread::local",
-    "__rust",
+    "LocalKey<",
     "alloc::alloc::",
 ];
+
+/// What a frame is to a stack.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Frame {
+    /// The global allocator's entry point.
+    Entry,
+    /// The profiler's or the allocator's.
+    Own,
+    /// The program's, or a library's it called.
+    Program,
+}
+
+impl Frame {
+    fn of(name: &str) -> Frame {
+        if ENTRY_FRAMES.iter().any(|e| name.contains(e)) {
+            Frame::Entry
+        } else if OWN_FRAMES.iter().any(|o| name.contains(o)) {
+            Frame::Own
+        } else {
+            Frame::Program
+        }
+    }
+}
 
 /// What the exporter knows of the sites.
 pub(crate) struct MemorySamples {
@@ -215,9 +243,8 @@ impl Symbolizer {
 #[derive(Default)]
 struct Symbols {
     /// Each return address's frames (more than one where calls were
-    /// inlined), innermost first, as names, each marked if it is the
-    /// profiler's own.
-    frames: HashMap<usize, Vec<(NameId, bool)>>,
+    /// inlined), innermost first, as names, each with what it is.
+    frames: HashMap<usize, Vec<(NameId, Frame)>>,
     /// Frames' names interned, by text.
     names: HashMap<String, NameId>,
     said_unresolved: bool,
@@ -229,28 +256,31 @@ impl Symbols {
     /// own leading frames; an address that cannot be symbolized is named
     /// by its value (said once).
     fn stack(&mut self, addresses: &[usize]) -> Vec<NameId> {
-        let mut stack = Vec::new();
-        let mut own = true;
+        let mut frames = Vec::new();
         for &address in addresses {
             if !self.frames.contains_key(&address) {
                 let names = self.resolve(address);
                 self.frames.insert(address, names);
             }
-            for &(id, profilers) in &self.frames[&address] {
-                if own && profilers {
-                    continue;
-                }
-                own = false;
-                if stack.len() < MAX_STACK_FRAMES {
-                    stack.push(id);
-                }
-            }
+            frames.extend_from_slice(&self.frames[&address]);
         }
-        stack
+        let start = match frames.iter().position(|f| f.1 == Frame::Entry) {
+            // Past the entry point (and its inlined parts).
+            Some(entry) => (frames[entry..].iter())
+                .position(|f| f.1 != Frame::Entry)
+                .map_or(frames.len(), |past| entry + past),
+            None => (frames.iter())
+                .position(|f| f.1 != Frame::Own)
+                .unwrap_or(frames.len()),
+        };
+        (frames[start..].iter())
+            .map(|f| f.0)
+            .take(MAX_STACK_FRAMES)
+            .collect()
     }
 
     /// The frames at one return address, innermost first, interned.
-    fn resolve(&mut self, address: usize) -> Vec<(NameId, bool)> {
+    fn resolve(&mut self, address: usize) -> Vec<(NameId, Frame)> {
         let mut texts = Vec::new();
         // A return address is past its call: one byte back is inside it.
         let inside = address.saturating_sub(1);
@@ -260,7 +290,7 @@ impl Symbols {
             };
             // `{:#}`: demangled, without the hash.
             let mut text = format!("{name:#}");
-            let own = OWN_FRAMES.iter().any(|p| text.starts_with(p));
+            let what = Frame::of(&text);
             if let (Some(file), Some(line)) = (symbol.filename(), symbol.lineno()) {
                 let file = file.file_name().map_or_else(
                     || file.display().to_string(),
@@ -268,7 +298,7 @@ impl Symbols {
                 );
                 text = format!("{text} ({file}:{line})");
             }
-            texts.push((text, own));
+            texts.push((text, what));
         });
         if texts.is_empty() {
             if !self.said_unresolved {
@@ -277,10 +307,10 @@ impl Symbols {
                     "typhon-live: an allocation site's frame has no symbol: it is named by its address"
                 );
             }
-            texts.push((format!("{address:#x}"), false));
+            texts.push((format!("{address:#x}"), Frame::Program));
         }
         (texts.into_iter())
-            .filter_map(|(text, own)| Some((self.name(text)?, own)))
+            .filter_map(|(text, what)| Some((self.name(text)?, what)))
             .collect()
     }
 
