@@ -34,8 +34,9 @@ pub const MAX_SITES: usize = 1024;
 /// GiB of live memory).
 pub const MAX_SAMPLED_BLOCKS: usize = 8192;
 /// Return addresses taken of a sampled allocation's stack, innermost
-/// first: the frames of the profiler itself and the allocator among them.
-pub const MAX_ADDRESSES: usize = 48;
+/// first: the frames of the profiler itself and the allocator among them
+/// (about ten), and a debug build's unoptimized iterators.
+pub const MAX_ADDRESSES: usize = 64;
 /// The mean interval between two samples, in bytes, unless configured.
 pub const DEFAULT_MEAN: u64 = 512 << 10;
 
