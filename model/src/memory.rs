@@ -51,7 +51,9 @@ impl Site {
         else {
             return 0;
         };
-        if to < from + GROWTH_STEP {
+        // A peer's times may be anything: sums saturate, and times that
+        // go back are no growth.
+        if to < from.saturating_add(GROWTH_STEP) {
             return 0;
         }
         let grew = now as f64 - then as f64;
@@ -103,13 +105,16 @@ impl MemoryState {
         let live = view.totals.live();
         // One reading a step, the newest always last.
         let keep_last = site.readings.len() >= 2
-            && site.readings[site.readings.len() - 2].0 + GROWTH_STEP > time;
+            && site.readings[site.readings.len() - 2]
+                .0
+                .saturating_add(GROWTH_STEP)
+                > time;
         if keep_last {
             site.readings.pop_back();
         }
         site.readings.push_back((time, live));
         // One reading before the window stays: the growth's anchor.
-        while site.readings.len() > 2 && site.readings[1].0 + GROWTH_WINDOW <= time {
+        while site.readings.len() > 2 && site.readings[1].0.saturating_add(GROWTH_WINDOW) <= time {
             site.readings.pop_front();
         }
     }

@@ -72,7 +72,8 @@ impl HeapDumps {
         names: &Names,
         now_anyway: bool,
     ) -> Option<ProfilePacket> {
-        let due = self.last_dump.is_none_or(|last| time >= last + DUMP_EVERY);
+        // A peer's times may be anything: sums saturate.
+        let due = (self.last_dump).is_none_or(|last| time >= last.saturating_add(DUMP_EVERY));
         if !self.moved || !(due || now_anyway) {
             return None;
         }
@@ -141,5 +142,23 @@ impl HeapDumps {
             continued: Some(false),
             index: Some(index),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dumps_at_a_peers_last_times_do_not_overflow() {
+        let mut heap = HeapDumps::default();
+        let names = Names::new();
+        heap.moved = true;
+        assert!(heap.dump(u64::MAX - 1, 1, &names, false).is_some());
+        // A second after the last is past the clock's end: the bound
+        // saturates, and the next dump is due at once.
+        heap.moved = true;
+        assert!(heap.dump(u64::MAX, 1, &names, false).is_some());
+        assert_eq!(heap.index, 2);
     }
 }
