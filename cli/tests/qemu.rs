@@ -325,6 +325,7 @@ fn decode(bytes: &[u8]) -> Stream {
                         Event::TickStart { .. }
                         | Event::TickEnd { .. }
                         | Event::Mark { .. }
+                        | Event::Allocated { .. }
                         | Event::Unknown { .. } => None,
                     };
                     let name = id.map_or(String::new(), |id| {

@@ -71,6 +71,13 @@ pub fn chrome_trace(bytes: &[u8]) -> Converted<Value> {
                     }
                     return;
                 }
+                // A span's own bytes: an argument of its record.
+                if let Event::Allocated { span, bytes, .. } = event {
+                    if let Some(record) = owners.allocated(lane, span).and_then(|at| out.get_mut(at)) {
+                        record["args"]["allocated_bytes"] = json!(bytes);
+                    }
+                    return;
+                }
                 // A task end is written after its `b`.
                 let at = out.len() + usize::from(matches!(event, Event::TaskEnd { .. }));
                 owners.read(lane, &event, || at);
@@ -110,7 +117,7 @@ pub fn chrome_trace(bytes: &[u8]) -> Converted<Value> {
                         }
                         e
                     }
-                    Event::TaskBegin { .. } | Event::Field { .. } | Event::Unknown { .. } => return,
+                    Event::TaskBegin { .. } | Event::Field { .. } | Event::Allocated { .. } | Event::Unknown { .. } => return,
                 };
                 out.push(event);
             }

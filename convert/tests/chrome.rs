@@ -1,5 +1,6 @@
-//! The Chrome Trace Event JSON of streams with a span's fields (its
-//! `args`) and with log lines (instants of category `log`).
+//! The Chrome Trace Event JSON of streams with a span's fields and its
+//! allocated bytes (its `args`) and with log lines (instants of category
+//! `log`).
 
 use typhon_live_convert::chrome::chrome_trace;
 
@@ -20,6 +21,24 @@ fn a_span_s_fields_are_its_args() {
     assert_eq!(query[0]["args"]["rows"], 42, "{}", query[0]);
     // 250 ticks of a 1 MHz clock.
     assert_eq!(query[0]["dur"], 250.0, "{}", query[0]);
+}
+
+#[test]
+fn a_spans_allocated_bytes_are_an_arg() {
+    let converted = chrome_trace(&typhon_live_tests::allocated_stream());
+    assert!(converted.damage.is_empty(), "{:?}", converted.damage);
+    let events = converted.output["traceEvents"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let loads: Vec<_> = events
+        .iter()
+        .filter(|e| e["ph"] == "X" && e["name"] == "Load")
+        .collect();
+    assert_eq!(loads.len(), 10, "{events:?}");
+    for load in loads {
+        assert_eq!(load["args"]["allocated_bytes"], 256 << 10, "{load}");
+    }
 }
 
 #[test]

@@ -678,6 +678,24 @@ fn fields_are_their_slices_arguments() {
 }
 
 #[test]
+fn a_spans_allocated_bytes_are_an_argument_of_its_slice() {
+    let (bytes, stats) = convert(&[&typhon_live_tests::allocated_stream()]);
+    assert_eq!((stats.spans, stats.fields_refused), (20, 0));
+    let read = read(&bytes);
+    let allocated = |name: &str| -> Vec<Option<String>> {
+        (read.slices.iter())
+            .filter(|s| s.name == name)
+            .map(|s| {
+                let arg = s.args.iter().find(|(n, _)| n == "allocated_bytes");
+                arg.map(|(_, v)| v.clone())
+            })
+            .collect()
+    };
+    assert_eq!(allocated("Frame"), vec![Some("65536".to_owned()); 10]);
+    assert_eq!(allocated("Load"), vec![Some("262144".to_owned()); 10]);
+}
+
+#[test]
 fn allocation_sites_read_back_as_heap_profile_dumps_and_memory_as_a_counter() {
     // Sites told every second for 10 s: a dump a second, the last at the
     // end; the leaking site's bytes climb, the other's stay.

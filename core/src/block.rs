@@ -113,8 +113,9 @@ const FLAG_A: u8 = 0x01;
 /// record has a duration.
 const FLAG_B: u8 = 0x02;
 /// Flags each kind may carry, by kind (FORMAT.md, "Records"): kinds 0 to
-/// 15, of which 9 to 11 (fields), 12 (marks) and the reserved 13 to 15
-/// are read by one shape; a field takes exactly one of its two flags.
+/// 15, of which 9 to 11 (fields), 12 (marks), 13 (allocated bytes) and
+/// the reserved 14 and 15 are read by one shape; a field takes exactly
+/// one of its two flags, allocated bytes flag B always.
 const KIND_FLAGS: [u8; 16] = [
     0,
     FLAG_A | FLAG_B,
@@ -129,7 +130,7 @@ const KIND_FLAGS: [u8; 16] = [
     FLAG_A | FLAG_B,
     FLAG_A | FLAG_B,
     FLAG_A,
-    FLAG_A | FLAG_B,
+    FLAG_B,
     FLAG_A | FLAG_B,
     FLAG_A | FLAG_B,
 ];
@@ -471,6 +472,14 @@ impl<'s> BlockBuilder<'s> {
                     }
                     None => code(kind::MARK, 0),
                 }
+            }
+            Event::Allocated { span, bytes, .. } => {
+                // The reserved kinds' shape, which readers from before
+                // it skip; its name is none.
+                self.put::<{ col::NAME }>(0);
+                self.put::<{ col::VALUE }>(bytes);
+                self.put::<{ col::DURATION }>(u64::from(span));
+                code(kind::ALLOCATED, FLAG_B)
             }
             Event::Unknown { kind, .. } => {
                 // The reserved kinds' shape, with nothing in it.
@@ -1476,6 +1485,17 @@ fn decode_fields(
                 None
             };
             Event::Mark { time, label, span }
+        }
+        kind::ALLOCATED => {
+            if code & FLAG_B == 0 {
+                return Err(DecodeError::Malformed {
+                    what: "allocated bytes without their span",
+                });
+            }
+            c[col::NAME].next()?;
+            let bytes = c[col::VALUE].next()?;
+            let span = narrow(c[col::DURATION].next()?, "allocated bytes' span")?;
+            Event::Allocated { time, span, bytes }
         }
         kind::FIRST_RESERVED..=kind::LAST_RESERVED => {
             // Read by the shape reserved kinds share, and skipped.

@@ -103,8 +103,9 @@ pub(crate) mod kind {
     pub const FIELD_FLOAT: u8 = 10;
     pub const FIELD_STR: u8 = 11;
     pub const MARK: u8 = 12;
-    /// Kinds 13 to 15: reserved for additions a version 4 reader skips.
-    pub const FIRST_RESERVED: u8 = 13;
+    pub const ALLOCATED: u8 = 13;
+    /// Kinds 14 and 15: reserved for additions a version 4 reader skips.
+    pub const FIRST_RESERVED: u8 = 14;
     pub const LAST_RESERVED: u8 = 15;
 }
 
@@ -144,6 +145,8 @@ impl EventKinds {
     );
     /// [`Event::Mark`].
     pub const MARK: EventKinds = EventKinds::bit(kind::MARK);
+    /// [`Event::Allocated`].
+    pub const ALLOCATED: EventKinds = EventKinds::bit(kind::ALLOCATED);
 
     const fn bit(kind: u8) -> EventKinds {
         EventKinds(1 << kind)
@@ -164,6 +167,7 @@ impl EventKinds {
             Event::TaskEnd { .. } => EventKinds::TASK_END,
             Event::Field { .. } => EventKinds::FIELD,
             Event::Mark { .. } => EventKinds::MARK,
+            Event::Allocated { .. } => EventKinds::ALLOCATED,
             Event::Unknown { kind, .. } if kind < 16 => EventKinds::bit(kind),
             Event::Unknown { .. } => EventKinds::NONE,
         }
@@ -314,8 +318,19 @@ pub enum Event {
         /// The span it fired on, if one: its name and its start.
         span: Option<(NameId, u64)>,
     },
+    /// The bytes the span (or poll) recorded right before it on its lane
+    /// allocated while it was the lane's innermost open span: its own,
+    /// its children's left out (FORMAT.md, "Allocated bytes").
+    Allocated {
+        /// The span's start.
+        time: u64,
+        /// The span's id.
+        span: SpanId,
+        /// Bytes allocated.
+        bytes: u64,
+    },
     /// A record of a kind this version of the format reserves for later
-    /// additions (13 to 15): it was read and skipped. Readers ignore it.
+    /// additions (14 and 15): it was read and skipped. Readers ignore it.
     Unknown {
         /// Its time.
         time: u64,
@@ -337,6 +352,7 @@ impl Event {
             | Event::TaskEnd { time, .. }
             | Event::Field { time, .. }
             | Event::Mark { time, .. }
+            | Event::Allocated { time, .. }
             | Event::Unknown { time, .. } => time,
         }
     }
@@ -504,6 +520,11 @@ impl Event {
                 label,
                 span: span.map(|(name, start)| (name, point(start))),
             },
+            Event::Allocated { time, span, bytes } => Event::Allocated {
+                time: point(time),
+                span,
+                bytes,
+            },
             Event::Unknown { time, kind } => Event::Unknown {
                 time: point(time),
                 kind,
@@ -617,9 +638,10 @@ impl Event {
                 label: name(label),
                 span: span.map(|(id, start)| (name(id), start)),
             },
-            other @ (Event::TickStart { .. } | Event::TickEnd { .. } | Event::Unknown { .. }) => {
-                other
-            }
+            other @ (Event::TickStart { .. }
+            | Event::TickEnd { .. }
+            | Event::Allocated { .. }
+            | Event::Unknown { .. }) => other,
         }
     }
 }

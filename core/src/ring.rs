@@ -448,6 +448,9 @@ fn to_words(event: &Event) -> [u64; WORDS] {
             span.map_or(0, |(_, start)| start),
             span.map_or(0, |(name, _)| u64::from(name)),
         ],
+        Event::Allocated { time, span, bytes } => {
+            [u64::from(kind::ALLOCATED), time, 0, u64::from(span), bytes]
+        }
         Event::Unknown { time, kind } => [u64::from(kind), time, 0, 0, 0],
         Event::TickEnd {
             time,
@@ -536,6 +539,11 @@ fn from_words(w: [u64; WORDS]) -> Option<Event> {
             time,
             label: name,
             span: flag.then_some((w[4] as u32, w[3])),
+        },
+        kind::ALLOCATED => Event::Allocated {
+            time,
+            span: w[3] as u32,
+            bytes: w[4],
         },
         code @ kind::FIRST_RESERVED..=kind::LAST_RESERVED => Event::Unknown { time, kind: code },
         _ => return None,

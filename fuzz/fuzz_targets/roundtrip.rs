@@ -25,6 +25,7 @@ enum Input {
     TaskEnd { time: u64, name: u32, task: u64, wall: u64, busy: u64 },
     Field { time: u64, key: u32, kind: u8, raw: u64, task_owner: bool, owner: u64 },
     Mark { time: u64, label: u32, span: Option<(u32, u64)> },
+    Allocated { time: u64, span: u32, bytes: u64 },
     Unknown { time: u64, kind: u8 },
 }
 
@@ -51,8 +52,9 @@ impl Input {
                 owner: if task_owner { FieldOwner::Task(owner) } else { FieldOwner::Span(owner as u32) },
             },
             Input::Mark { time, label, span } => Event::Mark { time, label, span },
-            // The reserved kinds, 13 to 15.
-            Input::Unknown { time, kind } => Event::Unknown { time, kind: 13 + kind % 3 },
+            Input::Allocated { time, span, bytes } => Event::Allocated { time, span, bytes },
+            // The reserved kinds, 14 and 15.
+            Input::Unknown { time, kind } => Event::Unknown { time, kind: 14 + kind % 2 },
         }
     }
 }

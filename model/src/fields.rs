@@ -23,6 +23,8 @@ pub(crate) struct Owner {
     pub(crate) name: u32,
     /// Its duration (a task span's wall time), in ns.
     pub(crate) duration: u64,
+    /// For a poll, its task span's id; else 0.
+    pub(crate) task: u64,
 }
 
 /// A field kept, with what its owner was.

@@ -69,6 +69,22 @@ pub struct TaskRecord {
     pub lane: u16,
 }
 
+/// The bytes a span or a task span allocated itself (FORMAT.md,
+/// "Allocated bytes"; a task span's, its polls' summed), kept beside the
+/// spans of the chunk its bytes were read in: only spans that allocated
+/// have one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AllocationRecord {
+    /// Host tick its span began (a task span's creation).
+    pub start: u64,
+    /// The bytes.
+    pub bytes: u64,
+    /// Its span's name id.
+    pub name: u32,
+    /// Its span's lane (a task span's, the one it closed on).
+    pub lane: u16,
+}
+
 /// An instant kept.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct InstantRecord {
@@ -135,6 +151,8 @@ pub struct Chunk {
     pub tasks: Vec<TaskRecord>,
     /// Fields of its spans and task spans.
     pub fields: Vec<FieldRecord>,
+    /// Bytes its spans and task spans allocated, of those that did.
+    pub allocations: Vec<AllocationRecord>,
     /// What lanes' threads did between their CPU samples (read by
     /// [`crate::cpu`]).
     pub cpu: Vec<CpuInterval>,
@@ -164,6 +182,7 @@ impl Chunk {
             ticks: Vec::with_capacity(like.ticks.len()),
             tasks: Vec::with_capacity(like.tasks.len()),
             fields: Vec::with_capacity(like.fields.len()),
+            allocations: Vec::with_capacity(like.allocations.len()),
             cpu: Vec::with_capacity(like.cpu.len()),
             switches: Vec::with_capacity(like.switches.len()),
             memory: Vec::with_capacity(like.memory.len()),
@@ -179,6 +198,7 @@ impl Chunk {
             + self.ticks.len()
             + self.tasks.len()
             + self.fields.len()
+            + self.allocations.len()
             + self.cpu.len()
             + self.switches.len()
             + self.memory.len()
@@ -211,6 +231,7 @@ impl Chunk {
             + self.ticks.capacity() * size_of::<TickRecord>()
             + self.tasks.capacity() * size_of::<TaskRecord>()
             + self.fields.capacity() * size_of::<FieldRecord>()
+            + self.allocations.capacity() * size_of::<AllocationRecord>()
             + self.cpu.capacity() * size_of::<CpuInterval>()
             + self.switches.capacity() * size_of::<SwitchRecord>()
             + self.memory.capacity() * size_of::<MemoryReading>()
@@ -258,6 +279,24 @@ impl Chunk {
     pub fn push_field(&mut self, field: FieldRecord, time: u64) {
         self.note_time(time);
         self.fields.push(field);
+    }
+
+    /// Adds the bytes a span or a task span allocated itself, to its
+    /// name's totals as well.
+    pub fn push_allocation(&mut self, allocation: AllocationRecord) {
+        self.note_time(allocation.start);
+        let totals = self.totals.entry(allocation.name).or_default();
+        totals.allocated = totals.allocated.saturating_add(allocation.bytes);
+        self.allocations.push(allocation);
+    }
+
+    /// The bytes the span or task span named `name` that began at
+    /// `start` on `lane` allocated itself, if it allocated any and they
+    /// were read in this chunk.
+    pub fn allocated_by(&self, lane: u16, name: u32, start: u64) -> Option<u64> {
+        let mut of = self.allocations.iter();
+        let found = of.find(|a| a.lane == lane && a.name == name && a.start == start);
+        found.map(|a| a.bytes)
     }
 
     /// Adds a gauge reading.
@@ -346,6 +385,7 @@ impl History {
         fit(&mut chunk.ticks);
         fit(&mut chunk.tasks);
         fit(&mut chunk.fields);
+        fit(&mut chunk.allocations);
         fit(&mut chunk.cpu);
         fit(&mut chunk.switches);
         fit(&mut chunk.memory);
@@ -455,12 +495,14 @@ pub fn tick_at<'a>(chunks: impl Iterator<Item = &'a Chunk>, time: u64) -> Option
 pub fn distribution<'a>(chunks: impl Iterator<Item = &'a Chunk>, name: u32) -> Distribution {
     let mut durations = Vec::new();
     let (mut self_time, mut busy, mut max, mut max_at) = (0u64, 0u64, 0u64, 0u64);
+    let mut allocated = 0u64;
     for chunk in chunks {
         let Some(t) = chunk.totals.get(&name) else {
             continue;
         };
         self_time = self_time.saturating_add(t.self_time);
         busy = busy.saturating_add(t.busy);
+        allocated = allocated.saturating_add(t.allocated);
         if durations.is_empty() || t.max > max {
             (max, max_at) = (t.max, t.max_at);
         }
@@ -468,6 +510,7 @@ pub fn distribution<'a>(chunks: impl Iterator<Item = &'a Chunk>, name: u32) -> D
     }
     let mut d = Distribution::of(&mut durations, self_time, max_at);
     d.busy = busy;
+    d.allocated = allocated;
     d
 }
 

@@ -37,6 +37,7 @@ impl Model {
         self.keep(lane, event, self_time);
         match *event {
             Event::Span { .. } | Event::Unknown { .. } => {}
+            Event::Allocated { time, span, bytes } => self.allocated_read(lane, time, span, bytes),
             Event::Mark { time, label, span } => self.triggers.add(Trigger {
                 time,
                 lane,
@@ -123,16 +124,30 @@ impl Model {
     /// [`FieldOwners`]: typhon_live_reader::FieldOwners
     fn note_owner(&mut self, lane: u16, event: &Event) {
         self.field_owners.read(lane, event, || match *event {
-            Event::Span { name, duration, .. } | Event::Poll { name, duration, .. } => {
-                Owner { name, duration }
-            }
+            Event::Span { name, duration, .. } => Owner {
+                name,
+                duration,
+                task: 0,
+            },
+            Event::Poll {
+                name,
+                duration,
+                task,
+                ..
+            } => Owner {
+                name,
+                duration,
+                task,
+            },
             Event::TaskEnd { name, wall, .. } => Owner {
                 name,
                 duration: wall,
+                task: 0,
             },
             _ => Owner {
                 name: 0,
                 duration: 0,
+                task: 0,
             },
         });
     }
@@ -207,6 +222,7 @@ impl Model {
             | Event::TaskEnd { .. }
             | Event::Field { .. }
             | Event::Mark { .. }
+            | Event::Allocated { .. }
             | Event::Unknown { .. } => {}
         }
         if self.chunk.records() >= history::CHUNK_RECORDS {

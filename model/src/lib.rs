@@ -21,6 +21,7 @@
 //! - [`summary`]: what a view shows, computed on demand.
 #![deny(missing_docs)]
 
+pub mod allocated;
 pub mod cpu;
 pub mod fields;
 pub mod history;

@@ -27,7 +27,8 @@ pub struct Refused {
     /// Task spans begun past [`MAX_OPEN_TASKS`] open ones.
     pub tasks: u64,
     /// Fields past [`MAX_FIELDS_PER_SPAN`] of one span, or whose span was
-    /// lost (it is not the record before them on their lane).
+    /// lost (it is not the record before them on their lane); and a
+    /// span's allocated bytes whose span was lost, or read twice.
     pub fields: u64,
 }
 

@@ -22,6 +22,9 @@ pub struct NameTotals {
     pub max: u64,
     /// The start of the longest span.
     pub max_at: u64,
+    /// The bytes they allocated themselves, their children's left out
+    /// (FORMAT.md, "Allocated bytes"), summed.
+    pub allocated: u64,
 }
 
 impl NameTotals {
@@ -57,6 +60,7 @@ pub fn add(sum: &mut Totals, part: &Totals) {
         s.total = s.total.saturating_add(t.total);
         s.self_time = s.self_time.saturating_add(t.self_time);
         s.busy = s.busy.saturating_add(t.busy);
+        s.allocated = s.allocated.saturating_add(t.allocated);
         if t.max > s.max || s.count == t.count {
             s.max = t.max;
             s.max_at = t.max_at;
@@ -74,6 +78,7 @@ pub fn subtract(sum: &mut Totals, part: &Totals) {
             s.total = s.total.saturating_sub(t.total);
             s.self_time = s.self_time.saturating_sub(t.self_time);
             s.busy = s.busy.saturating_sub(t.busy);
+            s.allocated = s.allocated.saturating_sub(t.allocated);
             if s.count == 0 {
                 sum.remove(name);
             }
@@ -94,6 +99,10 @@ pub struct Distribution {
     /// [`Distribution::of`] counts every duration as run; the history's
     /// distribution takes it from its totals.
     pub busy: u64,
+    /// The bytes they allocated themselves, summed ([`NameTotals`]);
+    /// [`Distribution::of`] knows none, the history's distribution takes
+    /// it from its totals.
+    pub allocated: u64,
     /// Mean duration.
     pub mean: f64,
     /// Nearest-rank percentiles: the smallest duration with at least that
@@ -144,6 +153,7 @@ impl Distribution {
             total,
             self_time,
             busy: total,
+            allocated: 0,
             mean: total as f64 / count as f64,
             p50: rank(0.5),
             p90: rank(0.9),

@@ -67,6 +67,7 @@ impl Model {
                 idle_ms: ms(t.total.saturating_sub(t.busy)),
                 mean_ms: ms(t.total) / t.count.max(1) as f64,
                 max_ms: ms(max.get(&name).copied().unwrap_or(0)),
+                allocated_bytes: t.allocated,
                 p50_ms: None,
                 p90_ms: None,
                 p99_ms: None,
@@ -505,6 +506,10 @@ pub struct SpanStats {
     pub mean_ms: f64,
     /// The longest, in milliseconds.
     pub max_ms: f64,
+    /// The bytes they allocated themselves, their child spans' left out
+    /// (FORMAT.md, "Allocated bytes"): 0 unless the process counts its
+    /// allocations.
+    pub allocated_bytes: u64,
     /// Exact nearest-rank percentiles over the history, in milliseconds:
     /// filled in for `--json` ([`Model::fill_exact`]) while the
     /// history holds at most [`PERCENTILE_SPANS`] spans, else `null`.

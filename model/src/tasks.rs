@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use foldhash::{HashMap, HashSet};
 
-use crate::history::{Chunk, TaskRecord};
+use crate::history::{AllocationRecord, Chunk, TaskRecord};
 use crate::limits::MAX_OPEN_TASKS;
 use crate::{ns, Model};
 
@@ -32,6 +32,8 @@ pub struct OpenTask {
     pub polls: u32,
     /// See `polls`.
     pub self_time: u64,
+    /// The bytes its polls allocated themselves, as far as read.
+    pub allocated: u64,
 }
 
 /// Task ends remembered, so that a begin read after its end (written on
@@ -114,6 +116,13 @@ impl Model {
         }
     }
 
+    /// A poll of `task` allocated `bytes` itself.
+    pub(crate) fn task_allocated(&mut self, task: u64, bytes: u64) {
+        if let Some(open) = self.open_tasks.tasks.get_mut(&task) {
+            open.allocated = open.allocated.saturating_add(bytes);
+        }
+    }
+
     pub(crate) fn task_ended(
         &mut self,
         lane: u16,
@@ -123,14 +132,22 @@ impl Model {
         wall: u64,
         busy: u64,
     ) {
+        let open = self.open_tasks.ended(task);
         // Its polls' self time when they were seen, else its busy time.
-        let self_time = self
-            .open_tasks
-            .ended(task)
+        let self_time = open
             .filter(|open| open.polls > 0)
             .map_or(busy, |open| open.self_time.min(busy));
+        let start = end.saturating_sub(wall);
+        if let Some(bytes) = open.map(|open| open.allocated).filter(|&b| b > 0) {
+            self.chunk.push_allocation(AllocationRecord {
+                start,
+                bytes,
+                name,
+                lane,
+            });
+        }
         let record = TaskRecord {
-            start: end.saturating_sub(wall),
+            start,
             wall,
             busy,
             task,

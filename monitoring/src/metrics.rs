@@ -883,6 +883,7 @@ impl SourceMetrics {
             | Event::Poll { .. }
             | Event::Field { .. }
             | Event::Mark { .. }
+            | Event::Allocated { .. }
             | Event::Unknown { .. } => {}
         }
     }

@@ -487,6 +487,7 @@ impl TickTracer {
             | Event::TaskEnd { .. }
             | Event::Field { .. }
             | Event::Mark { .. }
+            | Event::Allocated { .. }
             | Event::Unknown { .. } => {}
         }
     }

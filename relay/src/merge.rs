@@ -614,6 +614,7 @@ impl Merger {
                 Event::Gauge { .. }
                 | Event::TickStart { .. }
                 | Event::TickEnd { .. }
+                | Event::Allocated { .. }
                 | Event::Unknown { .. } => {}
             }
         }
@@ -1285,6 +1286,24 @@ mod tests {
                 stack("demo::load_level", &level, "b"),
                 stack("demo::cache_replay_frame", &leak, "a"),
                 stack("demo::cache_replay_frame", &leak, "b"),
+            ]
+        );
+    }
+
+    #[test]
+    fn each_sources_spans_keep_the_bytes_they_allocated() {
+        let stream = two_sources_of(&typhon_live_tests::allocated_stream(), 0);
+        let mut model = viewed(&stream);
+        model.flush_history();
+        let allocated: Vec<(String, u64, u64)> = (model.span_stats().iter())
+            .map(|s| (s.name.clone(), s.count, s.allocated_bytes))
+            .collect();
+        // Both sources' spans, each its own bytes, its children's not.
+        assert_eq!(
+            allocated,
+            [
+                ("Frame".to_owned(), 20, 20 * (64 << 10)),
+                ("Load".to_owned(), 20, 20 * (256 << 10)),
             ]
         );
     }

@@ -51,6 +51,8 @@ fn main() -> std::io::Result<()> {
         // The process's memory and its allocation sites (kind 6's
         // sections 3 and 4).
         ("memory-sites.tlt", typhon_live_tests::memory_stream()),
+        // Spans' allocated bytes (kind 13).
+        ("span-allocated.tlt", typhon_live_tests::allocated_stream()),
     ];
     for (name, bytes) in seeds {
         fs::write(dir.join(name), &bytes)?;

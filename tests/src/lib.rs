@@ -998,6 +998,47 @@ pub fn task_fields_stream() -> Vec<u8> {
     )
 }
 
+/// Spans that allocated (FORMAT.md, "Allocated bytes"), on lane 1
+/// ("worker"): a "Frame" (name 2) of 64 KiB of its own around a "Load"
+/// (name 3) of 256 KiB, ten times.
+pub fn allocated_stream() -> Vec<u8> {
+    let mut events = Vec::new();
+    for i in 0..10u64 {
+        let (frame, load) = (2 * i as u32 + 1, 2 * i as u32 + 2);
+        let start = i * 1000;
+        events.push(Event::Span {
+            start: start + 100,
+            duration: 500,
+            name: 3,
+            id: load,
+            parent: frame,
+            arg: None,
+        });
+        events.push(Event::Allocated {
+            time: start + 100,
+            span: load,
+            bytes: 256 << 10,
+        });
+        events.push(Event::Span {
+            start,
+            duration: 900,
+            name: 2,
+            id: frame,
+            parent: 0,
+            arg: None,
+        });
+        events.push(Event::Allocated {
+            time: start,
+            span: frame,
+            bytes: 64 << 10,
+        });
+    }
+    stream_of(
+        &["main", "worker", "Frame", "Load"],
+        packed_block(1, &events, 0),
+    )
+}
+
 /// An Init naming `names` (from id 0) and lanes 0 ("main", name 0) and
 /// 1 (name 1), the frame `frame` (sequence number 0), and a Shutdown.
 fn stream_of(names_from_0: &[&str], frame: Vec<u8>) -> Vec<u8> {

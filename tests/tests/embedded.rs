@@ -171,6 +171,7 @@ where
                         Event::TickStart { .. }
                         | Event::TickEnd { .. }
                         | Event::Mark { .. }
+                        | Event::Allocated { .. }
                         | Event::Unknown { .. } => None,
                     };
                     let name = name.cloned().unwrap_or_else(|| match event {

@@ -580,11 +580,11 @@ fn block_around(kind: u8) -> Vec<u8> {
     payload
 }
 
-/// A record of a reserved kind (13 to 15) is read by the shape they share
+/// A record of a reserved kind (14 and 15) is read by the shape they share
 /// and skipped: the records after it stand.
 #[test]
 fn a_record_of_a_reserved_kind_is_skipped() {
-    let payload = block_around(13);
+    let payload = block_around(14);
     let block = BlockView::parse(&payload, 0).expect("the header reads");
     let mut events = Vec::new();
     BlockBuffer::new()
@@ -594,7 +594,7 @@ fn a_record_of_a_reserved_kind_is_skipped() {
         events,
         [
             Event::TickStart { time: 0, tick: 1 },
-            Event::Unknown { time: 0, kind: 13 },
+            Event::Unknown { time: 0, kind: 14 },
             Event::TickStart { time: 0, tick: 2 },
         ]
     );
@@ -611,6 +611,15 @@ fn a_mark_with_a_flag_it_does_not_define_is_damage() {
         .each_event(&block, |_, event| events.push(event))
         .unwrap_err();
     assert_eq!(events, [Event::TickStart { time: 0, tick: 1 }], "{error:?}");
+}
+
+/// Allocated bytes (kind 13) define flag B only (their span): with flag
+/// A as well they are damage from there on; the events before them stand.
+#[test]
+fn allocated_bytes_with_a_flag_they_do_not_define_are_damage() {
+    let (_, read, damage) = read_block(&block_around(13), 0);
+    assert_eq!(read, 1);
+    assert!(damage.is_some());
 }
 
 /// A field (kinds 9 to 11) has exactly one owner, a task (A) or a span

@@ -193,7 +193,12 @@ fn event() -> impl Strategy<Value = Event> {
             proptest::option::of((any::<u32>(), time()))
         )
             .prop_map(|(time, label, span)| Event::Mark { time, label, span }),
-        (time(), 13u8..=15).prop_map(|(time, kind)| Event::Unknown { time, kind }),
+        (time(), any::<u32>(), any::<u64>()).prop_map(|(time, span, bytes)| Event::Allocated {
+            time,
+            span,
+            bytes
+        }),
+        (time(), 14u8..=15).prop_map(|(time, kind)| Event::Unknown { time, kind }),
     ]
 }
 

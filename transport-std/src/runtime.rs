@@ -8,6 +8,7 @@ use std::marker::PhantomData;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
+use crate::tracking::{self, SpanMark};
 use typhon_live_core::{
     Event, FieldOwner, FieldValue, GaugeValue, LaneHandle, LaneKind, Lanes, NameId, NameTable,
     SpanToken, TaskId, DEFAULT_RING_EVENTS as CORE_DEFAULT_RING_EVENTS,
@@ -266,6 +267,8 @@ fn wake_exporter() {
 pub struct SpanGuard {
     token: Option<SpanToken>,
     arg: Option<u64>,
+    /// Where it began in its thread's allocations.
+    allocations: SpanMark,
     _same_thread: PhantomData<*const ()>,
 }
 
@@ -276,6 +279,7 @@ impl SpanGuard {
         SpanGuard {
             token: None,
             arg: None,
+            allocations: SpanMark::default(),
             _same_thread: PhantomData,
         }
     }
@@ -295,6 +299,7 @@ impl SpanGuard {
         let event = with_lane(|lane| lane.close(token, now(), arg))?;
         Some(Ended {
             event,
+            allocated: tracking::own_bytes(self.allocations),
             _same_thread: PhantomData,
         })
     }
@@ -306,6 +311,8 @@ impl SpanGuard {
 #[derive(Debug)]
 pub struct Ended {
     event: Event,
+    /// The bytes it allocated while it was its lane's innermost span.
+    allocated: u64,
     _same_thread: PhantomData<*const ()>,
 }
 
@@ -323,10 +330,18 @@ impl Ended {
         }
     }
 
+    /// The bytes it allocated itself, while it was its lane's innermost
+    /// open span (0 unless [`crate::Tracking`] is the global allocator).
+    pub fn allocated(&self) -> u64 {
+        self.allocated
+    }
+
     /// Records it as the span it was.
     #[inline]
     pub fn record(self) {
-        record(|lane| lane.record(&self.event));
+        record(|lane| {
+            lane.record(&self.event) && record_allocated(lane, &self.event, self.allocated)
+        });
     }
 
     /// Records it as the span it was, with its fields (key and value;
@@ -336,7 +351,9 @@ impl Ended {
             return self.record();
         };
         record(|lane| {
-            lane.record(&self.event) && record_fields(lane, FieldOwner::Span(id), start, fields)
+            lane.record(&self.event)
+                && record_fields(lane, FieldOwner::Span(id), start, fields)
+                && record_allocated(lane, &self.event, self.allocated)
         });
     }
 
@@ -345,7 +362,26 @@ impl Ended {
     #[inline]
     pub fn record_poll(self, task: TaskId, name: NameId) {
         let poll = self.event.into_poll(task, name);
-        record(|lane| lane.record(&poll));
+        record(|lane| lane.record(&poll) && record_allocated(lane, &poll, self.allocated));
+    }
+}
+
+/// Records the bytes `span`, just recorded on `lane`, allocated itself
+/// (FORMAT.md, "Allocated bytes"), if any; whether it was recorded.
+#[inline]
+fn record_allocated(lane: &LaneHandle<'static, RING_EVENTS>, span: &Event, bytes: u64) -> bool {
+    if bytes == 0 {
+        return true;
+    }
+    match *span {
+        Event::Span { id, start, .. } | Event::Poll { id, start, .. } => {
+            lane.record(&Event::Allocated {
+                time: start,
+                span: id,
+                bytes,
+            })
+        }
+        _ => true,
     }
 }
 
@@ -354,7 +390,13 @@ impl Drop for SpanGuard {
     fn drop(&mut self) {
         if let Some(token) = self.token.take() {
             let arg = self.arg;
-            record(|lane| lane.end(token, now(), arg));
+            // Taken whether or not the span fits its ring, so that its
+            // bytes are never its parent's.
+            let own = tracking::own_bytes(self.allocations);
+            record(|lane| {
+                let span = lane.close(token, now(), arg);
+                lane.record(&span) && record_allocated(lane, &span, own)
+            });
         }
     }
 }
@@ -368,6 +410,10 @@ pub fn span(name: NameId) -> SpanGuard {
         None
     };
     SpanGuard {
+        allocations: match token {
+            Some(_) => tracking::span_began(),
+            None => SpanMark::default(),
+        },
         token,
         arg: None,
         _same_thread: PhantomData,

@@ -20,7 +20,7 @@
 
 use std::alloc::{GlobalAlloc, Layout};
 use std::cell::Cell;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use typhon_live_core::LaneId;
 
@@ -62,6 +62,10 @@ impl Bytes {
 }
 
 static LANES: [Bytes; MAX_LANES] = [const { Bytes::zero() }; MAX_LANES];
+/// Some allocation went through [`Tracking`]: it is the global allocator
+/// (or in use), so spans have bytes to be charged. Without it a span
+/// costs one more relaxed load, not the thread-local's reads.
+static COUNTING: AtomicBool = AtomicBool::new(false);
 static UNLANED: [Bytes; SHARDS] = [const { Bytes::zero() }; SHARDS];
 
 /// No lane.
@@ -75,6 +79,11 @@ struct Local {
     /// Inside the sampler, or its table's lock: an allocation or a free
     /// meanwhile (the sampler's own, a signal handler's) is only counted.
     busy: Cell<bool>,
+    /// The bytes charged to the spans that ended on this thread, plus
+    /// the jumps of its lane's count when it took or gave back a slot:
+    /// its lane's bytes allocated less this grows only by what spans
+    /// have not been charged ([`own_bytes`]).
+    charged: Cell<u64>,
 }
 
 thread_local! {
@@ -85,6 +94,7 @@ thread_local! {
             lane: Cell::new(NONE),
             countdown: Countdown::new(),
             busy: Cell::new(false),
+            charged: Cell::new(0),
         }
     };
 }
@@ -92,14 +102,23 @@ thread_local! {
 /// The calling thread took lane slot `lane`: its allocations count there
 /// from now on.
 pub(crate) fn claimed(lane: LaneId) {
-    let _ = LOCAL.try_with(|l| l.lane.set(lane));
+    let _ = LOCAL.try_with(|l| move_to(l, lane));
 }
 
 /// The calling thread is giving its lane slot back: its allocations
 /// count in the shards from now on, so that they never land in a slot
 /// another thread has taken.
 pub(crate) fn released() {
-    let _ = LOCAL.try_with(|l| l.lane.set(NONE));
+    let _ = LOCAL.try_with(|l| move_to(l, NONE));
+}
+
+/// The thread's allocations count in `lane` from now on; what its spans
+/// were not charged stays as it was, whatever the slot counted before.
+fn move_to(local: &Local, lane: u16) {
+    let before = lane_allocated(local);
+    local.lane.set(lane);
+    let jump = lane_allocated(local).wrapping_sub(before);
+    local.charged.set(local.charged.get().wrapping_add(jump));
 }
 
 /// The counters a thread writes: its lane's, or its shard's.
@@ -141,6 +160,10 @@ fn freed_bytes(bytes: &Bytes) -> &AtomicU64 {
 /// allocation when its thread's countdown says so.
 #[inline]
 fn allocated(address: *mut u8, size: usize) {
+    // Read-mostly: written once.
+    if !COUNTING.load(Ordering::Relaxed) {
+        COUNTING.store(true, Ordering::Relaxed);
+    }
     let counted = LOCAL.try_with(|local| {
         count(Some(local), allocated_bytes, size);
         if local.countdown.allocated(size) && !local.busy.replace(true) {
@@ -198,6 +221,58 @@ pub(crate) fn unsampled<R>(f: impl FnOnce() -> R) -> R {
         let _ = LOCAL.try_with(|local| local.busy.set(false));
     }
     result
+}
+
+/// Where a span began in its thread's allocations ([`span_began`]): the
+/// bytes its thread had allocated and not charged to a span; none when
+/// nothing was counted yet.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct SpanMark(Option<u64>);
+
+/// A span begins on the calling thread, which has a lane.
+#[inline]
+pub(crate) fn span_began() -> SpanMark {
+    if !COUNTING.load(Ordering::Relaxed) {
+        return SpanMark(None);
+    }
+    SpanMark(LOCAL.try_with(uncharged).ok())
+}
+
+/// The calling thread's bytes allocated and not charged to a span.
+#[inline]
+fn uncharged(local: &Local) -> u64 {
+    lane_allocated(local).wrapping_sub(local.charged.get())
+}
+
+/// The span begun at `mark` ends on the calling thread: the bytes it
+/// allocated while it was the thread's innermost open span. Spans on a
+/// thread nest, so the spans that ended since `mark` are its
+/// descendants, and what they allocated themselves is its children's
+/// share; it is charged to nothing else.
+#[inline]
+pub(crate) fn own_bytes(mark: SpanMark) -> u64 {
+    let Some(mark) = mark.0 else {
+        return 0;
+    };
+    LOCAL
+        .try_with(|local| {
+            // What it allocated, less what its descendants were charged.
+            let own = uncharged(local).wrapping_sub(mark);
+            // Never less than nothing (a mark from before a thread-local
+            // was gone).
+            let own = if own > i64::MAX as u64 { 0 } else { own };
+            local.charged.set(local.charged.get().wrapping_add(own));
+            own
+        })
+        .unwrap_or(0)
+}
+
+/// The calling thread's lane's bytes allocated (0 without a lane).
+#[inline]
+fn lane_allocated(local: &Local) -> u64 {
+    LANES
+        .get(usize::from(local.lane.get()))
+        .map_or(0, |lane| lane.allocated.load(Ordering::Relaxed))
 }
 
 /// Lane slot `lane`'s bytes allocated and freed so far, by whichever
@@ -458,6 +533,51 @@ mod tests {
             // SAFETY: as above.
             unsafe { tracking.dealloc(tracking.alloc(layout), layout) };
             assert_eq!(lane_bytes(lane).unwrap(), before);
+        })
+        .join()
+        .unwrap();
+    }
+
+    /// A span is charged what its thread allocated while it was the
+    /// innermost open one: its children's own bytes are theirs; spans
+    /// ended out of order never go below nothing; a lane given back and
+    /// taken again meanwhile charges only what was counted on the lane.
+    #[test]
+    fn a_span_is_charged_its_own_bytes() {
+        let tracking = Tracking::new(System);
+        std::thread::spawn(move || {
+            runtime::register_thread("charged", typhon_live_core::LaneKind::Worker);
+            let lane = runtime::with_lane(|l| l.id()).expect("a lane");
+            let allocate = |size: usize| {
+                let layout = Layout::from_size_align(size, 8).unwrap();
+                // SAFETY: a layout of non-zero size; the block is freed
+                // with it at once (freeing charges nothing).
+                unsafe {
+                    let block = tracking.alloc(layout);
+                    assert!(!block.is_null());
+                    tracking.dealloc(block, layout);
+                }
+            };
+            allocate(1000);
+            let outer = span_began();
+            allocate(300);
+            let inner = span_began();
+            allocate(500);
+            assert_eq!(own_bytes(inner), 500);
+            allocate(7);
+            assert_eq!(own_bytes(outer), 307, "its child's left out");
+
+            let (first, second) = (span_began(), span_began());
+            allocate(10);
+            assert_eq!(own_bytes(first), 10);
+            assert_eq!(own_bytes(second), 0, "ended after its parent");
+
+            let across = span_began();
+            released();
+            allocate(100);
+            claimed(lane);
+            allocate(5);
+            assert_eq!(own_bytes(across), 5, "the lane-less bytes are no span's");
         })
         .join()
         .unwrap();

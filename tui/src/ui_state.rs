@@ -508,6 +508,7 @@ mod tests {
                 idle_ms: 0.0,
                 mean_ms: 1.0,
                 max_ms: 1.0,
+                allocated_bytes: 0,
                 p50_ms: None,
                 p90_ms: None,
                 p99_ms: None,

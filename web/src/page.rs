@@ -11,6 +11,7 @@ use std::collections::VecDeque;
 use typhon_live_model::history::{self, SpanRecord};
 
 use typhon_live_core::Level;
+use typhon_live_model::allocated::allocated_line;
 use typhon_live_model::marks::LATENCY_MARK;
 use typhon_live_model::memory::bytes;
 use typhon_live_model::{
@@ -532,7 +533,11 @@ impl Page {
                             .filter(|s| s.name.to_lowercase().contains(&needle))
                             .take(FOUND)
                         {
-                            let text = format!("{}  ×{}  {:.2} ms", s.name, s.count, s.total_ms);
+                            let mut text =
+                                format!("{}  ×{}  {:.2} ms", s.name, s.count, s.total_ms);
+                            if s.allocated_bytes > 0 {
+                                text += &format!("  {}", bytes(s.allocated_bytes as f64));
+                            }
                             let row = ui.selectable_label(view.selected == Some(s.id), text);
                             listed.push((s.name.clone(), row.rect));
                             if row.clicked() {
@@ -569,6 +574,9 @@ impl Page {
                     }
                 });
                 histogram(ui, d, 80.0, duration);
+                if let Some(line) = allocated_line(d.allocated, d.count) {
+                    ui.label(line);
+                }
                 if let Some(cpu) = &selected.cpu {
                     for line in cpu.lines(&model.name(selected.name)) {
                         ui.label(line);
@@ -578,16 +586,19 @@ impl Page {
                     field_table(ui, field);
                 }
                 ui.label("longest (click to show):");
-                for span in &selected.longest {
+                for (span, allocated) in selected.longest.iter().zip(&selected.longest_allocated) {
                     let lane = lanes
                         .iter()
                         .find(|l| l.id == span.lane)
                         .map_or("?", |l| &l.name);
-                    let text = format!(
+                    let mut text = format!(
                         "{} at {:.3} s on {lane}",
                         duration(span.duration),
                         span.start as f64 / 1e9,
                     );
+                    if let Some(allocated) = allocated {
+                        text += &format!(", allocated {}", bytes(*allocated as f64));
+                    }
                     let link = ui.link(text);
                     longest_listed.push(link.rect);
                     if link.clicked() {
@@ -689,6 +700,7 @@ impl Page {
                 longest_at: self.longest_listed.iter().map(|r| css(*r)).collect(),
                 fields: s.fields.clone(),
                 cpu: s.cpu.map(|cpu| cpu.lines(&self.model.name(s.name))),
+                allocated: allocated_line(s.distribution.allocated, s.distribution.count),
             }),
             listed: self
                 .listed
@@ -818,6 +830,8 @@ struct Selected {
     fields: Vec<FieldSummary>,
     /// Its share of CPU, as the panel says it.
     cpu: Option<[String; 2]>,
+    /// The bytes its spans allocated, as the panel says it.
+    allocated: Option<String>,
 }
 
 /// A field of the selected name: a string field's values with their

@@ -1,6 +1,6 @@
 //! The selected span name's statistics over the history the view holds:
 //! its exact distribution (count, percentiles, maximum, histogram), its
-//! share of CPU, its fields (by value, or as numbers) and its longest occurrences, to jump
+//! share of CPU, the bytes its spans allocated, its fields (by value, or as numbers) and its longest occurrences, to jump
 //! to. Computed when the selection or
 //! the history changes, not every frame.
 
@@ -25,6 +25,8 @@ pub struct Selection {
     pub distribution: Distribution,
     /// Its longest spans, longest first.
     pub longest: Vec<SpanRecord>,
+    /// The bytes each of `longest` allocated itself, where it did.
+    pub longest_allocated: Vec<Option<u64>>,
     /// Its fields.
     pub fields: Vec<FieldSummary>,
     /// Its share of CPU, where samples cover its spans.
@@ -63,10 +65,12 @@ impl Selection {
                 longest.truncate(LONGEST);
             }
         }
+        let longest_allocated = longest.iter().map(|s| allocated_by(chunks, s)).collect();
         Selection {
             name,
             distribution,
             longest,
+            longest_allocated,
             fields: fields::summaries(chunks.iter().map(|c| &**c), name, names, FIELD_VALUES),
             cpu: CpuIndex::of(chunks.iter().map(|c| &**c))
                 .of_name(chunks.iter().flat_map(|c| c.spans.iter()), name),
@@ -80,6 +84,13 @@ impl Selection {
     }
 }
 
+/// The bytes `span` allocated itself, read in the chunk where it ended.
+fn allocated_by(chunks: &[Arc<Chunk>], span: &SpanRecord) -> Option<u64> {
+    let end = span.start.saturating_add(span.duration);
+    let mut held = chunks.iter().filter(|c| c.first <= end && end <= c.last);
+    held.find_map(|c| c.allocated_by(span.lane, span.name, span.start))
+}
+
 fn over(chunks: &[Arc<Chunk>]) -> (usize, u64) {
     (chunks.len(), chunks.last().map_or(0, |c| c.last))
 }
@@ -87,7 +98,7 @@ fn over(chunks: &[Arc<Chunk>]) -> (usize, u64) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use typhon_live_model::history::SpanRecord;
+    use typhon_live_model::history::{AllocationRecord, SpanRecord};
 
     #[test]
     fn the_longest_are_kept_longest_first_and_the_percentiles_exact() {
@@ -108,6 +119,14 @@ mod tests {
                     poll: false,
                 };
                 chunk.push_span(span, d);
+                if d == 300 {
+                    chunk.push_allocation(AllocationRecord {
+                        start: span.start,
+                        bytes: 4096,
+                        name: span.name,
+                        lane: 0,
+                    });
+                }
             }
             chunks.push(Arc::new(chunk));
         }
@@ -117,6 +136,11 @@ mod tests {
         assert_eq!((s.distribution.p50, s.distribution.max), (150, 300));
         let longest: Vec<u64> = s.longest.iter().map(|l| l.duration).collect();
         assert_eq!(longest, [300, 298, 296, 294, 292, 290, 288, 286, 284, 282]);
+        // The longest allocated, the others did not.
+        assert_eq!(s.distribution.allocated, 4096);
+        assert_eq!(s.longest_allocated[0], Some(4096));
+        assert!(s.longest_allocated[1..].iter().all(Option::is_none));
+        assert_eq!(s.longest_allocated.len(), s.longest.len());
         assert!(s.is_for(2, &chunks));
         assert!(!s.is_for(1, &chunks));
         assert!(!s.is_for(2, &chunks[..2]));

@@ -115,6 +115,7 @@ fn report(path: &Path) -> Result<(String, bool), CliError> {
                     Event::TaskEnd { .. } => "task ends",
                     Event::Field { .. } => "fields",
                     Event::Mark { .. } => "trigger marks",
+                    Event::Allocated { .. } => "spans' allocated bytes",
                     Event::Unknown { .. } => "records of reserved kinds",
                 };
                 *events.entry(kind).or_default() += 1;

@@ -51,9 +51,11 @@ pub(crate) enum Annotation {
     Message = 10,
     /// A log line's level.
     Level = 11,
+    /// The bytes a span allocated itself.
+    Allocated = 12,
 }
 
-const ARGS: [(Annotation, &str); 11] = [
+const ARGS: [(Annotation, &str); 12] = [
     (Annotation::Arg, "arg"),
     (Annotation::Payload, "payload"),
     (Annotation::Tick, "tick"),
@@ -65,6 +67,7 @@ const ARGS: [(Annotation, &str); 11] = [
     (Annotation::Task, "task"),
     (Annotation::Message, "message"),
     (Annotation::Level, "level"),
+    (Annotation::Allocated, "allocated_bytes"),
 ];
 
 /// What a track event is: kind, name and value.

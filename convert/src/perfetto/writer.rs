@@ -7,8 +7,8 @@ use std::collections::hash_map::Entry;
 use foldhash::HashMap;
 
 use typhon_live_core::{
-    DecodeError, Event, FieldValue, Frame, GaugeValue, LaneId, LaneInfo, Memory, NameId, Switch,
-    TaskId,
+    DecodeError, Event, FieldValue, Frame, GaugeValue, LaneId, LaneInfo, Memory, NameId, SpanId,
+    Switch, TaskId,
 };
 use typhon_live_reader::{
     CpuInterval, FieldOwners, Loss, Names, Reader, State, TextRecord, Update,
@@ -108,7 +108,7 @@ pub struct WriterStats {
     pub texts: u64,
     /// Fields written as their spans' arguments.
     pub fields: u64,
-    /// Fields left out: their span was written before they came (they
+    /// Fields (and allocated bytes) left out: their span was written before they came (they
     /// came in a later frame), or [`MAX_HELD_FIELDS`] were held.
     pub fields_refused: u64,
     /// Log lines the stream said were lost.
@@ -443,6 +443,21 @@ impl TraceWriter {
         self.held_fields += 1;
     }
 
+    /// The bytes span `span` on `lane` allocated itself: an argument of
+    /// its slice, if it is the lane's last span and still held.
+    fn allocated(&mut self, lane: LaneId, span: SpanId, bytes: u64) {
+        let held = match (self.owners.allocated(lane, span), self.lanes.get_mut(&lane)) {
+            (Some(Owner::Span(order)), Some(state)) => {
+                state.held.iter_mut().rev().find(|h| h.order == order)
+            }
+            _ => None,
+        };
+        match held {
+            Some(held) => held.allocated = bytes,
+            None => self.stats.fields_refused += 1,
+        }
+    }
+
     fn update(&mut self, state: &State, update: Update<'_>, out: &mut Vec<u8>) {
         let names = state.names();
         match update {
@@ -618,8 +633,10 @@ impl TraceWriter {
             self.stats.lane_events_refused += 1;
             return;
         }
-        if let Event::Field { .. } = event {
-            return self.field(lane, event);
+        match event {
+            Event::Field { .. } => return self.field(lane, event),
+            Event::Allocated { span, bytes, .. } => return self.allocated(lane, span, bytes),
+            _ => {}
         }
         // What waited for its fields has them all.
         self.write_ended_on(names, lane, out);
@@ -657,6 +674,7 @@ impl TraceWriter {
             | Event::TaskBegin { .. }
             | Event::TaskEnd { .. }
             | Event::Field { .. }
+            | Event::Allocated { .. }
             | Event::Unknown { .. } => {}
             Event::Span {
                 start,
@@ -677,6 +695,7 @@ impl TraceWriter {
                     id,
                     parent,
                     arg,
+                    allocated: 0,
                     order: self.order,
                 });
                 self.held_total += 1;
@@ -902,6 +921,9 @@ impl TraceWriter {
                 let arg = span
                     .arg
                     .map(|a| (Annotation::Arg, AnnotationValue::Uint(a)));
+                let allocated = (span.allocated > 0)
+                    .then_some((Annotation::Allocated, AnnotationValue::Uint(span.allocated)));
+                let args: Vec<_> = arg.into_iter().chain(allocated).collect();
                 let from = fields.partition_point(|&(order, ..)| order < span.order);
                 let to = fields.partition_point(|&(order, ..)| order <= span.order);
                 let its: Vec<(NameId, FieldValue)> =
@@ -913,7 +935,7 @@ impl TraceWriter {
                     Kind::Begin,
                     iid(span.name),
                     || names.show(span.name),
-                    arg.as_slice(),
+                    &args,
                     &field_args(names, &its),
                 );
             }

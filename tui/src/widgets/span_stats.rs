@@ -1,6 +1,6 @@
 //! One span name's statistics over the history (Tracy's Find Zone):
 //! count, total, self time, mean, exact percentiles, the longest and the
-//! tick it happened in, its share of CPU, its fields (a string field's most frequent values
+//! tick it happened in, the bytes its spans allocated, its share of CPU, its fields (a string field's most frequent values
 //! with their spans' percentiles, a numeric field's percentiles), and a
 //! histogram of the durations.
 
@@ -10,6 +10,7 @@ use ratatui::style::{Color, Style};
 use ratatui::text::Line;
 use ratatui::widgets::{Block, Borders, Paragraph, Sparkline, Widget};
 
+use typhon_live_model::allocated::allocated_line;
 use typhon_live_model::stats::Distribution;
 use typhon_live_model::{FieldSummary, NameCpu};
 
@@ -124,6 +125,7 @@ impl Widget for &SpanDetail<'_> {
                 self.ms(d.max)
             )),
         ];
+        lines.extend(allocated_line(d.allocated, d.count).map(Line::from));
         if let Some(cpu) = self.cpu {
             lines.extend(cpu.lines(self.name).map(Line::from));
         }
@@ -216,6 +218,29 @@ mod tests {
         // Log buckets: most of 1..1000 in the last ones, the tallest bar.
         assert_eq!(buf[(32, 6)].symbol(), "█", "{text}");
         assert_eq!(buf[(1, 6)].symbol(), " ", "{text}");
+    }
+
+    #[test]
+    fn the_bytes_its_spans_allocated_are_said() {
+        let mut durations: Vec<u64> = (1..=10).collect();
+        let mut d = Distribution::of(&mut durations, 0, 0);
+        d.allocated = 5 << 19;
+        let detail = SpanDetail {
+            name: "Load",
+            distribution: &d,
+            ticks_per_second: 1_000_000,
+            max_tick: None,
+            fields: &[],
+            cpu: None,
+        };
+        let area = Rect::new(0, 0, 80, 8);
+        let mut buf = Buffer::empty(area);
+        (&detail).render(area, &mut buf);
+        let text = crate::testing::buffer_text(&buf);
+        assert!(
+            text.contains("allocated 2.5 MiB (self), 256.0 KiB a span"),
+            "{text}"
+        );
     }
 
     #[test]
