@@ -111,6 +111,18 @@ fn the_demo_is_watched_live_in_chromium() {
         })
         .unwrap_or_else(|e| panic!("the leak's bytes did not climb: {e}"));
     let memory_png = browser.screenshot().unwrap();
+    // The span the leak runs in is charged its bytes.
+    let replay = (grown["page"]["summary"]["span_stats"]
+        .as_array()
+        .into_iter()
+        .flatten())
+    .find(|s| s["name"] == "Replay.Cache")
+    .cloned()
+    .unwrap_or_default();
+    assert!(
+        replay["allocated_bytes"].as_u64() > Some(1 << 20),
+        "{replay}"
+    );
     let stack = &grown["page"]["summary"]["memory"]["sites_by_growth"][0]["stack"];
     assert!(
         names_in(stack).iter().any(|f| f.contains("simulate")),
@@ -247,6 +259,10 @@ fn the_demo_is_watched_live_in_chromium() {
     );
     assert!(stats["p50"].as_u64() < Some(10_000_000), "{stats}");
     assert_eq!(stats["longest"], 10, "{stats}");
+    // What its spans allocated (each tick's channel to the workers).
+    let allocated = stats["allocated"].as_str().unwrap_or_default();
+    assert!(allocated.starts_with("allocated "), "{stats}");
+    assert!(allocated.ends_with(" a span"), "{stats}");
     // Its share of CPU, and the stall's sentence.
     let longest_cpu = stats["cpu"][1].as_str().unwrap_or_default();
     assert!(longest_cpu.starts_with("longest: Sim.AI: 1.2"), "{stats}");

@@ -86,6 +86,13 @@ impl Countdown {
         }
     }
 
+    /// Never samples again: the countdown at its end, and its sequence
+    /// drawn.
+    pub(crate) fn stop(&self) {
+        self.until.set(u64::MAX);
+        self.random.set(1);
+    }
+
     /// Counts `size` bytes allocated: whether this allocation is sampled.
     #[inline]
     pub(crate) fn allocated(&self, size: usize) -> bool {

@@ -209,6 +209,10 @@ impl Symbolizer {
         let spawned = std::thread::Builder::new()
             .name("typhon-live-symbols".into())
             .spawn(move || {
+                // What it parses (tens of MB, given back when idle) is
+                // counted in the process's memory, and is no site of the
+                // program's.
+                tracking::never_sampled();
                 let mut symbols = Symbols::default();
                 loop {
                     let (site, addresses) = match asked.recv_timeout(IDLE) {

@@ -209,6 +209,14 @@ fn freed(address: *mut u8, size: usize) {
     }
 }
 
+/// The calling thread's allocations are counted and never sampled from
+/// now on; its frees are still looked up. For the profiler's own threads
+/// whose memory is its own business (the symbolizer's parsed debug
+/// information), not a site of the program's.
+pub(crate) fn never_sampled() {
+    let _ = LOCAL.try_with(|local| local.countdown.stop());
+}
+
 /// Runs `f` with the calling thread's sampling held off: what it
 /// allocates and frees is counted, never sampled, and never looked up
 /// (the exporter, holding the sites' lock, must not take it again).
@@ -445,6 +453,16 @@ mod tests {
             .collect()
     }
 
+    /// As [`kept_site`], on a thread never sampled.
+    #[inline(never)]
+    fn never_site(tracking: &Tracking<System>, count: usize, size: usize) -> Vec<usize> {
+        let layout = Layout::from_size_align(size, 8).unwrap();
+        // SAFETY: as above.
+        (0..count)
+            .map(|_| unsafe { tracking.alloc(layout) } as usize)
+            .collect()
+    }
+
     /// As [`kept_site`], another site.
     #[inline(never)]
     fn other_site(tracking: &Tracking<System>, count: usize, size: usize) -> Vec<usize> {
@@ -483,6 +501,14 @@ mod tests {
                 .join()
                 .unwrap()
         });
+        // The symbolizer's kind of thread: counted, never sampled.
+        let never = std::thread::scope(|scope| {
+            let spawned = scope.spawn(|| {
+                never_sampled();
+                never_site(&tracking, 10_000, 1000)
+            });
+            spawned.join().unwrap()
+        });
         let free = |blocks: &[usize], size| {
             let layout = Layout::from_size_align(size, 8).unwrap();
             for &block in blocks {
@@ -517,6 +543,8 @@ mod tests {
         assert!(freed_totals.allocations > 1000, "{freed_totals:?}");
         assert_eq!(freed_totals.frees, freed_totals.allocations);
         assert_eq!(freed_totals.live(), 0, "{freed_totals:?}");
+        assert_eq!(site("tests::never_site"), typhon_live_core::SiteTotals::default());
+        free(&never, 1000);
         free(&kept, 1000);
         free(&other, 2000);
     }

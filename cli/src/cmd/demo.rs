@@ -106,6 +106,11 @@ impl Leak {
         }
     }
 
+    /// Whether it leaks at all.
+    fn leaks(&self) -> bool {
+        self.per_tick > 0.0
+    }
+
     fn tick(&mut self) {
         self.owed += self.per_tick;
         while self.owed >= LEAK_BLOCK as f64 {
@@ -350,12 +355,13 @@ fn simulate(
     let staller = Staller::new(stall_kind);
     let systems: Vec<u32> = SYSTEMS.iter().map(|s| intern(s)).collect();
     let queries: Vec<u32> = QUERIES.iter().map(|q| intern(q)).collect();
-    let (tick_name, memory, entities_gauge, checkpoint, stall) = (
+    let (tick_name, memory, entities_gauge, checkpoint, stall, replay) = (
         intern("Tick"),
         intern("memory.bytes"),
         intern("entities"),
         intern("checkpoint"),
         intern("stall"),
+        intern("Replay.Cache"),
     );
     let mut workers = Vec::new();
     for i in 0..threads.max(1) {
@@ -439,7 +445,16 @@ fn simulate(
                 }
             }
         }
-        leak.tick();
+        if leak.leaks() {
+            // In a span of its own: the span list says which code
+            // allocates, as the sites say which code holds.
+            let _replay = if via_tracing {
+                Scope::tracing(tracing::info_span!("Replay.Cache"))
+            } else {
+                Scope::direct(replay, None)
+            };
+            leak.tick();
+        }
         bytes += 4096 + random(64 << 10) as i64;
         if tick % 600 == 599 {
             bytes -= bytes / 5; // a partial free: the soak's sawtooth
