@@ -1,7 +1,8 @@
 //! What counting allocations adds to an allocator (issue 40): a 64-byte
 //! allocation and its free through `System`, and through
 //! `Tracking<System>`, on a thread with a lane (its counters: a relaxed
-//! load and store each) and on one without (a shard's atomic add), side
+//! load and store each) and on one without (its own slot's, the same;
+//! past 64 such threads, a shard's atomic add), side
 //! by side in one run; and on the lane's thread with sites sampled at
 //! the default rate (one allocation in 512 KiB takes its stack).
 //!

@@ -11,8 +11,10 @@
 //! A thread with a lane counts in its lane's slot: it is the slot's only
 //! writer, so a count is a relaxed load and store (no lock, no
 //! read-modify-write), and the exporter thread reads it with relaxed
-//! loads. A thread without one (not recording, or past the lanes) counts
-//! in one of [`SHARDS`] process-wide counters, picked by where its
+//! loads. A thread without one (not recording, or past the lanes) takes
+//! a slot of its own for good on its first allocation, written the same
+//! way, while [`OWN_SLOTS`] last; past them it counts in one of
+//! [`SHARDS`] process-wide counters (an atomic add), picked by where its
 //! thread-local data lives. Nothing here allocates, so it never recurses
 //! into itself; a thread's lane, its countdown to the next sample and
 //! whether it is sampling are a `const` thread-local without a
@@ -20,17 +22,20 @@
 
 use std::alloc::{GlobalAlloc, Layout};
 use std::cell::Cell;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 use typhon_live_core::LaneId;
 
 use crate::allocation_sites::{self, Countdown};
 use crate::runtime::MAX_LANES;
 
-/// Process-wide counters for threads without a lane.
+/// Slots that threads without a lane take for good, one each, the first
+/// to allocate: their only writer, as a lane's.
+pub const OWN_SLOTS: usize = 64;
+/// Process-wide counters for threads without a lane past [`OWN_SLOTS`].
 pub const SHARDS: usize = 16;
 
-/// A lane's, or a shard's, bytes allocated and freed, on a cache line of
+/// A lane's, a lane-less thread's or a shard's, bytes allocated and freed, on a cache line of
 /// its own so that two writers never share one.
 #[repr(align(64))]
 struct Bytes {
@@ -66,15 +71,24 @@ static LANES: [Bytes; MAX_LANES] = [const { Bytes::zero() }; MAX_LANES];
 /// (or in use), so spans have bytes to be charged. Without it a span
 /// costs one more relaxed load, not the thread-local's reads.
 static COUNTING: AtomicBool = AtomicBool::new(false);
+static OWNED: [Bytes; OWN_SLOTS] = [const { Bytes::zero() }; OWN_SLOTS];
+/// [`OWNED`] slots taken (may count past them: the rest were refused).
+static OWNED_TAKEN: AtomicUsize = AtomicUsize::new(0);
 static UNLANED: [Bytes; SHARDS] = [const { Bytes::zero() }; SHARDS];
 
 /// No lane.
 const NONE: u16 = u16::MAX;
+/// A thread's own slot: not taken yet ...
+const UNCLAIMED: u16 = u16::MAX;
+/// ... or none to be had (it counts in a shard).
+const SHARED: u16 = u16::MAX - 1;
 
-/// What a thread keeps: its lane, its countdown to the next sampled
-/// allocation, and whether it is sampling now.
+/// What a thread keeps: its lane, its own slot while it has none, its
+/// countdown to the next sampled allocation, and whether it is sampling
+/// now.
 struct Local {
     lane: Cell<u16>,
+    own: Cell<u16>,
     countdown: Countdown,
     /// Inside the sampler, or its table's lock: an allocation or a free
     /// meanwhile (the sampler's own, a signal handler's) is only counted.
@@ -92,6 +106,7 @@ thread_local! {
     static LOCAL: Local = const {
         Local {
             lane: Cell::new(NONE),
+            own: Cell::new(UNCLAIMED),
             countdown: Countdown::new(),
             busy: Cell::new(false),
             charged: Cell::new(0),
@@ -106,10 +121,16 @@ pub(crate) fn claimed(lane: LaneId) {
 }
 
 /// The calling thread is giving its lane slot back: its allocations
-/// count in the shards from now on, so that they never land in a slot
-/// another thread has taken.
+/// count in its own slot or the shards from now on, so that they never
+/// land in a lane slot another thread has taken.
 pub(crate) fn released() {
-    let _ = LOCAL.try_with(|l| move_to(l, NONE));
+    let _ = LOCAL.try_with(|l| {
+        // Ending, most likely: not worth a slot for good.
+        if l.own.get() == UNCLAIMED {
+            l.own.set(SHARED);
+        }
+        move_to(l, NONE)
+    });
 }
 
 /// The thread's allocations count in `lane` from now on; what its spans
@@ -121,20 +142,42 @@ fn move_to(local: &Local, lane: u16) {
     local.charged.set(local.charged.get().wrapping_add(jump));
 }
 
-/// The counters a thread writes: its lane's, or its shard's.
+/// The counters a thread writes: its lane's or its own slot (its own
+/// to write), or its shard's.
 #[inline]
 fn counters(local: &Local) -> Result<&'static Bytes, &'static Bytes> {
-    match LANES.get(usize::from(local.lane.get())) {
-        Some(bytes) => Ok(bytes),
+    if let Some(bytes) = LANES.get(usize::from(local.lane.get())) {
+        return Ok(bytes);
+    }
+    match local.own.get() {
+        UNCLAIMED => claim_own(local),
         // A thread's thread-locals live apart from another's: their
         // address spreads threads over the shards.
-        None => Err(&UNLANED[(local as *const Local as usize >> 6) % SHARDS]),
+        SHARED => Err(&UNLANED[(local as *const Local as usize >> 6) % SHARDS]),
+        slot => Ok(&OWNED[usize::from(slot)]),
+    }
+}
+
+/// The calling thread's first allocation without a lane: a slot of its
+/// own if one is left.
+#[cold]
+fn claim_own(local: &Local) -> Result<&'static Bytes, &'static Bytes> {
+    let slot = OWNED_TAKEN.fetch_add(1, Ordering::Relaxed);
+    match OWNED.get(slot) {
+        Some(bytes) => {
+            local.own.set(slot as u16);
+            Ok(bytes)
+        }
+        None => {
+            local.own.set(SHARED);
+            counters(local)
+        }
     }
 }
 
 /// Adds `size` to the calling thread's counter that `which` picks: its
-/// lane's (its own to write) or its shard's; a shard's if its
-/// thread-locals are gone (it is ending).
+/// lane's or own slot's (its own to write) or its shard's; a shard's if
+/// its thread-locals are gone (it is ending).
 #[inline]
 fn count(local: Option<&Local>, which: fn(&Bytes) -> &AtomicU64, size: usize) {
     match local.map(counters) {
@@ -306,10 +349,11 @@ impl MemoryTotals {
     }
 }
 
-/// The process's totals, every lane's and shard's summed.
+/// The process's totals, every lane's, own slot's and shard's summed.
 pub fn memory_totals() -> MemoryTotals {
     let mut totals = MemoryTotals::default();
-    for (allocated, freed) in LANES.iter().chain(UNLANED.iter()).map(Bytes::read) {
+    let all = LANES.iter().chain(OWNED.iter()).chain(UNLANED.iter());
+    for (allocated, freed) in all.map(Bytes::read) {
         totals.allocated = totals.allocated.wrapping_add(allocated);
         totals.freed = totals.freed.wrapping_add(freed);
     }
@@ -393,7 +437,7 @@ mod tests {
     /// Each test's thread claims a lane of its own; the lanes are
     /// per-process, so each reads its own slot only.
     #[test]
-    fn a_lane_thread_counts_in_its_lane_and_a_laneless_one_in_the_shards() {
+    fn a_lane_thread_counts_in_its_lane_and_laneless_ones_in_their_slots_and_the_shards() {
         let tracking = Tracking::new(System);
         let layout = Layout::from_size_align(1000, 8).unwrap();
         let lane = std::thread::spawn(move || {
@@ -418,27 +462,30 @@ mod tests {
         // 1000, then 3000 for the realloc; 1000 freed by it, 3000 at the end.
         assert_eq!((a1 - a0, f1 - f0), (4000, 4000));
 
-        // A thread without a lane: the process's totals move by as much.
+        // Threads without a lane, more than there are own slots (the
+        // last in the shards): the process's totals move by as much.
         let totals = memory_totals();
-        std::thread::spawn(move || {
-            let tracking = Tracking::new(System);
-            // SAFETY: as above.
-            unsafe {
-                let block = tracking.alloc_zeroed(layout);
-                assert!(!block.is_null());
-                assert_eq!(*block, 0);
-                tracking.dealloc(block, layout);
-            }
-        })
-        .join()
-        .unwrap();
+        let threads = OWN_SLOTS as u64 + 4;
+        for _ in 0..threads {
+            std::thread::spawn(move || {
+                let tracking = Tracking::new(System);
+                // SAFETY: as above.
+                unsafe {
+                    let block = tracking.alloc_zeroed(layout);
+                    assert!(!block.is_null());
+                    assert_eq!(*block, 0);
+                    tracking.dealloc(block, layout);
+                }
+            })
+            .join()
+            .unwrap();
+        }
+        assert!(OWNED_TAKEN.load(Ordering::Relaxed) > OWN_SLOTS);
         let now = memory_totals();
         // Other tests' threads may count too: at least ours.
-        assert!(
-            now.allocated - totals.allocated >= 1000,
-            "{totals:?} {now:?}"
-        );
-        assert!(now.freed - totals.freed >= 1000, "{totals:?} {now:?}");
+        let (allocated, freed) = (now.allocated - totals.allocated, now.freed - totals.freed);
+        assert!(allocated >= threads * 1000, "{totals:?} {now:?}");
+        assert!(freed >= threads * 1000, "{totals:?} {now:?}");
     }
 
     /// Allocates `count` blocks of `size` bytes through `tracking`, from
@@ -543,7 +590,10 @@ mod tests {
         assert!(freed_totals.allocations > 1000, "{freed_totals:?}");
         assert_eq!(freed_totals.frees, freed_totals.allocations);
         assert_eq!(freed_totals.live(), 0, "{freed_totals:?}");
-        assert_eq!(site("tests::never_site"), typhon_live_core::SiteTotals::default());
+        assert_eq!(
+            site("tests::never_site"),
+            typhon_live_core::SiteTotals::default()
+        );
         free(&never, 1000);
         free(&kept, 1000);
         free(&other, 2000);
