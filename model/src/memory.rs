@@ -122,22 +122,25 @@ impl MemoryState {
     /// What the summary shows, its names read in `names`.
     pub fn summary(&self, names: &Names) -> Option<MemorySummary> {
         let (_, memory) = self.latest?;
-        let rows: Vec<SiteSummary> = self
-            .sites
-            .iter()
-            .map(|(&id, site)| SiteSummary::of(id, site, names))
-            .collect();
-        let mut by_live = rows.clone();
-        by_live.sort_by(|a, b| b.live.cmp(&a.live).then(a.site.cmp(&b.site)));
-        by_live.truncate(TOP_SITES);
-        let mut by_growth: Vec<SiteSummary> = rows
-            .into_iter()
-            .filter(|s| s.growth_per_minute > 0)
-            .collect();
-        by_growth.sort_by(|a, b| {
-            (b.growth_per_minute.cmp(&a.growth_per_minute)).then(a.site.cmp(&b.site))
-        });
-        by_growth.truncate(TOP_SITES);
+        // Ranked by their numbers; only the sites listed have their
+        // stacks' names read (up to 4096 sites, once a second or more).
+        let top = |key: &dyn Fn(&Site) -> i64| {
+            let mut ranked: Vec<(i64, u32)> = (self.sites.iter())
+                .map(|(&id, site)| (key(site), id))
+                .filter(|&(k, _)| k > 0)
+                .collect();
+            ranked.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+            ranked.truncate(TOP_SITES);
+            let listed = ranked.into_iter().filter_map(|(_, id)| {
+                let site = self.sites.get(&id)?;
+                Some(SiteSummary::of(id, site, names))
+            });
+            listed.collect::<Vec<SiteSummary>>()
+        };
+        // Every site by what it holds (one that holds nothing last).
+        let live = |s: &Site| i64::try_from(s.totals.live()).unwrap_or(i64::MAX);
+        let by_live = top(&|s| live(s).saturating_add(1));
+        let by_growth = top(&|s| s.growth_per_minute());
         let taken = memory.sampled.saturating_add(memory.missed);
         Some(MemorySummary {
             live: memory.live(),

@@ -43,6 +43,9 @@ use typhon_live_recorder::Options;
 pub const DEFAULT_SLOW_TICK: Duration = Duration::from_millis(100);
 /// OTLP metric exports are this far apart, by default.
 pub const DEFAULT_OTLP_INTERVAL: Duration = Duration::from_secs(5);
+/// Sources one relay merges at most: the merged stream tells them apart
+/// by 8 bits above each source's allocation site ids.
+pub const MAX_SOURCES: usize = 255;
 
 /// One layer of settings: a file's, or the flags'. `None` leaves the
 /// setting to the layer below.
@@ -244,6 +247,12 @@ impl RelayConfig {
                 "no source: give --source NAME=HOST:PORT, or sources in a --config file".into(),
             );
         }
+        if sources.len() > MAX_SOURCES {
+            return Err(format!(
+                "{} sources: a relay merges at most {MAX_SOURCES}; relay the rest through a second relay",
+                sources.len()
+            ));
+        }
         let sources = sources
             .into_iter()
             .map(|(name, addr)| format!("{name}={addr}").parse())
@@ -438,6 +447,15 @@ mod tests {
             port_only.contains("metrics: \"9464\" is not HOST:PORT"),
             "{port_only}"
         );
+        let crowd: BTreeMap<String, String> = (0..=MAX_SOURCES)
+            .map(|i| (format!("s{i}"), format!("127.0.0.1:{}", 1000 + i)))
+            .collect();
+        let crowded = Layer {
+            sources: crowd,
+            ..Layer::default()
+        };
+        let crowded = RelayConfig::layered(Layer::default(), &OtelEnv::default(), crowded);
+        assert!(crowded.unwrap_err().contains("256 sources: a relay merges at most 255"));
         let source_port = file(r#"{"sources": {"a": "9100"}}"#);
         let source_port =
             RelayConfig::layered(source_port, &OtelEnv::default(), Layer::default()).unwrap_err();

@@ -855,9 +855,15 @@ fn use_name(names: &mut Names, source: &mut SourceState, name: NameId) {
     }
 }
 
-/// Bits of a source's task id the merged stream keeps: the bits above
-/// say which source it came from, so two processes' tasks never share
-/// an id (a process would need 2^56 tasks to wrap).
+/// `id` of source `source` as the merged stream's: its low `kept` bits,
+/// and the source's number (from 1) above them, so that two sources'
+/// ids never meet.
+fn with_source(source: usize, id: u64, kept: u32) -> u64 {
+    (id & ((1 << kept) - 1)) | ((source as u64 + 1) << kept)
+}
+
+/// Bits of a source's task id the merged stream keeps (a process would
+/// need 2^56 tasks to wrap).
 const TASK_BITS: u32 = 56;
 
 /// The merged stream's id of `source`'s task `task` (0 stays "none").
@@ -865,17 +871,17 @@ fn relay_task(source: usize, task: TaskId) -> TaskId {
     if task == 0 {
         return 0;
     }
-    (task & ((1 << TASK_BITS) - 1)) | ((source as u64 + 1) << TASK_BITS)
+    with_source(source, task, TASK_BITS)
 }
 
-/// Bits of a source's site id the merged stream keeps: the bits above say
-/// which source it came from (a writer numbers its sites from 0, and
-/// typhon-live's keep at most 1024).
+/// Bits of a source's site id the merged stream keeps (a writer numbers
+/// its sites from 0, and typhon-live's keep at most 1024).
 const SITE_BITS: u32 = 24;
 
 /// The merged stream's id of `source`'s allocation site `site`.
 fn relay_site(source: usize, site: u32) -> u32 {
-    (site & ((1 << SITE_BITS) - 1)) | ((source as u32 + 1) << SITE_BITS)
+    // 8 bits of source above 24 of site: a u32 for up to 255 sources.
+    with_source(source, u64::from(site), SITE_BITS) as u32
 }
 
 /// The relay lane of `source`'s `lane`, a new one if need be (none past

@@ -92,7 +92,7 @@ impl CpuSamples {
         // The switches' clock less the session's, read together.
         let offset = monotonic_ns().map(|mono| i128::from(mono) - i128::from(time));
         // Each lane's bytes, where `Tracking` counts them.
-        let memory = tracking::memory_totals().allocated != 0;
+        let memory = tracking::counting();
         for info in LANES.iter() {
             let id = usize::from(info.id);
             let thread = thread_of(info.id);

@@ -118,11 +118,11 @@ impl MemorySamples {
             return;
         }
         self.next = Some(now + EVERY);
-        let totals = tracking::memory_totals();
-        if totals.allocated == 0 {
+        if !tracking::counting() {
             // `Tracking` is not the global allocator: nothing to tell.
             return;
         }
+        let totals = tracking::memory_totals();
         let all = self.next_all.is_none_or(|next| now >= next);
         if all {
             self.next_all = Some(now + ALL_EVERY);

@@ -349,6 +349,12 @@ impl MemoryTotals {
     }
 }
 
+/// Whether an allocation went through [`Tracking`] yet: whether there is
+/// any memory to tell.
+pub fn counting() -> bool {
+    COUNTING.load(Ordering::Relaxed)
+}
+
 /// The process's totals, every lane's, own slot's and shard's summed.
 pub fn memory_totals() -> MemoryTotals {
     let mut totals = MemoryTotals::default();
