@@ -455,7 +455,9 @@ mod tests {
             ..Layer::default()
         };
         let crowded = RelayConfig::layered(Layer::default(), &OtelEnv::default(), crowded);
-        assert!(crowded.unwrap_err().contains("256 sources: a relay merges at most 255"));
+        assert!(crowded
+            .unwrap_err()
+            .contains("256 sources: a relay merges at most 255"));
         let source_port = file(r#"{"sources": {"a": "9100"}}"#);
         let source_port =
             RelayConfig::layered(source_port, &OtelEnv::default(), Layer::default()).unwrap_err();

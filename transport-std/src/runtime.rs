@@ -330,12 +330,6 @@ impl Ended {
         }
     }
 
-    /// The bytes it allocated itself, while it was its lane's innermost
-    /// open span (0 unless [`crate::Tracking`] is the global allocator).
-    pub fn allocated(&self) -> u64 {
-        self.allocated
-    }
-
     /// Records it as the span it was.
     #[inline]
     pub fn record(self) {

@@ -35,8 +35,8 @@ pub const OWN_SLOTS: usize = 64;
 /// Process-wide counters for threads without a lane past [`OWN_SLOTS`].
 pub const SHARDS: usize = 16;
 
-/// A lane's, a lane-less thread's or a shard's, bytes allocated and freed, on a cache line of
-/// its own so that two writers never share one.
+/// A lane's, a lane-less thread's or a shard's bytes allocated and
+/// freed, on a cache line of its own so that two writers never share one.
 #[repr(align(64))]
 struct Bytes {
     allocated: AtomicU64,
