@@ -287,6 +287,21 @@ fn the_demo_is_watched_live_in_chromium() {
         "{}",
         shown["page"]
     );
+    // Paused there: the list counts over the pinned history, as the
+    // selected name's statistics do (once both were drawn again).
+    let agreed = browser
+        .wait_for(HOOK, Duration::from_secs(10), |s| {
+            let listed = s["page"]["listed"].as_array().cloned().unwrap_or_default();
+            let row = listed.iter().find(|row| row[0] == "Sim.AI").cloned();
+            s["page"]["paused"] == true
+                && row.is_some_and(|row| row[2] == s["page"]["selected"]["count"])
+        })
+        .unwrap_or_else(|e| panic!("the list and the selection disagree: {e}"));
+    assert!(
+        agreed["page"]["selected"]["count"].as_u64() > Some(100),
+        "{}",
+        agreed["page"]["selected"]
+    );
     let selected_png = browser.screenshot().unwrap();
 
     // c: the page's recorder captures the past it kept and the next 5 s,

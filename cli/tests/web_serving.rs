@@ -111,6 +111,20 @@ fn each_rule_of_the_viewers_server_refuses_what_breaks_it() {
     );
     let (wasm, _) = ask(addr, &format!("/{token}/typhon_live_web_bg.wasm"), &host);
     assert!(wasm.contains("content-type: application/wasm"), "{wasm}");
+    // No Accept-Encoding: any coding is acceptable (RFC 9110, 12.5.3).
+    let bare = format!("Host: {addr}\r\n");
+    let (any, body) = ask(addr, &format!("/{token}/"), &bare);
+    assert!(any.starts_with("http/1.1 200"), "{any}");
+    assert!(body.starts_with(&[0x1f, 0x8b]), "{any}");
+    // Identity only: the file unpacked.
+    let identity = format!("Host: {addr}\r\nAccept-Encoding: identity\r\n");
+    let (plain, body) = ask(addr, &format!("/{token}/"), &identity);
+    assert!(plain.starts_with("http/1.1 200"), "{plain}");
+    assert!(!plain.contains("content-encoding"), "{plain}");
+    assert!(String::from_utf8_lossy(&body).contains("<html"), "{plain}");
+    let neither = format!("Host: {addr}\r\nAccept-Encoding: gzip;q=0, identity;q=0\r\n");
+    let (refused, _) = ask(addr, &format!("/{token}/"), &neither);
+    assert!(refused.starts_with("http/1.1 406"), "{refused}");
 
     let wrong = "0".repeat(token.len());
     let (refused, _) = ask(addr, &format!("/{wrong}/"), &host);

@@ -45,17 +45,37 @@ impl Model {
     /// Per name over the history: the totals add up as chunks come and go;
     /// the maximum is the largest of the chunks' held.
     pub fn span_stats(&self) -> Vec<SpanStats> {
+        let chunks = self.history.chunks().iter().map(|c| &**c);
+        self.stats_of(self.history.totals(), chunks)
+    }
+
+    /// Per name over `chunks`, as [`Model::span_stats`] over the history:
+    /// what a paused view lists, over the history it pinned, so that its
+    /// list and its selected name's statistics are over the same spans.
+    pub fn span_stats_over(&self, chunks: &[Arc<Chunk>]) -> Vec<SpanStats> {
+        let mut totals = stats::Totals::default();
+        for chunk in chunks {
+            stats::add(&mut totals, &chunk.totals);
+        }
+        self.stats_of(&totals, chunks.iter().map(|c| &**c))
+    }
+
+    /// `totals`, summed over `chunks`, as each name's statistics, most
+    /// total time first.
+    fn stats_of<'a>(
+        &self,
+        totals: &stats::Totals,
+        chunks: impl Iterator<Item = &'a Chunk>,
+    ) -> Vec<SpanStats> {
         let mut max: HashMap<u32, u64> = HashMap::default();
-        for chunk in self.history.chunks() {
+        for chunk in chunks {
             for (&name, t) in &chunk.totals {
                 let m = max.entry(name).or_default();
                 *m = (*m).max(t.max);
             }
         }
         let ms = |ticks: u64| self.seconds(ticks) * 1e3;
-        let mut stats: Vec<SpanStats> = self
-            .history
-            .totals()
+        let mut stats: Vec<SpanStats> = totals
             .iter()
             .map(|(&name, t)| SpanStats {
                 id: name,
@@ -619,5 +639,43 @@ impl Summary {
         .map(|(n, what, cap)| format!("{n} {what} (cap {cap})"))
         .collect();
         Some(format!("refused {}", parts.join(", ")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use typhon_live_core::Event;
+
+    use super::*;
+    use crate::history;
+
+    /// A paused view's list is over the history it pinned, as its
+    /// selected name's statistics are: the two agree whatever came since.
+    #[test]
+    fn a_paused_views_list_and_its_selected_names_statistics_agree() {
+        let mut model = Model::default();
+        let read = |model: &mut Model, from: u32, to: u32| {
+            for i in from..to {
+                let span = Event::Span {
+                    start: u64::from(i) * 1_000_000,
+                    duration: 500_000,
+                    name: 7,
+                    id: i + 1,
+                    parent: 0,
+                    arg: None,
+                };
+                model.on_event(0, &span, Duration::ZERO);
+            }
+            model.close_chunk();
+        };
+        read(&mut model, 0, 100);
+        let pinned = model.timeline_inputs(Duration::ZERO).chunks;
+        read(&mut model, 100, 250);
+        let paused = model.span_stats_over(&pinned);
+        let selected = history::distribution(pinned.iter().map(|c| &**c), 7);
+        assert_eq!((paused[0].count, selected.count), (100, 100));
+        assert_eq!(paused[0].total_ms, selected.total as f64 / 1e6);
+        assert_eq!(paused[0].max_ms, 0.5);
+        assert_eq!(model.span_stats()[0].count, 250, "live, all of it");
     }
 }

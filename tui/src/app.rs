@@ -3,6 +3,7 @@
 //! turns keys into actions on the view state. Drawing reads the model; the
 //! only state keys change is the view's.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -19,7 +20,7 @@ use crate::widgets::timeline::{lanes_of, Timeline};
 use typhon_live_core::Level;
 use typhon_live_model::history::{self, Chunk};
 use typhon_live_model::stats::Distribution;
-use typhon_live_model::{fields, CpuIndex, FieldSummary, LogSearch, Model, NameCpu};
+use typhon_live_model::{fields, CpuIndex, FieldSummary, LogSearch, Model, NameCpu, SpanStats};
 
 use crate::widgets::log::LogPane;
 use crate::widgets::sites::SitesPane;
@@ -90,7 +91,8 @@ impl Screen {
     pub fn draw(&mut self, model: &mut Model, now: Instant) {
         let summary = model.summary(crate::uptime::at(now));
         let inputs = model.timeline_inputs(crate::uptime::at(now));
-        let list = self.ui.span_list(&summary.span_stats);
+        let stats = self.span_stats(model, &summary.span_stats);
+        let list = self.ui.span_list(&stats);
         let ids: Vec<u32> = list.iter().map(|s| s.id).collect();
         let scene = Scene::new(&inputs, &ids);
         let (start, end, chunks) = self.ui.window(&scene);
@@ -216,10 +218,21 @@ impl Screen {
     /// whether it asks to quit.
     pub fn apply(&mut self, model: &Model, action: Action) -> bool {
         let inputs = model.timeline_inputs(crate::uptime::now());
-        let stats = model.span_stats();
+        let live = model.span_stats();
+        let stats = self.span_stats(model, &live);
         let ids: Vec<u32> = self.ui.span_list(&stats).iter().map(|s| s.id).collect();
         let scene = Scene::new(&inputs, &ids);
         self.ui.apply(action, &scene)
+    }
+
+    /// The span names' statistics the list shows: over the live history
+    /// (`live`), or over what a pause pinned, which the selected name's
+    /// detail is over too, so that the two agree.
+    fn span_stats<'a>(&self, model: &Model, live: &'a [SpanStats]) -> Cow<'a, [SpanStats]> {
+        match &self.ui.mode {
+            Mode::Live => Cow::Borrowed(live),
+            Mode::Paused { pinned, .. } => Cow::Owned(model.span_stats_over(pinned)),
+        }
     }
 
     /// Gives the terminal back.

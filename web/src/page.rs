@@ -15,7 +15,7 @@ use typhon_live_model::allocated::allocated_line;
 use typhon_live_model::marks::LATENCY_MARK;
 use typhon_live_model::memory::bytes;
 use typhon_live_model::{
-    Connection, FieldSummary, LogQuery, LogRow, LogSearch, Model, SiteSummary, Summary,
+    Connection, FieldSummary, LogQuery, LogRow, LogSearch, Model, SiteSummary, SpanStats, Summary,
     TimelineInputs,
 };
 use typhon_live_recorder::{Recorder, Settings};
@@ -78,11 +78,15 @@ pub struct Page {
     selection: Option<Selection>,
     selected_at: Duration,
     summary: Option<(Duration, Summary)>,
+    /// Paused: the names' statistics over the history the pause pinned
+    /// (as the selected name's are), and which pin (its chunks and time).
+    paused_stats: Option<((usize, u64), Vec<SpanStats>)>,
     layout: Layout,
     geometry: Geometry,
     pause_button: Option<Rect>,
-    /// The names listed beside the timeline, and where.
-    listed: Vec<(String, Rect)>,
+    /// The names listed beside the timeline, where, and the spans each
+    /// line counts.
+    listed: Vec<(String, Rect, u64)>,
     /// The selected name's longest occurrences listed, and where.
     longest_listed: Vec<Rect>,
     pointer: Option<egui::Pos2>,
@@ -143,6 +147,7 @@ impl Page {
             feed: Feed::new(),
             view: View::default(),
             selection: None,
+            paused_stats: None,
             selected_at: Duration::ZERO,
             summary: None,
             layout: Layout::default(),
@@ -503,11 +508,24 @@ impl Page {
     }
 
     fn side_panel(&mut self, ctx: &Context, actions: &mut Vec<Action>) {
-        let stats = self
-            .summary
-            .as_ref()
-            .map(|(_, s)| s.span_stats.as_slice())
-            .unwrap_or_default();
+        // Paused, the list is over what the selected name's statistics
+        // are over: the pinned history, not the live one.
+        match self.view.pinned() {
+            Some(pinned) => {
+                let pin = (pinned.chunks.len(), pinned.now);
+                if self.paused_stats.as_ref().is_none_or(|(p, _)| *p != pin) {
+                    let stats = self.model.span_stats_over(&pinned.chunks);
+                    self.paused_stats = Some((pin, stats));
+                }
+            }
+            None => self.paused_stats = None,
+        }
+        let stats = match &self.paused_stats {
+            Some((_, stats)) => stats.as_slice(),
+            None => (self.summary.as_ref())
+                .map(|(_, s)| s.span_stats.as_slice())
+                .unwrap_or_default(),
+        };
         let view = &mut self.view;
         let selection = self.selection.as_ref();
         let model = &self.model;
@@ -539,7 +557,7 @@ impl Page {
                                 text += &format!("  {}", bytes(s.allocated_bytes as f64));
                             }
                             let row = ui.selectable_label(view.selected == Some(s.id), text);
-                            listed.push((s.name.clone(), row.rect));
+                            listed.push((s.name.clone(), row.rect, s.count));
                             if row.clicked() {
                                 actions.push(Action::Select(s.id));
                             }
@@ -705,7 +723,7 @@ impl Page {
             listed: self
                 .listed
                 .iter()
-                .map(|(name, r)| (name.clone(), css(*r)))
+                .map(|(name, r, count)| (name.clone(), css(*r), *count))
                 .collect(),
             pointer: self.pointer.map(|p| [p.x, p.y]),
             first_bytes_ms: self.first_bytes_at.map(ms),
@@ -765,7 +783,8 @@ struct Hook {
     /// Lanes drawn with a CPU strip.
     cpu_strips: usize,
     selected: Option<Selected>,
-    listed: Vec<(String, [f32; 4])>,
+    /// Each name listed: its name, where, and its count.
+    listed: Vec<(String, [f32; 4], u64)>,
     /// Where egui last saw the pointer.
     pointer: Option<[f32; 2]>,
     /// The page's clock (ms since it was opened) when the first bytes

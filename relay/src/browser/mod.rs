@@ -6,6 +6,7 @@
 //! ([`in_flight`]); a live tab's frame that waited too long is dropped
 //! whole ([`late`]).
 
+mod encoding;
 pub mod in_flight;
 pub mod late;
 pub mod page;

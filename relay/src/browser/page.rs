@@ -1,10 +1,14 @@
 //! The browser viewer's files (`web/`, built by `web/build`), embedded
 //! gzipped in the binary so that the page works offline and nothing is
 //! fetched from elsewhere; served as they are stored, `Content-Encoding:
-//! gzip`, to a client that accepts it (every browser does).
+//! gzip`, to a client that accepts it (every browser does), and unpacked,
+//! once, for one that accepts only identity ([`encoding`]).
 
+use std::io::Read;
 use std::net::{SocketAddr, TcpListener};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
+
+use flate2::read::GzDecoder;
 
 use typhon_live_http::axum::http::{header, HeaderMap, StatusCode};
 use typhon_live_http::axum::response::{IntoResponse, Response};
@@ -12,15 +16,31 @@ use typhon_live_http::axum::routing::get;
 use typhon_live_http::axum::Router;
 use typhon_live_http::{guard, Guard, Limits};
 
+use super::encoding::{self, Coding};
 use crate::config;
 use crate::error::RelayError;
 use crate::remote::Security;
 
-/// One embedded file: its path under the page, its type, its gzip bytes.
+/// One embedded file: its path under the page, its type, its gzip bytes,
+/// and those unpacked once a client asked for them so.
 struct Asset {
     path: &'static str,
     content_type: &'static str,
     gzip: &'static [u8],
+    identity: OnceLock<Option<Vec<u8>>>,
+}
+
+impl Asset {
+    /// Its bytes unpacked; `None` if they do not unpack (a build's
+    /// fault, which a test rules out).
+    fn unpacked(&self) -> Option<&[u8]> {
+        let unpacked = self.identity.get_or_init(|| {
+            let mut bytes = Vec::new();
+            let read = GzDecoder::new(self.gzip).read_to_end(&mut bytes);
+            read.ok().map(|_| bytes)
+        });
+        unpacked.as_deref()
+    }
 }
 
 macro_rules! asset {
@@ -29,11 +49,12 @@ macro_rules! asset {
             path: $path,
             content_type: $type,
             gzip: include_bytes!(concat!("../../../web/dist/", $file, ".gz")),
+            identity: OnceLock::new(),
         }
     };
 }
 
-const ASSETS: [Asset; 5] = [
+static ASSETS: [Asset; 5] = [
     asset!("/", "index.html", "text/html; charset=utf-8"),
     asset!("/main.js", "main.js", "text/javascript; charset=utf-8"),
     asset!("/style.css", "style.css", "text/css; charset=utf-8"),
@@ -107,33 +128,28 @@ pub fn serve(
 }
 
 fn answer(asset: &'static Asset, headers: &HeaderMap) -> Response {
-    let gzip = headers
-        .get_all(header::ACCEPT_ENCODING)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .any(|coding| {
-            let mut parts = coding.split(';');
-            let name = parts.next().unwrap_or("").trim();
-            let refused = parts.any(|p| matches!(p.trim(), "q=0" | "q=0.0" | "q=0.00" | "q=0.000"));
-            (name.eq_ignore_ascii_case("gzip") || name == "*") && !refused
-        });
-    if !gzip {
-        return (
-            StatusCode::NOT_ACCEPTABLE,
-            "the viewer's files are served gzipped: ask with Accept-Encoding: gzip\n",
+    let vary = (header::VARY, "Accept-Encoding");
+    let content_type = (header::CONTENT_TYPE, asset.content_type);
+    match encoding::negotiate(headers) {
+        Some(Coding::Gzip) => (
+            [content_type, (header::CONTENT_ENCODING, "gzip"), vary],
+            asset.gzip,
         )
-            .into_response();
+            .into_response(),
+        Some(Coding::Identity) => match asset.unpacked() {
+            Some(bytes) => ([content_type, vary], bytes).into_response(),
+            None => (
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "the viewer's file does not unpack: this build is broken\n",
+            )
+                .into_response(),
+        },
+        None => (
+            StatusCode::NOT_ACCEPTABLE,
+            "the viewer's files are served gzipped or as they are: accept gzip or identity\n",
+        )
+            .into_response(),
     }
-    (
-        [
-            (header::CONTENT_TYPE, asset.content_type),
-            (header::CONTENT_ENCODING, "gzip"),
-            (header::VARY, "Accept-Encoding"),
-        ],
-        asset.gzip,
-    )
-        .into_response()
 }
 
 #[cfg(test)]
@@ -141,9 +157,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_file_is_gzip_and_within_the_budget() {
+    fn every_file_is_gzip_unpacks_and_is_within_the_budget() {
         for asset in &ASSETS {
             assert_eq!(&asset.gzip[..2], [0x1f, 0x8b], "{} is gzip", asset.path);
+            let unpacked = asset.unpacked().expect("it unpacks");
+            assert!(unpacked.len() > asset.gzip.len() / 2, "{}", asset.path);
         }
         // The budget for the bundle: 2 MB gzipped.
         assert!(bundle_bytes() <= 2_000_000, "{}", bundle_bytes());
