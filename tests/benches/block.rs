@@ -1,7 +1,8 @@
 //! Block encoding on a realistic batch: how many bytes an event costs in a
 //! Block, packed and with the LZ4 codec, against raw fixed-size records
 //! with and without LZ4, and how fast encode and decode run in each codec,
-//! side by side in one run.
+//! side by side in one run; and a small Block's encoding (54 events, the
+//! relay's merged Blocks' size), where each column's fixed cost shows.
 //!
 //! `cargo bench -p typhon-live-tests --bench block`
 
@@ -202,6 +203,20 @@ fn blocks(c: &mut Criterion) {
         })
     });
     group.finish();
+
+    // Small Blocks: the same events, 54 a Block.
+    let mut small = c.benchmark_group("small block");
+    small.throughput(Throughput::Elements(events.len() as u64));
+    small.bench_function("encode, 54 events a Block", |b| {
+        b.iter(|| {
+            let mut bytes = 0;
+            for batch in events.chunks(54) {
+                bytes += encode(black_box(batch), &mut scratch, &mut frame).0;
+            }
+            bytes
+        })
+    });
+    small.finish();
 }
 
 criterion_group!(benches, blocks);
