@@ -16,6 +16,8 @@ use typhon_live_std::{runtime, Profiler};
 /// What the viewer saw in one run.
 pub struct Run {
     pub rate: f64,
+    /// How long the producer recorded, in seconds.
+    pub seconds: f64,
     pub recorded: u64,
     pub received: u64,
     pub frames_missed: u64,
@@ -33,6 +35,33 @@ impl Run {
         self.frames_missed == 0 && self.events_dropped == 0 && self.received == self.recorded
     }
 
+    /// Events a second the producer recorded: below the rate asked when
+    /// its thread could not keep up.
+    pub fn achieved(&self) -> f64 {
+        self.recorded as f64 / self.seconds.max(f64::MIN_POSITIVE)
+    }
+
+    /// The producer's thread recorded less than 95 % of the rate asked:
+    /// the rung was not run at its rate.
+    pub fn short(&self) -> bool {
+        self.achieved() < 0.95 * self.rate
+    }
+
+    /// What stopped it, in words: the producer's thread, the rings (the
+    /// exporter drained them too late), the stream (frames dropped for a
+    /// reader behind), or the reader (events not read by the end).
+    pub fn stopped_by(&self) -> &'static str {
+        if self.short() {
+            "the producer's thread"
+        } else if self.events_dropped > 0 {
+            "the rings: the exporter drained them too late"
+        } else if self.frames_missed > 0 {
+            "the stream: frames dropped for a reader behind"
+        } else {
+            "the reader: events not read by the end"
+        }
+    }
+
     pub fn percentile(&self, q: f64) -> f64 {
         if self.latencies.is_empty() {
             return f64::NAN;
@@ -43,8 +72,10 @@ impl Run {
 }
 
 /// Connects to `addr` and hands every byte read to `take`, until the
-/// peer closes or, once `done` is set, nothing came for 300 ms.
-fn read_all(addr: std::net::SocketAddr, done: &AtomicBool, mut take: impl FnMut(&[u8])) {
+/// peer closes or, once `done` is set, no event came for 300 ms: `take`
+/// says whether its bytes brought any (a live process sends its lanes'
+/// CPU samples every 10 ms, events or not).
+fn read_all(addr: std::net::SocketAddr, done: &AtomicBool, mut take: impl FnMut(&[u8]) -> bool) {
     let mut stream = TcpStream::connect(addr).expect("viewer connects");
     stream
         .set_read_timeout(Some(Duration::from_millis(50)))
@@ -57,22 +88,22 @@ fn read_all(addr: std::net::SocketAddr, done: &AtomicBool, mut take: impl FnMut(
             Ok(n) => n,
             Err(_) => 0,
         };
-        if n == 0 && done.load(Ordering::Acquire) {
+        if take(&chunk[..n]) {
+            quiet_since = None;
+        } else if done.load(Ordering::Acquire) {
             // The producer finished: wait for the last Blocks, then stop.
             let since = *quiet_since.get_or_insert_with(Instant::now);
             if since.elapsed() > Duration::from_millis(300) {
                 break;
             }
-        } else if n > 0 {
-            quiet_since = None;
         }
-        take(&chunk[..n]);
     }
 }
 
 fn empty_run() -> Run {
     Run {
         rate: 0.0,
+        seconds: 0.0,
         recorded: 0,
         received: 0,
         frames_missed: 0,
@@ -90,48 +121,51 @@ fn viewer(addr: std::net::SocketAddr, done: Arc<AtomicBool>, name: &str) -> Run 
     let mut unpacked = typhon_live_reader::BlockBuffer::new();
     let mut run = empty_run();
     let mut expected = None;
-    read_all(addr, &done, |mut rest| loop {
-        let taken = decoder.feed(rest);
-        rest = &rest[taken..];
-        while let Ok(Some(frame)) = decoder.next() {
-            let Ok(payload) = frame.parse() else { continue };
-            if !matches!(payload, Payload::Init(_)) {
-                if let Some(e) = expected {
-                    run.frames_missed += u64::from(frame.seq.wrapping_sub(e));
+    read_all(addr, &done, |mut rest| {
+        let received = run.received;
+        loop {
+            let taken = decoder.feed(rest);
+            rest = &rest[taken..];
+            while let Ok(Some(frame)) = decoder.next() {
+                let Ok(payload) = frame.parse() else { continue };
+                if !matches!(payload, Payload::Init(_)) {
+                    if let Some(e) = expected {
+                        run.frames_missed += u64::from(frame.seq.wrapping_sub(e));
+                    }
+                    expected = Some(frame.seq.wrapping_add(1));
                 }
-                expected = Some(frame.seq.wrapping_add(1));
-            }
-            match payload {
-                Payload::Init(init) => {
-                    expected = Some(init.next_seq);
-                    names.extend(init.names().map(|(id, n)| (id, n.to_owned())));
-                }
-                Payload::Definitions(defs) => {
-                    names.extend(defs.names().map(|(id, n)| (id, n.to_owned())))
-                }
-                Payload::Block(block) => {
-                    let now = runtime::now();
-                    run.events_dropped += block.drops().map(|(_, d)| u64::from(d)).sum::<u64>();
-                    let Ok(events) = unpacked.events(&block) else {
-                        continue;
-                    };
-                    for item in events.flatten() {
-                        if let (_, Event::Instant { name: id, time, .. }) = item {
-                            if names.get(&id).is_some_and(|n: &String| n == name) {
-                                run.received += 1;
-                                // Sampled, so that the vector stays small.
-                                if run.received.is_multiple_of(64) {
-                                    run.latencies.push(now.saturating_sub(time));
+                match payload {
+                    Payload::Init(init) => {
+                        expected = Some(init.next_seq);
+                        names.extend(init.names().map(|(id, n)| (id, n.to_owned())));
+                    }
+                    Payload::Definitions(defs) => {
+                        names.extend(defs.names().map(|(id, n)| (id, n.to_owned())))
+                    }
+                    Payload::Block(block) => {
+                        let now = runtime::now();
+                        run.events_dropped += block.drops().map(|(_, d)| u64::from(d)).sum::<u64>();
+                        let Ok(events) = unpacked.events(&block) else {
+                            continue;
+                        };
+                        for item in events.flatten() {
+                            if let (_, Event::Instant { name: id, time, .. }) = item {
+                                if names.get(&id).is_some_and(|n: &String| n == name) {
+                                    run.received += 1;
+                                    // Sampled, so that the vector stays small.
+                                    if run.received.is_multiple_of(64) {
+                                        run.latencies.push(now.saturating_sub(time));
+                                    }
                                 }
                             }
                         }
                     }
+                    _ => {}
                 }
-                _ => {}
             }
-        }
-        if rest.is_empty() {
-            break;
+            if rest.is_empty() {
+                break run.received > received;
+            }
         }
     });
     run.latencies.sort_unstable();
@@ -147,6 +181,7 @@ fn model_viewer(addr: std::net::SocketAddr, done: Arc<AtomicBool>) -> Run {
     let mut model = Model::default();
     let mut last_summary = Instant::now();
     read_all(addr, &done, |mut rest| {
+        let events = model.events();
         loop {
             let taken = decoder.feed(rest);
             rest = &rest[taken..];
@@ -161,6 +196,7 @@ fn model_viewer(addr: std::net::SocketAddr, done: Arc<AtomicBool>) -> Run {
             last_summary = Instant::now();
             std::hint::black_box(model.summary(typhon_live_tui::uptime::at(last_summary)));
         }
+        model.events() > events
     });
     let mut run = empty_run();
     run.received = model.events();
@@ -239,6 +275,7 @@ fn produce(
     let stats = profiler.stats();
     profiler.stop().expect("stop");
     run.rate = rate;
+    run.seconds = duration.as_secs_f64();
     run.recorded = recorded;
     run.early_wakes = stats.early_wakes;
     run.worst_cycle_us = stats.worst_cycle_us;

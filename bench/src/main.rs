@@ -4,7 +4,9 @@
 //! nothing here asserts a time.
 //!
 //! `cargo run --release -p typhon-live-bench [-- --quick]`; `-- --e2e`
-//! runs only the end-to-end rates, three times each; `-- --keep-up` only
+//! runs only the end-to-end rates, three times each; `-- --ladder` only
+//! the end-to-end ladder, each column to its first lossy rung and what
+//! stopped it; `-- --keep-up` only
 //! the live view's model against the exporter (`-- --codecs` only the
 //! codec rows); `-- --formats FILE...` the sizes and conversion speeds of
 //! trace files as Perfetto and Chrome JSON; `-- --relay` the relay
@@ -358,9 +360,10 @@ impl Row {
 
 fn report(run: &live::Run, ring_events: usize) {
     eprintln!(
-        "end to end at {:.2} M/s, {ring_events}-event rings: {} recorded, {} received, {} frames missed, {} events dropped ({} early wakes, worst cycle {} us)",
+        "end to end at {:.2} M/s, {ring_events}-event rings: {} recorded ({:.2} M/s), {} received, {} frames missed, {} events dropped ({} early wakes, worst cycle {} us)",
         run.rate / 1e6,
         run.recorded,
+        run.achieved() / 1e6,
         run.received,
         run.frames_missed,
         run.events_dropped,
@@ -371,66 +374,124 @@ fn report(run: &live::Run, ring_events: usize) {
 
 /// The live view's model keeping up with the exporter: the highest rate
 /// of the ladder at which it took every span, with the largest rings.
-fn keep_up_row(rate: Option<f64>, ingest: f64) -> Row {
+fn keep_up_row(ladder: &Ladder, ingest: f64) -> Row {
     Row {
         what: "viewer model keeps up (spans, end to end)",
         typhon: format!(
             "{} (the model alone, one thread: {:.1} M events/s)",
-            rate.map_or("below 0.25 M events/s".into(), |r| {
-                format!(">= {:.2} M events/s", r / 1e6)
-            }),
+            ladder.says(),
             ingest / 1e6
         ),
         tracy: "-".into(),
         puffin: "-".into(),
         target: ">= 4 M events/s".into(),
-        met: Some(rate.is_some_and(|r| r >= 4e6)),
+        met: Some(ladder.lossless.is_some_and(|r| r >= 4e6)),
     }
 }
 
-/// The end-to-end rates tried, in events (or scopes) per second.
-const LADDER: [f64; 6] = [
+/// The end-to-end rates tried, in events (or scopes) per second: up
+/// until something drops, or the producer cannot record at the rate.
+const LADDER: [f64; 9] = [
     250_000.0,
     500_000.0,
     1_000_000.0,
     2_000_000.0,
     4_000_000.0,
     8_000_000.0,
+    16_000_000.0,
+    32_000_000.0,
+    64_000_000.0,
 ];
 
-/// The highest rate of the ladder at which a run (or its retry) drops
-/// nothing, with rings of `ring_events`; and the run at 1 M/s. `run_at`
-/// is `live::run_at` (a decoding viewer) or `live::model_run_at` (the live
-/// view's model).
+/// A ladder climbed: the highest rate run without a drop, the first that
+/// was not (and what stopped it), and the run at 1 M/s.
+struct Ladder {
+    lossless: Option<f64>,
+    first_lossy: Option<(f64, &'static str)>,
+    at_1m: Option<live::Run>,
+}
+
+impl Ladder {
+    /// "up to 8.00 M events/s; 16 M stopped by …", for the table.
+    fn says(&self) -> String {
+        let up_to = self.lossless.map_or("below 0.25 M events/s".into(), |r| {
+            format!(">= {:.2} M events/s", r / 1e6)
+        });
+        match self.first_lossy {
+            Some((rate, why)) => format!("{up_to}; at {} M: {why}", rate / 1e6),
+            None => format!("{up_to}, the ladder's top"),
+        }
+    }
+}
+
+/// Climbs the ladder with rings of `ring_events` until a run (and its
+/// retry) drops or its producer falls short. `run_at` is `live::run_at`
+/// (a decoding viewer) or `live::model_run_at` (the live view's model).
 fn lossless_ladder(
     seconds: u64,
     ring_events: usize,
     run_at: fn(f64, Duration, usize) -> live::Run,
-) -> (Option<f64>, Option<live::Run>) {
-    let mut best_lossless = None;
-    let mut at_1m = None;
+) -> Ladder {
+    let mut ladder = Ladder {
+        lossless: None,
+        first_lossy: None,
+        at_1m: None,
+    };
+    let whole = |run: &live::Run| run.lossless() && !run.short();
     for rate in LADDER {
         // A rate gets a second run when the first drops: on a shared
         // machine one stall of another tenant can overflow the rings.
         let duration = Duration::from_secs(seconds);
         let mut run = run_at(rate, duration, ring_events);
         report(&run, ring_events);
-        if !run.lossless() {
+        if !whole(&run) {
             run = run_at(rate, duration, ring_events);
             report(&run, ring_events);
         }
-        if run.lossless() {
-            best_lossless = Some(rate);
+        let stop = !whole(&run);
+        if stop {
+            ladder.first_lossy = Some((rate, run.stopped_by()));
+        } else {
+            ladder.lossless = Some(rate);
         }
-        let stop = !run.lossless();
         if rate == 1_000_000.0 {
-            at_1m = Some(run);
+            ladder.at_1m = Some(run);
         }
         if stop {
             break;
         }
     }
-    (best_lossless, at_1m)
+    ladder
+}
+
+/// puffin_http end to end: the highest rate of the ladder at which every
+/// scope arrives, and the first at which one did not or the producer
+/// fell short (and which).
+fn puffin_ladder(seconds: u64) -> (Option<f64>, Option<(f64, &'static str)>) {
+    let mut puffin_lossless = None;
+    let mut puffin_first_lossy = None;
+    for rate in LADDER {
+        let (expected, received) = live::puffin_run_at(rate, Duration::from_secs(seconds));
+        let achieved = expected as f64 / seconds as f64;
+        eprintln!(
+            "puffin_http end to end at {:.3} M/s: {expected} expected ({:.2} M/s), {received} received",
+            rate / 1e6,
+            achieved / 1e6
+        );
+        // puffin_http loses whole frames (rate / 1000 scopes); its count of
+        // scopes per frame is off by one at the edges of the run.
+        let frame = (rate / 1000.0) as u64;
+        if achieved < 0.95 * rate {
+            puffin_first_lossy = Some((rate, "the producer's thread"));
+            break;
+        }
+        if expected.saturating_sub(received) > (frame / 2).max(3) {
+            puffin_first_lossy = Some((rate, "scopes lost"));
+            break;
+        }
+        puffin_lossless = Some(rate);
+    }
+    (puffin_lossless, puffin_first_lossy)
 }
 
 fn ns(v: f64) -> String {
@@ -599,6 +660,11 @@ struct Options {
     /// minute, to see that it runs, not to quote.
     #[arg(long)]
     quick: bool,
+    /// Only the end-to-end ladder: each column (default rings, 64 Ki
+    /// rings, the live view's model, puffin_http) climbed from 0.25 M to
+    /// 64 M events/s until its first lossy rung, and what stopped it.
+    #[arg(long)]
+    ladder: bool,
     /// Only the end-to-end rates, three times each per rate and ring size.
     #[arg(long)]
     e2e: bool,
@@ -655,9 +721,43 @@ struct Options {
 fn main() {
     let options = <Options as clap::Parser>::parse();
     let quick = options.quick;
+    if options.ladder {
+        let seconds = if quick { 1 } else { 10 };
+        let columns: [(&str, usize, fn(f64, Duration, usize) -> live::Run); 3] = [
+            ("default rings", DEFAULT_RING_EVENTS, live::run_at),
+            ("64 Ki rings", MAX_RING_EVENTS, live::run_at),
+            ("the live view's model", MAX_RING_EVENTS, live::model_run_at),
+        ];
+        let mut said = Vec::new();
+        for (column, rings, run_at) in columns {
+            said.push(format!(
+                "{column}: {}",
+                lossless_ladder(seconds, rings, run_at).says()
+            ));
+        }
+        let (puffin, first_lossy) = puffin_ladder(seconds);
+        let up_to = puffin.map_or("below 0.25 M".into(), |r| format!(">= {:.2} M", r / 1e6));
+        said.push(match first_lossy {
+            Some((rate, why)) => {
+                format!("puffin_http: {up_to} scopes/s; at {} M: {why}", rate / 1e6)
+            }
+            None => format!("puffin_http: {up_to} scopes/s, the ladder's top"),
+        });
+        for line in said {
+            println!("{line} ({seconds} s runs)");
+        }
+        return;
+    }
     if options.e2e {
         for ring_events in [DEFAULT_RING_EVENTS, MAX_RING_EVENTS] {
-            for rate in [1_000_000.0, 2_000_000.0, 4_000_000.0, 8_000_000.0] {
+            for rate in [
+                1_000_000.0,
+                2_000_000.0,
+                4_000_000.0,
+                8_000_000.0,
+                16_000_000.0,
+                32_000_000.0,
+            ] {
                 for _ in 0..3 {
                     let duration = Duration::from_secs(if quick { 1 } else { 10 });
                     report(&live::run_at(rate, duration, ring_events), ring_events);
@@ -694,8 +794,8 @@ fn main() {
             timeline_draw_ms(&model, Some(4_000_000)),
             timeline_draw_ms(&model, None)
         );
-        let (keep_up, _) = lossless_ladder(seconds, MAX_RING_EVENTS, live::model_run_at);
-        println!("{}", keep_up_row(keep_up, ingest).typhon);
+        let keep_up = lossless_ladder(seconds, MAX_RING_EVENTS, live::model_run_at);
+        println!("{}", keep_up_row(&keep_up, ingest).typhon);
         return;
     }
     if options.relay {
@@ -781,10 +881,10 @@ fn main() {
     // End to end, latency and memory: typhon-live only, before Tracy's
     // client starts (it would grow the RSS measured here).
     let seconds = if quick { 1 } else { 10 };
-    let (default_lossless, at_1m) = lossless_ladder(seconds, DEFAULT_RING_EVENTS, live::run_at);
-    let (best_lossless, _) = lossless_ladder(seconds, MAX_RING_EVENTS, live::run_at);
+    let default_rings = lossless_ladder(seconds, DEFAULT_RING_EVENTS, live::run_at);
+    let large_rings = lossless_ladder(seconds, MAX_RING_EVENTS, live::run_at);
     // The live view's model as the viewer, spans as the events.
-    let (keep_up, _) = lossless_ladder(seconds, MAX_RING_EVENTS, live::model_run_at);
+    let keep_up = lossless_ladder(seconds, MAX_RING_EVENTS, live::model_run_at);
     let ingest = model_ingest(
         &typhon_live_tests::exporter_stream(
             if quick { 500 } else { 5_000 },
@@ -834,22 +934,7 @@ fn main() {
         || {},
     );
 
-    // puffin_http end to end: the highest rate at which every scope arrives.
-    let mut puffin_lossless = None;
-    for rate in LADDER {
-        let (expected, received) = live::puffin_run_at(rate, Duration::from_secs(seconds));
-        eprintln!(
-            "puffin_http end to end at {:.3} M/s: {expected} expected, {received} received",
-            rate / 1e6
-        );
-        // puffin_http loses whole frames (rate / 1000 scopes); its count of
-        // scopes per frame is off by one at the edges of the run.
-        let frame = (rate / 1000.0) as u64;
-        if expected.saturating_sub(received) > (frame / 2).max(3) {
-            break;
-        }
-        puffin_lossless = Some(rate);
-    }
+    let (puffin_lossless, puffin_first_lossy) = puffin_ladder(seconds);
 
     puffin::set_scopes_on(true);
     let puffin_one = per_iteration(settings.samples, puffin_span, puffin_frame);
@@ -929,34 +1014,33 @@ fn main() {
     rows.extend(codec);
     rows.push(Row {
         what: "end to end, highest rate without a drop",
-        typhon: {
-            let rate = |r: Option<f64>| {
-                r.map_or("below 0.25 M events/s".into(), |r| {
-                    format!(">= {:.2} M events/s", r / 1e6)
-                })
-            };
-            format!(
-                "{} with RingEvents {MAX_RING_EVENTS}, {} with the default {DEFAULT_RING_EVENTS} ({seconds} s runs)",
-                rate(best_lossless),
-                rate(default_lossless)
-            )
-        },
+        typhon: format!(
+            "with RingEvents {MAX_RING_EVENTS}: {}; with the default {DEFAULT_RING_EVENTS}: {} ({seconds} s runs)",
+            large_rings.says(),
+            default_rings.says()
+        ),
         tracy: "-".into(),
-        puffin: puffin_lossless.map_or("below 0.25 M scopes/s".into(), |r| {
-            format!(">= {:.3} M scopes/s", r / 1e6)
-        }),
-        target: match (best_lossless, puffin_lossless) {
+        puffin: {
+            let up_to = puffin_lossless.map_or("below 0.25 M scopes/s".into(), |r| {
+                format!(">= {:.3} M scopes/s", r / 1e6)
+            });
+            match puffin_first_lossy {
+                Some((rate, why)) => format!("{up_to}; at {} M: {why}", rate / 1e6),
+                None => format!("{up_to}, the ladder's top"),
+            }
+        },
+        target: match (large_rings.lossless, puffin_lossless) {
             (Some(t), Some(p)) => format!("not below puffin's; ratio {:.1}x", t / p),
             _ => "not below puffin's".into(),
         },
-        met: match (best_lossless, puffin_lossless) {
+        met: match (large_rings.lossless, puffin_lossless) {
             (Some(t), Some(p)) => Some(t >= p),
             (Some(_), None) => Some(true),
             _ => Some(false),
         },
     });
-    rows.push(keep_up_row(keep_up, ingest));
-    if let Some(run) = &at_1m {
+    rows.push(keep_up_row(&keep_up, ingest));
+    if let Some(run) = &default_rings.at_1m {
         let (p50, p99) = (run.percentile(0.5), run.percentile(0.99));
         rows.push(Row {
             what: "latency record->decoded at 1 M/s",
