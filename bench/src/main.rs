@@ -403,6 +403,11 @@ const LADDER: [f64; 9] = [
     64_000_000.0,
 ];
 
+/// One end-to-end run at a rate, for a time, with rings of a size:
+/// `live::run_at` (a decoding viewer) or `live::model_run_at` (the live
+/// view's model).
+type RunAt = fn(f64, Duration, usize) -> live::Run;
+
 /// A ladder climbed: the highest rate run without a drop, the first that
 /// was not (and what stopped it), and the run at 1 M/s.
 struct Ladder {
@@ -425,13 +430,8 @@ impl Ladder {
 }
 
 /// Climbs the ladder with rings of `ring_events` until a run (and its
-/// retry) drops or its producer falls short. `run_at` is `live::run_at`
-/// (a decoding viewer) or `live::model_run_at` (the live view's model).
-fn lossless_ladder(
-    seconds: u64,
-    ring_events: usize,
-    run_at: fn(f64, Duration, usize) -> live::Run,
-) -> Ladder {
+/// retry) drops or its producer falls short.
+fn lossless_ladder(seconds: u64, ring_events: usize, run_at: RunAt) -> Ladder {
     let mut ladder = Ladder {
         lossless: None,
         first_lossy: None,
@@ -723,7 +723,7 @@ fn main() {
     let quick = options.quick;
     if options.ladder {
         let seconds = if quick { 1 } else { 10 };
-        let columns: [(&str, usize, fn(f64, Duration, usize) -> live::Run); 3] = [
+        let columns: [(&str, usize, RunAt); 3] = [
             ("default rings", DEFAULT_RING_EVENTS, live::run_at),
             ("64 Ki rings", MAX_RING_EVENTS, live::run_at),
             ("the live view's model", MAX_RING_EVENTS, live::model_run_at),
