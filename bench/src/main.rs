@@ -750,14 +750,8 @@ fn main() {
     }
     if options.e2e {
         for ring_events in [DEFAULT_RING_EVENTS, MAX_RING_EVENTS] {
-            for rate in [
-                1_000_000.0,
-                2_000_000.0,
-                4_000_000.0,
-                8_000_000.0,
-                16_000_000.0,
-                32_000_000.0,
-            ] {
+            // The ladder's rungs from 1 M to 32 M.
+            for &rate in &LADDER[2..8] {
                 for _ in 0..3 {
                     let duration = Duration::from_secs(if quick { 1 } else { 10 });
                     report(&live::run_at(rate, duration, ring_events), ring_events);

@@ -113,6 +113,28 @@ impl Layout {
         }
     }
 
+    /// Width `width` for `n` values from `base`, of which `escapes` (the
+    /// smallest `low` above `base`) escape, the largest `spread` above
+    /// it: the layout, and its size in bits (whole slots; the header's
+    /// count and base left out, which every width shares).
+    fn priced(n: u64, base: u64, spread: u64, width: u32, escapes: u64, low: u64) -> (u64, Layout) {
+        let mut layout = Layout {
+            width,
+            base,
+            escapes,
+            escape_width: 0,
+            escape_base: 0,
+        };
+        let mut cost = n * u64::from(width) + varint_bits(escapes);
+        if escapes > 0 {
+            // Escapes hold `value - base - marker`, from their own base.
+            layout.escape_base = low - mask(width);
+            layout.escape_width = bit_len(spread - low);
+            cost += 8 + varint_bits(layout.escape_base) + escapes * u64::from(layout.escape_width);
+        }
+        (cost, layout)
+    }
+
     /// Bytes of `n` slots of `width` bits.
     #[inline]
     pub(crate) const fn packed_len(n: u64, width: u32) -> u64 {
@@ -514,23 +536,9 @@ impl<const T: usize> Buckets<T> {
             },
         );
         let mut consider = |width: u32, escapes: u64, low: u64| {
-            let mut layout = Layout {
-                width,
-                base,
-                escapes,
-                escape_width: 0,
-                escape_base: 0,
-            };
-            let mut cost = n * u64::from(width) + varint_bits(escapes);
-            if escapes > 0 {
-                // Escapes hold `value - base - marker`, from their own base.
-                layout.escape_base = low - mask(width);
-                layout.escape_width = bit_len(spread - low);
-                cost +=
-                    8 + varint_bits(layout.escape_base) + escapes * u64::from(layout.escape_width);
-            }
-            if cost < best.0 {
-                best = (cost, layout);
+            let priced = Layout::priced(n, base, spread, width, escapes, low);
+            if priced.0 < best.0 {
+                best = priced;
             }
         };
         // The lengths from the longest (no value is longer than the
@@ -596,22 +604,9 @@ mod tests {
             let escaping = values.iter().filter(|&&v| length(v) > w);
             let escapes = escaping.clone().count() as u64;
             let low = escaping.map(|&v| v.wrapping_sub(base)).min();
-            let mut layout = Layout {
-                width: w,
-                base,
-                escapes,
-                escape_width: 0,
-                escape_base: 0,
-            };
-            let mut cost = n * u64::from(w) + varint_bits(escapes);
-            if let Some(low) = low {
-                layout.escape_base = low - mask(w);
-                layout.escape_width = bit_len(spread - low);
-                cost +=
-                    8 + varint_bits(layout.escape_base) + escapes * u64::from(layout.escape_width);
-            }
-            if cost < best.0 {
-                best = (cost, layout);
+            let priced = Layout::priced(n, base, spread, w, escapes, low.unwrap_or(u64::MAX));
+            if priced.0 < best.0 {
+                best = priced;
             }
         }
         best.1
