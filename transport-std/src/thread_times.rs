@@ -367,6 +367,13 @@ mod tests {
         }
         go.send(()).unwrap();
         worker.join().unwrap();
+        // A joined thread's task is reaped a moment after the join
+        // returns (Linux clears its id before it is gone from /proc):
+        // its times stop reading within a bounded wait.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while times.read(Instant::now() + LATER).is_ok() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
         assert!(times.read(Instant::now() + LATER).is_err());
         // Opened again by its id: nothing to read (on Windows the id may
         // still open, while a handle holds the ended thread).
