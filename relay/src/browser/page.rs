@@ -2,7 +2,7 @@
 //! gzipped in the binary so that the page works offline and nothing is
 //! fetched from elsewhere; served as they are stored, `Content-Encoding:
 //! gzip`, to a client that accepts it (every browser does), and unpacked,
-//! once, for one that accepts only identity ([`encoding`]).
+//! once, for one that accepts only identity (`encoding`).
 
 use std::io::Read;
 use std::net::{SocketAddr, TcpListener};
