@@ -113,6 +113,19 @@ impl Layout {
         }
     }
 
+    /// Width 64 for `n` values from `base`: plain slots, no marker; and
+    /// its size in bits, which any other width must beat.
+    fn plain(n: u64, base: u64) -> (u64, Layout) {
+        let layout = Layout {
+            width: 64,
+            base,
+            escapes: 0,
+            escape_width: 0,
+            escape_base: 0,
+        };
+        (64 * n, layout)
+    }
+
     /// Width `width` for `n` values from `base`, of which `escapes` (the
     /// smallest `low` above `base`) escape, the largest `spread` above
     /// it: the layout, and its size in bits (whole slots; the header's
@@ -524,17 +537,7 @@ impl<const T: usize> Buckets<T> {
     /// ([`Layout::choose`]).
     fn choose(&self, n: u64, base: u64, top: u64) -> Layout {
         let spread = top.wrapping_sub(base);
-        // Width 64: plain slots, no marker.
-        let mut best = (
-            64 * n,
-            Layout {
-                width: 64,
-                base,
-                escapes: 0,
-                escape_width: 0,
-                escape_base: 0,
-            },
-        );
+        let mut best = Layout::plain(n, base);
         let mut consider = |width: u32, escapes: u64, low: u64| {
             let priced = Layout::priced(n, base, spread, width, escapes, low);
             if priced.0 < best.0 {
@@ -590,16 +593,7 @@ mod tests {
             let d = v.wrapping_sub(base);
             d.checked_add(1).map_or(65, bit_len)
         };
-        let mut best = (
-            64 * n,
-            Layout {
-                width: 64,
-                base,
-                escapes: 0,
-                escape_width: 0,
-                escape_base: 0,
-            },
-        );
+        let mut best = Layout::plain(n, base);
         for w in 1..64u32 {
             let escaping = values.iter().filter(|&&v| length(v) > w);
             let escapes = escaping.clone().count() as u64;
