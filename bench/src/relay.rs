@@ -343,7 +343,7 @@ pub fn print(quick: bool) {
     );
     println!("| events/s (all sources) | sent | each viewer got | all, no gap | through the relay p50 / p99 | directly p50 / p99 | relay RSS / peak |");
     println!("|---|---:|---|---|---:|---:|---:|");
-    for rate in [250e3, 500e3, 1e6, 2e6, 4e6, 8e6] {
+    for rate in [250e3, 500e3, 1e6, 2e6, 4e6, 8e6, 16e6] {
         match step(rate, run) {
             Some(row) => println!("{row}"),
             None => return,

@@ -35,6 +35,10 @@ use crate::event::{
 };
 use crate::frame::{write_frame_with_flags, FrameKind, OVERHEAD};
 
+mod relabel;
+
+pub use relabel::{relabel_events, relabelled_len_bound, Relabel, RelabelError};
+
 const FIXED_HEADER: usize = 22;
 
 /// The columns, in wire order. Spans and point events keep their times and
@@ -705,11 +709,19 @@ pub fn write_block(
     if out.len() < needed {
         return Err(EncodeError::BufferTooSmall { needed });
     }
-    write_block_with(out, seq, block, drops, Codec::Packed, |w| {
-        if block.records > 0 {
-            block.write_groups(w);
-        }
-    })
+    write_block_with(
+        out,
+        seq,
+        block.records,
+        block.time_range(),
+        drops,
+        Codec::Packed,
+        |w| {
+            if block.records > 0 {
+                block.write_groups(w);
+            }
+        },
+    )
 }
 
 /// Packs `block`'s events (the packed form of what follows a Block's drop
@@ -788,13 +800,44 @@ pub fn write_block_encoded(
             .ok_or(EncodeError::BufferTooSmall {
                 needed: encoded.at + encoded.len,
             })?;
-    write_block_with(out, seq, block, drops, encoded.codec, |w| {
-        if encoded.codec == Codec::Lz4 {
-            // encode_events packs at most MAX_EVENTS_LEN bytes before it
-            // compresses, so the length fits.
-            w.u32(encoded.packed_len as u32);
-        }
-        w.bytes(bytes);
+    write_block_with(
+        out,
+        seq,
+        block.records,
+        block.time_range(),
+        drops,
+        encoded.codec,
+        |w| {
+            if encoded.codec == Codec::Lz4 {
+                // encode_events packs at most MAX_EVENTS_LEN bytes before it
+                // compresses, so the length fits.
+                w.u32(encoded.packed_len as u32);
+            }
+            w.bytes(bytes);
+        },
+    )
+}
+
+/// The frame [`write_packed_block`] writes of `packed_len` bytes of
+/// packed events and `drop_entries` drop entries: its size.
+pub const fn packed_block_frame_len(drop_entries: usize, packed_len: usize) -> usize {
+    OVERHEAD + FIXED_HEADER + 6 * drop_entries + packed_len
+}
+
+/// Writes a packed Block frame around `packed`, packed events of
+/// `records` records made elsewhere (a source's, relabelled by
+/// [`relabel_events`]), whose earliest time and latest end are `times`,
+/// with the drop entries `drops`.
+pub fn write_packed_block(
+    out: &mut [u8],
+    seq: u32,
+    records: u32,
+    times: (u64, u64),
+    drops: &[(LaneId, u32)],
+    packed: &[u8],
+) -> Result<usize, EncodeError> {
+    write_block_with(out, seq, records, times, drops, Codec::Packed, |w| {
+        w.bytes(packed)
     })
 }
 
@@ -802,7 +845,8 @@ pub fn write_block_encoded(
 fn write_block_with(
     out: &mut [u8],
     seq: u32,
-    block: &BlockBuilder<'_>,
+    records: u32,
+    (first, last): (u64, u64),
     drops: &[(LaneId, u32)],
     codec: Codec,
     events: impl FnOnce(&mut Writer<'_>),
@@ -810,9 +854,8 @@ fn write_block_with(
     let drop_count = u16::try_from(drops.len()).map_err(|_| EncodeError::TooManyItems {
         what: "block drop entries",
     })?;
-    let (first, last) = block.time_range();
     write_frame_with_flags(out, FrameKind::Block, codec.flags(), seq, |w| {
-        w.u32(block.records);
+        w.u32(records);
         w.u64(first);
         w.u64(last);
         w.u16(drop_count);
@@ -913,6 +956,15 @@ impl<'a> BlockView<'a> {
     /// [`MAX_EVENTS_LEN`]; 0 when the events cannot be read.
     pub fn packed_len(&self) -> usize {
         self.events.map_or(0, |stored| stored.packed_len)
+    }
+
+    /// The packed events of a Block stored packed, as they lie in the
+    /// payload; `None` for another codec, or events that cannot be read.
+    pub fn packed(&self) -> Option<&'a [u8]> {
+        self.events
+            .ok()
+            .filter(|stored| stored.codec == Codec::Packed)
+            .map(|stored| stored.bytes)
     }
 
     /// `(lane, events dropped since the previous Block)` pairs.

@@ -1,13 +1,55 @@
 //! Arbitrary bytes, in arbitrary chunks, through the stream decoder; every
 //! frame parsed, every table walked, every Block's columns parsed and every
-//! event iterated (and skimmed for ticks), compressed Blocks decompressed
-//! first, every Text
+//! event iterated (and skimmed for ticks, and relabelled as the relay
+//! forwards it), compressed Blocks decompressed first, every Text
 //! frame's records read. Checksums are
 //! skipped under `cfg(fuzzing)`, so the fuzzer reaches the payload parsers.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use typhon_live_core::{Decoder, Event, EventKinds, Payload};
+use typhon_live_core::block::{
+    packed_block_frame_len, relabel_events, relabelled_len_bound, write_packed_block, Relabel,
+};
+use typhon_live_core::frame::{HEADER_LEN, TRAILER_LEN};
+use typhon_live_core::{BlockView, Decoder, Event, EventKinds, Payload};
+
+/// Ids as they are: a relabelling that changes nothing.
+struct Same;
+
+impl Relabel for Same {
+    fn lane(&self, lane: u16) -> Option<u16> {
+        Some(lane)
+    }
+    fn name(&self, name: u32) -> u32 {
+        name
+    }
+    fn gauge(&self, gauge: u32) -> u32 {
+        gauge
+    }
+}
+
+/// A Block relabelled as the relay forwards it never panics, and one that
+/// read whole, relabelled to its own ids, reads as the same events (or
+/// holds a kind that is not relabelled).
+fn relabel_whole(block: &BlockView<'_>, unpacked: &[u8], events: &[(u16, Event)]) {
+    let Some(packed) = block.packed().or(unpacked.get(..block.packed_len())) else {
+        return;
+    };
+    let mut out = vec![0u8; relabelled_len_bound(packed.len(), block.records)];
+    let mut names = vec![0u64; block.records as usize];
+    let result = relabel_events(packed, block.records, &Same, &mut names, &mut out);
+    let whole = events.len() == block.records as usize && block.events_in(&mut unpacked.to_vec()).is_ok_and(|e| e.count() == events.len());
+    let (Ok(n), true) = (result, whole) else {
+        return;
+    };
+    let mut frame = vec![0u8; packed_block_frame_len(0, n)];
+    let times = (block.first_time, block.last_time);
+    let len = write_packed_block(&mut frame, 0, block.records, times, &[], &out[..n]).unwrap();
+    let payload = &frame[HEADER_LEN..len - TRAILER_LEN];
+    let again = BlockView::parse(payload, 0).unwrap();
+    let read: Vec<(u16, Event)> = again.events().unwrap().map(Result::unwrap).collect();
+    assert_eq!(format!("{read:?}"), format!("{events:?}"));
+}
 
 fn walk(payload: Payload<'_>) {
     match payload {
@@ -51,6 +93,7 @@ fn walk(payload: Payload<'_>) {
             }
             // Same events up to the first error (NaN gauges compare by bits).
             assert_eq!(format!("{iterated:?}"), format!("{read:?}"));
+            relabel_whole(&block, &unpacked, &iterated);
             // Skimmed for ticks: every tick the whole reading gave comes
             // first in the same order (a group it passes over may be one
             // where the whole reading stopped, so more may follow), and no

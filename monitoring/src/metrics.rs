@@ -5,6 +5,8 @@
 //! scrape in the [`Format`] asked for. A source's [`Update`]s feed it.
 
 use std::collections::HashMap;
+
+use foldhash::fast::RandomState as FastHash;
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 
@@ -550,12 +552,14 @@ pub struct SourceMetrics {
     label: SourceLabel,
     session: Option<u64>,
     /// Histogram handles by name id, so that a span costs no label lookup.
-    spans: HashMap<NameId, Durations>,
-    gauges: HashMap<NameId, Gauge<f64, AtomicU64>>,
+    /// Looked up for every span and gauge: foldhash, not SipHash (a peer
+    /// picks the ids, but the series are capped).
+    spans: HashMap<NameId, Durations, FastHash>,
+    gauges: HashMap<NameId, Gauge<f64, AtomicU64>, FastHash>,
     /// Bytes of names in its series' labels, this session.
     label_bytes: usize,
     /// Ticks started and not ended, by lane: their start time.
-    ticks: HashMap<LaneId, u64>,
+    ticks: HashMap<LaneId, u64, FastHash>,
     /// Its log lines' counters, by level.
     log_lines: [Counter; 6],
     /// CPU time its lanes' threads spent since the gauges were last set.
@@ -610,10 +614,10 @@ impl SourceMetrics {
             metrics,
             label,
             session: None,
-            spans: HashMap::new(),
-            gauges: HashMap::new(),
+            spans: HashMap::default(),
+            gauges: HashMap::default(),
             label_bytes: 0,
-            ticks: HashMap::new(),
+            ticks: HashMap::default(),
             log_lines,
             cpu: CpuWindow::default(),
         }

@@ -107,6 +107,20 @@ impl BlockBuffer {
     }
 }
 
+impl BlockBuffer {
+    /// `block`'s packed events: where they lie in its payload, or, for a
+    /// compressed Block, in this buffer, where reading it decompressed
+    /// them. Only for the Block this buffer read last: the next read of a
+    /// compressed Block overwrites them.
+    pub fn packed<'b, 'a: 'b>(&'b self, block: &BlockView<'a>) -> Option<&'b [u8]> {
+        match block.codec() {
+            Ok(Codec::Packed) => block.packed(),
+            Ok(Codec::Lz4) => self.bytes.get(..block.packed_len()),
+            _ => None,
+        }
+    }
+}
+
 /// `block`'s events, decompressed into `bytes` if they are compressed.
 fn unpack<'b, 'a: 'b>(
     bytes: &'b mut Vec<u8>,

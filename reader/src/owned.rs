@@ -15,7 +15,7 @@ use typhon_live_core::{
     Payload, SiteTotals, Switch,
 };
 
-use crate::{CpuInterval, Loss, State};
+use crate::{Clock, CpuInterval, Loss, State};
 
 /// What a source's frame said.
 #[derive(Clone, Debug, PartialEq)]
@@ -51,6 +51,10 @@ pub enum Update {
         /// Unix ns minus source ns: an event at `t` ns was at `t +
         /// unix_offset` ns since the Unix epoch (see the module's doc).
         unix_offset: i128,
+        /// The Block as it packed these events, when they are exactly
+        /// what it holds: for a consumer that passes them on relabelled
+        /// instead of encoding them again (`block::relabel_events`).
+        packed: Option<PackedEvents>,
     },
     /// A Catch-up: the source's lanes with their open spans, start times
     /// in ns of the source's clock.
@@ -84,6 +88,22 @@ pub enum Update {
     /// without a source of fresh ids), as the reader tells. Comes
     /// before the first Block of the new run.
     Restarted,
+}
+
+/// A Block's packed events (FORMAT.md, "Block": what follows its drop
+/// entries, decompressed), kept when the events read from it are exactly
+/// what it holds: it read whole, every group was decoded, and its clock
+/// is in ns, so that its times needed no conversion.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PackedEvents {
+    /// Records it holds.
+    pub records: u32,
+    /// Its first timestamp (the earliest event time), ns.
+    pub first_time: u64,
+    /// Its last timestamp (the latest event end), ns.
+    pub last_time: u64,
+    /// The packed events.
+    pub bytes: Vec<u8>,
 }
 
 /// A Text frame's record, owned.
@@ -222,14 +242,24 @@ impl Reader {
         // A Samples frame's counters as stated: the reader's updates
         // carry what they mean, not what they were.
         let mut stated: Vec<LaneSample> = Vec::new();
-        match frame.parse() {
-            Ok(Payload::Block(block)) => said.events.reserve_exact(block.records as usize),
-            Ok(Payload::Samples(samples)) => stated.extend(samples.lanes()),
+        let mut switches = Vec::new();
+        let parsed = frame.parse();
+        let mut block = None;
+        match &parsed {
+            Ok(Payload::Block(view)) => {
+                said.events.reserve_exact(view.records as usize);
+                block = Some(*view);
+            }
+            Ok(Payload::Samples(samples)) => {
+                stated.extend(samples.lanes());
+                // As many as it states (its parse checked that they read).
+                switches.reserve_exact(samples.switch_count());
+            }
             _ => {}
         }
         let result = self
             .reader
-            .read_at(frame, received, |state, update| match update {
+            .read_parsed_at(frame, parsed, received, |state, update| match update {
                 Read::NewSession { .. } | Read::SessionRepeated => {
                     said.session = state.session().map(|s| s.id);
                 }
@@ -258,7 +288,7 @@ impl Reader {
                     said.samples = Some(Samples {
                         time,
                         lanes: core::mem::take(&mut stated),
-                        switches: Vec::new(),
+                        switches: core::mem::take(&mut switches),
                         intervals: Vec::new(),
                         memory: None,
                         sites: Vec::new(),
@@ -335,12 +365,27 @@ impl Reader {
             take(Update::Samples(samples), state);
         }
         if said.block || said.unread > 0 {
+            let exact = result.is_ok()
+                && said.unread == 0
+                && state.clock() == Clock::NS
+                && self.reader.reads_every_kind();
+            let packed = block
+                .filter(|block| exact && block.records > 0)
+                .and_then(|block| {
+                    Some(PackedEvents {
+                        records: block.records,
+                        first_time: block.first_time,
+                        last_time: block.last_time,
+                        bytes: self.reader.packed_events(&block)?.to_vec(),
+                    })
+                });
             take(
                 Update::Events {
                     events: said.events,
                     drops: said.drops,
                     unread: said.unread,
                     unix_offset: state.unix_offset().unwrap_or(0),
+                    packed,
                 },
                 state,
             );

@@ -132,9 +132,44 @@ impl Reader {
         self.read_frame(frame, Some(received), take)
     }
 
+    /// [`Reader::read_at`] of a frame its caller parsed already
+    /// (`frame.parse()`), to look at its payload too without parsing it
+    /// twice.
+    pub fn read_parsed_at(
+        &mut self,
+        frame: &Frame<'_>,
+        parsed: Result<Payload<'_>, DecodeError>,
+        received: u64,
+        take: impl FnMut(&State, Update<'_>),
+    ) -> Result<(), DecodeError> {
+        self.read_payload(frame, parsed, Some(received), take)
+    }
+
+    /// The packed events of `block`, which must be the Block this reader
+    /// read last (a compressed Block's lie in the reader's buffer until
+    /// the next one's are unpacked there).
+    pub fn packed_events<'b, 'a: 'b>(&'b self, block: &BlockView<'a>) -> Option<&'b [u8]> {
+        self.unpacked.packed(block)
+    }
+
+    /// Whether it reads every kind of event ([`Reader::skim`] unset).
+    pub fn reads_every_kind(&self) -> bool {
+        self.wanted == EventKinds::ALL
+    }
+
     fn read_frame(
         &mut self,
         frame: &Frame<'_>,
+        received: Option<u64>,
+        take: impl FnMut(&State, Update<'_>),
+    ) -> Result<(), DecodeError> {
+        self.read_payload(frame, frame.parse(), received, take)
+    }
+
+    fn read_payload(
+        &mut self,
+        frame: &Frame<'_>,
+        parsed: Result<Payload<'_>, DecodeError>,
         received: Option<u64>,
         mut take: impl FnMut(&State, Update<'_>),
     ) -> Result<(), DecodeError> {
@@ -162,7 +197,7 @@ impl Reader {
             take(&self.state, Update::Unknown { kind: frame.kind });
             return Ok(());
         }
-        let result = match frame.parse() {
+        let result = match parsed {
             Ok(Payload::Init(init)) => {
                 self.init(&init, &mut take);
                 Ok(())

@@ -742,6 +742,7 @@ mod tests {
                 drops: Vec::new(),
                 unread: 0,
                 unix_offset: 0,
+                packed: None,
             });
             std::thread::sleep(Duration::from_millis(5));
         }
@@ -764,6 +765,7 @@ mod tests {
             drops: Vec::new(),
             unread: 0,
             unix_offset: 0,
+            packed: None,
         });
         let (fast, late) = (fast_reader.join().unwrap(), slow_reader.join().unwrap());
         let (fast_frames, fast_gaps, fast_damage) = frames_and_gaps(&fast);

@@ -23,6 +23,7 @@ pub mod capture;
 pub mod config;
 mod error;
 pub mod fanout;
+mod ids;
 pub mod merge;
 pub mod remote;
 pub mod serve;

@@ -31,12 +31,15 @@
 //!   its process name, and its restart (a new session id) is the
 //!   stream's: a new Init to every viewer, whose reader starts over.
 
-use std::collections::HashMap;
+use std::collections::HashMap as StdHashMap;
 use std::sync::Arc;
 
 use bytes::Bytes;
 
-use typhon_live_core::block::{block_scratch_len, max_block_frame_len, write_block};
+use typhon_live_core::block::{
+    block_scratch_len, max_block_frame_len, packed_block_frame_len, relabel_events,
+    relabelled_len_bound, write_block, write_packed_block, Relabel,
+};
 use typhon_live_core::catchup::write_catchup_of;
 use typhon_live_core::decode::DEFAULT_MAX_FRAME;
 use typhon_live_core::definitions::write_definitions;
@@ -50,8 +53,15 @@ use typhon_live_core::{
     TaskId, TextBatch,
 };
 
-use typhon_live_reader::owned::{self, Update};
+use typhon_live_reader::owned::{self, PackedEvents, Update};
 use typhon_live_reader::{MAX_LANES, MAX_NAMES};
+
+use crate::ids::Ids;
+
+/// The merger's tables by text: foldhash, far cheaper than SipHash. A peer
+/// picks the texts, but each table is capped (at [`MAX_NAMES`] names), so
+/// collisions cannot grow past that.
+type HashMap<K, V> = StdHashMap<K, V, foldhash::fast::RandomState>;
 
 /// Events a merged Block holds at most.
 const BLOCK_RECORDS: usize = 8192;
@@ -170,12 +180,12 @@ struct SourceState {
     /// Source name id → text, for lane names and events.
     texts: HashMap<NameId, String>,
     /// Source name id → relay name id.
-    names: HashMap<NameId, NameId>,
+    names: Ids<NameId>,
     /// Source gauge name id → relay name id of `SOURCE/GAUGE`: a gauge
     /// is the process's, and two sources' `memory.bytes` are two gauges.
-    gauges: HashMap<NameId, NameId>,
+    gauges: Ids<NameId>,
     /// Source lane id → relay lane id.
-    lanes: HashMap<LaneId, LaneId>,
+    lanes: Ids<LaneId>,
     /// Its process's memory, as it last told it: the merged stream's is
     /// the sources' summed.
     memory: Option<Memory>,
@@ -190,6 +200,19 @@ struct SourceState {
 struct Open {
     depth: u32,
     spans: Vec<OpenSpan>,
+}
+
+impl Open {
+    /// `event` was read: a span or poll that ended is no longer open,
+    /// whatever the last Catch-up said.
+    fn ended(&mut self, event: &Event) {
+        if let Event::Span { id, .. } | Event::Poll { id, .. } = *event {
+            if let Some(at) = self.spans.iter().position(|s| s.id == id) {
+                self.spans.truncate(at);
+                self.depth = at as u32;
+            }
+        }
+    }
 }
 
 /// Merges the sources' updates into the relay's stream.
@@ -211,8 +234,13 @@ pub struct Merger {
     sources: Vec<SourceState>,
     scratch: Vec<u8>,
     out: Vec<u8>,
+    /// A forwarded Block's events, relabelled, and its names meanwhile.
+    relabelled: Vec<u8>,
+    names_scratch: Vec<u64>,
     /// Events refused: of lanes past the cap.
     pub refused_events: u64,
+    /// Source Blocks passed on relabelled rather than encoded again.
+    pub forwarded_blocks: u64,
     /// The process name its Init gives: the relay's, or the one source's
     /// when it is shown as itself.
     process_name: String,
@@ -241,17 +269,20 @@ impl Merger {
                 .map(|label| SourceState {
                     prefix: format!("{label}/"),
                     session: None,
-                    texts: HashMap::new(),
-                    names: HashMap::new(),
-                    gauges: HashMap::new(),
-                    lanes: HashMap::new(),
+                    texts: HashMap::default(),
+                    names: Ids::default(),
+                    gauges: Ids::default(),
+                    lanes: Ids::default(),
                     memory: None,
                     quota,
                 })
                 .collect(),
             out: vec![0u8; max_block_frame_len(scratch.len(), MAX_LANES)],
             scratch,
+            relabelled: Vec::new(),
+            names_scratch: Vec::new(),
             refused_events: 0,
+            forwarded_blocks: 0,
             process_name: "typhon-live relay".into(),
             shown_as_source: false,
         }
@@ -343,8 +374,16 @@ impl Merger {
                 events,
                 drops,
                 unix_offset,
+                packed,
                 ..
-            } => self.events(source, events, drops, *unix_offset, &mut emit),
+            } => self.events(
+                source,
+                events,
+                drops,
+                *unix_offset,
+                packed.as_ref(),
+                &mut emit,
+            ),
             Update::Texts {
                 texts,
                 lost,
@@ -446,7 +485,7 @@ impl Merger {
 
     /// Source `source`'s process started over: nothing it had open is.
     fn close_spans_of(&mut self, source: usize) {
-        for &relay in self.sources[source].lanes.values() {
+        for relay in self.sources[source].lanes.values() {
             if let Some(open) = self.open.get_mut(usize::from(relay)) {
                 *open = Open::default();
             }
@@ -483,10 +522,9 @@ impl Merger {
         for span in lanes.iter().flat_map(|lane| &lane.open) {
             let (names, quota) = (&mut self.names, &mut state.quota);
             if state.names.len() + state.gauges.len() < MAX_NAMES {
-                state
-                    .names
-                    .entry(span.name)
-                    .or_insert_with(|| names.intern(&format!("#{}", span.name), quota));
+                state.names.get_or_insert_with(span.name, || {
+                    names.intern(&format!("#{}", span.name), quota)
+                });
             }
         }
         if self.names.count() > self.names_sent {
@@ -497,7 +535,7 @@ impl Merger {
         let at = |t: u64| u64::try_from((i128::from(t) + offset).max(0)).unwrap_or(u64::MAX);
         let mut listed = Vec::with_capacity(lanes.len());
         for lane in lanes {
-            let Some(&relay) = state.lanes.get(&lane.info.id) else {
+            let Some(relay) = state.lanes.get(lane.info.id) else {
                 continue;
             };
             let spans = lane
@@ -505,7 +543,7 @@ impl Merger {
                 .iter()
                 .map(|span| OpenSpan {
                     start: at(span.start),
-                    name: state.names.get(&span.name).copied().unwrap_or(0),
+                    name: state.names.get(span.name).unwrap_or(0),
                     ..*span
                 })
                 .collect();
@@ -561,6 +599,7 @@ impl Merger {
         events: &[(LaneId, Event)],
         drops: &[(LaneId, u32)],
         unix_offset: i128,
+        packed: Option<&PackedEvents>,
         emit: &mut impl FnMut(MergedFrame),
     ) {
         // First every lane and name the events use, so that new ones reach
@@ -568,7 +607,7 @@ impl Merger {
         let state = &mut self.sources[source];
         let mut lanes_changed = false;
         for (lane, event) in events {
-            if !state.lanes.contains_key(lane) {
+            if !state.lanes.contains(*lane) {
                 // A lane the source has not defined to us (damage, or a
                 // stream joined without its Init): named by its id.
                 if let Some(relay) = relay_lane(&mut self.lanes, state, *lane, LaneKind::Other) {
@@ -598,18 +637,14 @@ impl Merger {
                         name_used(name);
                     }
                 }
-                Event::Gauge { gauge, .. }
-                    if has_room(state) || state.gauges.contains_key(&gauge) =>
-                {
-                    let (names, quota) = (&mut self.names, &mut state.quota);
+                Event::Gauge { gauge, .. } if has_room(state) && !state.gauges.contains(gauge) => {
                     let text = state
                         .texts
                         .get(&gauge)
                         .map_or_else(|| format!("#{gauge}"), Clone::clone);
-                    state
-                        .gauges
-                        .entry(gauge)
-                        .or_insert_with(|| names.intern(&format!("{}{text}", state.prefix), quota));
+                    let text = format!("{}{text}", state.prefix);
+                    let relay = self.names.intern(&text, &mut state.quota);
+                    state.gauges.insert(gauge, relay);
                 }
                 Event::Gauge { .. }
                 | Event::TickStart { .. }
@@ -627,10 +662,16 @@ impl Merger {
         let offset = unix_offset - i128::from(self.created_unix_ns);
         let mut drops: Vec<(LaneId, u32)> = drops
             .iter()
-            .filter_map(|(lane, n)| state.lanes.get(lane).map(|&relay| (relay, *n)))
+            .filter_map(|&(lane, n)| state.lanes.get(lane).map(|relay| (relay, n)))
             .collect();
+        if let Some(packed) = packed {
+            if self.forward(source, events, &drops, packed, offset, emit) {
+                return;
+            }
+        }
+        let state = &self.sources[source];
         let at = |t: u64| u64::try_from((i128::from(t) + offset).max(0)).unwrap_or(u64::MAX);
-        let name_of = |id: NameId| state.names.get(&id).copied().unwrap_or(0);
+        let name_of = |id: NameId| state.names.get(id).unwrap_or(0);
         let task_of = |task: TaskId| relay_task(source, task);
         let out = &mut self.out;
         let mut builder = BlockBuilder::new(&mut self.scratch);
@@ -641,22 +682,16 @@ impl Merger {
             emit(frame_of(&out[..n]));
         };
         for &(lane, event) in events {
-            let Some(&relay) = state.lanes.get(&lane) else {
+            let Some(relay) = state.lanes.get(lane) else {
                 self.refused_events += 1;
                 continue;
             };
-            let gauge_of = |id: NameId| state.gauges.get(&id).copied().unwrap_or(0);
+            let gauge_of = |id: NameId| state.gauges.get(id).unwrap_or(0);
             let moved = event
                 .map_times(at, |length| length)
                 .map_ids(name_of, gauge_of, task_of);
-            if let Event::Span { id, .. } | Event::Poll { id, .. } = moved {
-                // Ended: no longer open, whatever the last Catch-up said.
-                if let Some(open) = self.open.get_mut(usize::from(relay)) {
-                    if let Some(at) = open.spans.iter().position(|s| s.id == id) {
-                        open.spans.truncate(at);
-                        open.depth = at as u32;
-                    }
-                }
+            if let Some(open) = self.open.get_mut(usize::from(relay)) {
+                open.ended(&moved);
             }
             self.latest = self.latest.max(moved.end_time());
             if !builder.has_room(relay) {
@@ -668,6 +703,94 @@ impl Merger {
         if !builder.is_empty() || !drops.is_empty() {
             flush(&builder, &mut drops);
         }
+    }
+
+    /// Passes a source's Block on as it packed its events, each group's
+    /// lane and each record's name made the merged stream's (core's
+    /// `relabel_events`) and its times moved by `offset` (its header's
+    /// alone: its events count from its first timestamp): no decoding and
+    /// encoding again. `false`, and nothing emitted, when the merged
+    /// Block would not read as the one encoded from `events` would: an
+    /// event time moved off the clock, a lane past the cap, or a kind
+    /// whose ids lie outside the name column (tasks, string fields).
+    fn forward(
+        &mut self,
+        source: usize,
+        events: &[(LaneId, Event)],
+        drops: &[(LaneId, u32)],
+        packed: &PackedEvents,
+        offset: i128,
+        emit: &mut impl FnMut(MergedFrame),
+    ) -> bool {
+        // Moved as one, every event time stays where encoding clamps none.
+        let (earliest, latest) = events.iter().fold((u64::MAX, 0), |(lo, hi), (_, e)| {
+            (lo.min(e.time()), hi.max(e.time()))
+        });
+        let on_clock = |t: u64| (0..=i128::from(u64::MAX)).contains(&(i128::from(t) + offset));
+        let moved = |t: u64| (i128::from(t) + offset) as u64;
+        if events.len() != packed.records as usize
+            || ![earliest, latest, packed.first_time, packed.last_time]
+                .into_iter()
+                .all(on_clock)
+        {
+            return false;
+        }
+        let state = &self.sources[source];
+        let records = packed.records;
+        let bound = relabelled_len_bound(packed.bytes.len(), records);
+        if self.relabelled.len() < bound {
+            self.relabelled.resize(bound, 0);
+        }
+        if self.names_scratch.len() < records as usize {
+            self.names_scratch.resize(records as usize, 0);
+        }
+        let map = SourceIds(state);
+        let Ok(n) = relabel_events(
+            &packed.bytes,
+            records,
+            &map,
+            &mut self.names_scratch,
+            &mut self.relabelled,
+        ) else {
+            return false;
+        };
+        let needed = packed_block_frame_len(drops.len(), n);
+        if needed > DEFAULT_MAX_FRAME {
+            return false;
+        }
+        if self.out.len() < needed {
+            self.out.resize(needed, 0);
+        }
+        let times = (moved(packed.first_time), moved(packed.last_time));
+        let Ok(len) = write_packed_block(
+            &mut self.out,
+            0,
+            records,
+            times,
+            drops,
+            &self.relabelled[..n],
+        ) else {
+            return false;
+        };
+        // Spans are open only as far as a Catch-up listed them: most
+        // Blocks arrive with none.
+        if self.open.iter().any(|open| !open.spans.is_empty()) {
+            for (lane, event) in events {
+                let open = state
+                    .lanes
+                    .get(*lane)
+                    .and_then(|relay| self.open.get_mut(usize::from(relay)));
+                if let Some(open) = open {
+                    open.ended(event);
+                }
+            }
+        }
+        let end = events.iter().map(|(_, e)| e.end_time()).max().unwrap_or(0);
+        let end = (i128::from(end) + offset).clamp(0, i128::from(u64::MAX)) as u64;
+        self.latest = self.latest.max(end);
+        self.forwarded_blocks += 1;
+        emit(frame_of(&self.out[..len]));
+        true
     }
 
     /// `source`'s log texts as the merged stream's: on its relay lanes,
@@ -703,8 +826,8 @@ impl Merger {
         for text in texts {
             let moved = typhon_live_core::Text {
                 time: u64::try_from((i128::from(text.time) + offset).max(0)).unwrap_or(u64::MAX),
-                lane: text.lane.and_then(|lane| state.lanes.get(&lane).copied()),
-                site: state.names.get(&text.site).copied().unwrap_or(0),
+                lane: text.lane.and_then(|lane| state.lanes.get(lane)),
+                site: state.names.get(text.site).unwrap_or(0),
                 ..text.as_core()
             };
             if !batch.push(&moved) {
@@ -748,13 +871,13 @@ impl Merger {
         let time = relay_time(samples.time);
         let lanes: Vec<LaneSample> = (samples.lanes.iter())
             .filter_map(|sample| {
-                let lane = *state.lanes.get(&sample.lane)?;
+                let lane = state.lanes.get(sample.lane)?;
                 Some(LaneSample { lane, ..*sample })
             })
             .collect();
         let switches: Vec<SwitchRecord> = (samples.switches.iter())
             .filter_map(|&(lane, at, what)| {
-                let lane = *state.lanes.get(&lane)?;
+                let lane = state.lanes.get(lane)?;
                 let time = relay_time(at).min(time);
                 Some(SwitchRecord { lane, time, what })
             })
@@ -819,7 +942,7 @@ impl Merger {
                 let mut frames: Vec<NameId> = (site.frames.iter())
                     .map(|&frame| {
                         use_name(&mut self.names, state, frame);
-                        state.names.get(&frame).copied().unwrap_or(0)
+                        state.names.get(frame).unwrap_or(0)
                     })
                     .collect();
                 if let Some(frame) = source_frame {
@@ -837,6 +960,24 @@ impl Merger {
     }
 }
 
+/// A source's ids as the merged stream's, as [`Merger::events`] maps
+/// them: for relabelling its Blocks.
+struct SourceIds<'s>(&'s SourceState);
+
+impl Relabel for SourceIds<'_> {
+    fn lane(&self, lane: LaneId) -> Option<LaneId> {
+        self.0.lanes.get(lane)
+    }
+
+    fn name(&self, name: NameId) -> NameId {
+        self.0.names.get(name).unwrap_or(0)
+    }
+
+    fn gauge(&self, gauge: NameId) -> NameId {
+        self.0.gauges.get(gauge).unwrap_or(0)
+    }
+}
+
 /// Whether `source` may map more of its ids to merged names.
 fn has_room(source: &SourceState) -> bool {
     source.names.len() + source.gauges.len() < MAX_NAMES
@@ -846,12 +987,11 @@ fn has_room(source: &SourceState) -> bool {
 /// for one its source never defined. Past the cap, ids not mapped show as
 /// name 0 (the cap's).
 fn use_name(names: &mut Names, source: &mut SourceState, name: NameId) {
-    if has_room(source) || source.names.contains_key(&name) {
+    if has_room(source) || source.names.contains(name) {
         let quota = &mut source.quota;
         source
             .names
-            .entry(name)
-            .or_insert_with(|| names.intern(&format!("#{name}"), quota));
+            .get_or_insert_with(name, || names.intern(&format!("#{name}"), quota));
     }
 }
 
@@ -892,7 +1032,7 @@ fn relay_lane(
     lane: LaneId,
     kind: LaneKind,
 ) -> Option<LaneId> {
-    if let Some(&relay) = source.lanes.get(&lane) {
+    if let Some(relay) = source.lanes.get(lane) {
         return Some(relay);
     }
     if lanes.len() >= MAX_LANES || source.quota.lanes >= source.quota.max_lanes {
@@ -954,7 +1094,7 @@ mod tests {
         let mut names: Vec<(NameId, String)> = merger.sources[source]
             .names
             .iter()
-            .map(|(&id, &merged)| (id, merger.names.get(merged).unwrap_or("").to_owned()))
+            .map(|(id, merged)| (id, merger.names.get(merged).unwrap_or("").to_owned()))
             .collect();
         names.sort();
         names
@@ -986,7 +1126,7 @@ mod tests {
         merger.update(1, &session(1, good.clone()), ignore);
         let want: Vec<(NameId, String)> = (1..).zip(good).collect();
         assert_eq!(merged_names(&merger, 1), want, "every good name intact");
-        let good_lane = merger.sources[1].lanes[&0];
+        let good_lane = merger.sources[1].lanes.get(0u16).unwrap();
         let name = merger.lanes[usize::from(good_lane)].name;
         assert_eq!(
             merger.names.get(name),
@@ -1016,6 +1156,7 @@ mod tests {
             drops: Vec::new(),
             unread: 0,
             unix_offset: 0,
+            packed: None,
         };
         merger.update(0, &update, |_| {});
         assert_eq!(merger.lanes.len(), MAX_LANES / 2);
@@ -1074,7 +1215,7 @@ mod tests {
 
     /// The latest span end of each relay lane of `stream`, ns.
     fn latest_ends(stream: &[u8]) -> HashMap<LaneId, u64> {
-        let (mut reader, mut ends) = (Reader::default(), HashMap::new());
+        let (mut reader, mut ends) = (Reader::default(), HashMap::default());
         each_frame(stream, |frame| {
             reader
                 .read(frame, 0, |update, _| {
@@ -1438,6 +1579,7 @@ mod tests {
             drops: Vec::new(),
             unread: 0,
             unix_offset: 0,
+            packed: None,
         };
         merger.update(0, &events, |_| {});
         assert_eq!(merger.sources[0].names.len(), MAX_NAMES);

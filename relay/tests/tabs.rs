@@ -237,6 +237,7 @@ fn spans(batch: u64, count: u64, args: bool) -> Update {
         drops: Vec::new(),
         unread: 0,
         unix_offset: 0,
+        packed: None,
     }
 }
 
@@ -279,6 +280,7 @@ fn a_tab_that_falls_behind_loses_whole_blocks_counted_exactly_and_no_other_does(
         drops: Vec::new(),
         unread: 0,
         unix_offset: 0,
+        packed: None,
     });
     let blocks = fast_seen.blocks();
     read_until(&mut slow, &mut slow_seen, |seen| {
