@@ -57,6 +57,18 @@ impl BlockBuffer {
         unpack(&mut self.bytes, block)
     }
 
+    /// `block`'s packed events: where they lie in its payload, or, for a
+    /// compressed Block, in this buffer, where reading it decompressed
+    /// them. Only for the Block this buffer read last: the next read of a
+    /// compressed Block overwrites them.
+    pub fn packed<'b, 'a: 'b>(&'b self, block: &BlockView<'a>) -> Option<&'b [u8]> {
+        match block.codec() {
+            Ok(Codec::Packed) => block.packed(),
+            Ok(Codec::Lz4) => self.bytes.get(..block.packed_len()),
+            _ => None,
+        }
+    }
+
     /// Hands `block`'s events to `take` in record order, until the end or
     /// the first that cannot be read: then says why and how many records
     /// were left unread.
@@ -104,20 +116,6 @@ impl BlockBuffer {
             unread: block.records.saturating_sub(read).saturating_sub(skipped),
             skipped,
         })
-    }
-}
-
-impl BlockBuffer {
-    /// `block`'s packed events: where they lie in its payload, or, for a
-    /// compressed Block, in this buffer, where reading it decompressed
-    /// them. Only for the Block this buffer read last: the next read of a
-    /// compressed Block overwrites them.
-    pub fn packed<'b, 'a: 'b>(&'b self, block: &BlockView<'a>) -> Option<&'b [u8]> {
-        match block.codec() {
-            Ok(Codec::Packed) => block.packed(),
-            Ok(Codec::Lz4) => self.bytes.get(..block.packed_len()),
-            _ => None,
-        }
     }
 }
 

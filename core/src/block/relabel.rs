@@ -139,6 +139,7 @@ pub fn relabel_events(
         w.u16(map.lane(lane).ok_or(RelabelError::Lane { lane })?);
         w.varint(u64::from(count));
         w.varint(first);
+        // Every column's extent, to copy all but the name column as is.
         let mut columns = [ColumnReader::EMPTY; col::COUNT];
         let mut stored: [&[u8]; col::COUNT] = [&[]; col::COUNT];
         for c in 0..col::COUNT {
@@ -151,7 +152,8 @@ pub fn relabel_events(
             .ok_or(RelabelError::ScratchTooSmall {
                 needed: count as usize,
             })?;
-        let n = relabel_names(&mut columns, count, map, names)?;
+        let (codes, names_read) = (columns[col::CODE], columns[col::NAME]);
+        let n = relabel_names(codes, names_read, count, map, names)?;
         for (c, bytes) in stored.into_iter().enumerate() {
             if c == col::NAME {
                 let values = names[..n].iter().copied();
@@ -179,16 +181,16 @@ pub fn relabel_events(
     Ok(w.position())
 }
 
-/// A group's `count` records' names, mapped by each one's kind, into
-/// `names`; how many. Takes every value of the kind and name columns.
+/// A group's `count` records' names, read from its kind and name columns
+/// and mapped by each one's kind, into `names`; how many. Every value of
+/// both columns must be read.
 fn relabel_names(
-    columns: &mut [ColumnReader<'_>; col::COUNT],
+    mut codes: ColumnReader<'_>,
+    mut name_column: ColumnReader<'_>,
     count: u32,
     map: &impl Relabel,
     names: &mut [u64],
 ) -> Result<usize, RelabelError> {
-    let mut codes = columns[col::CODE];
-    let mut name_column = columns[col::NAME];
     let mut n = 0;
     let mut record = |code: u8| -> Result<(), RelabelError> {
         let kind = code >> KIND_SHIFT;
@@ -227,8 +229,6 @@ fn relabel_names(
     }
     codes.expect_end()?;
     name_column.expect_end()?;
-    columns[col::CODE] = codes;
-    columns[col::NAME] = name_column;
     Ok(n)
 }
 
