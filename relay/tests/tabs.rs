@@ -157,10 +157,14 @@ fn read_until(
     seen: &mut Seen,
     done: impl Fn(&Seen) -> bool,
 ) {
-    let deadline = Instant::now() + Duration::from_secs(20);
+    // Bounded by silence, not by the whole read: a debug build under
+    // wine on a loaded machine reads 25 MB in over 20 s, still reading.
+    const SILENCE: Duration = Duration::from_secs(20);
+    let mut deadline = Instant::now() + SILENCE;
     while Instant::now() < deadline && !done(seen) {
         match socket.read() {
             Ok(Message::Binary(data)) => {
+                deadline = Instant::now() + SILENCE;
                 if let Some(said) = seen.take(&data) {
                     socket.send(Message::text(said)).unwrap();
                 }
