@@ -3,6 +3,8 @@
 //! its own sequence numbers, and reads the same events as the others.
 
 use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tungstenite::client::IntoClientRequest;
@@ -259,21 +261,36 @@ fn a_tab_that_falls_behind_loses_whole_blocks_counted_exactly_and_no_other_does(
         seen.kinds.contains(&"CatchUp")
     });
     // About 25 MB of Blocks, well past a queue and the sockets' buffers:
-    // the fast tab reads them as they come, the slow one not at all.
-    const BATCHES: u64 = 150;
-    let reader = std::thread::spawn(move || {
-        let all = (BATCHES * 20_000) as usize;
-        read_until(&mut fast, &mut fast_seen, |seen| seen.spans >= all);
-        fast_seen
-    });
+    // the fast tab reads them as they come, the slow one not at all. Each
+    // batch (one Block) waits until the fast tab has read the ones before
+    // it, so that it is never behind however slow its reading is (a debug
+    // build under wine reads about 130 000 spans a second).
+    const BATCHES: u64 = 600;
+    const BATCH: u64 = 5_000;
+    let read = Arc::new(AtomicUsize::new(0));
+    let reader = {
+        let read = Arc::clone(&read);
+        std::thread::spawn(move || {
+            let all = (BATCHES * BATCH) as usize;
+            read_until(&mut fast, &mut fast_seen, |seen| {
+                read.store(seen.spans, Ordering::Release);
+                seen.spans >= all
+            });
+            fast_seen
+        })
+    };
     for batch in 0..BATCHES {
-        send(spans(batch, 20_000, true));
-        std::thread::sleep(Duration::from_millis(5));
+        let sent = (batch * BATCH) as usize;
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while read.load(Ordering::Acquire) < sent && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        send(spans(batch, BATCH, true));
     }
     let fast_seen = reader.join().unwrap();
     assert_eq!(
         fast_seen.spans,
-        (BATCHES * 20_000) as usize,
+        (BATCHES * BATCH) as usize,
         "the fast tab got all"
     );
     assert_eq!((fast_seen.gaps, fast_seen.errors), (0, 0));
