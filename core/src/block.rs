@@ -322,6 +322,11 @@ impl<'s> BlockBuilder<'s> {
         }
     }
 
+    /// What its header states: the record count and the time range.
+    fn stated(&self) -> (u32, (u64, u64)) {
+        (self.records, self.time_range())
+    }
+
     /// Whether one more event of `lane` fits.
     #[inline]
     pub fn has_room(&self, lane: LaneId) -> bool {
@@ -709,19 +714,11 @@ pub fn write_block(
     if out.len() < needed {
         return Err(EncodeError::BufferTooSmall { needed });
     }
-    write_block_with(
-        out,
-        seq,
-        block.records,
-        block.time_range(),
-        drops,
-        Codec::Packed,
-        |w| {
-            if block.records > 0 {
-                block.write_groups(w);
-            }
-        },
-    )
+    write_block_with(out, seq, block.stated(), drops, Codec::Packed, |w| {
+        if block.records > 0 {
+            block.write_groups(w);
+        }
+    })
 }
 
 /// Packs `block`'s events (the packed form of what follows a Block's drop
@@ -800,22 +797,14 @@ pub fn write_block_encoded(
             .ok_or(EncodeError::BufferTooSmall {
                 needed: encoded.at + encoded.len,
             })?;
-    write_block_with(
-        out,
-        seq,
-        block.records,
-        block.time_range(),
-        drops,
-        encoded.codec,
-        |w| {
-            if encoded.codec == Codec::Lz4 {
-                // encode_events packs at most MAX_EVENTS_LEN bytes before it
-                // compresses, so the length fits.
-                w.u32(encoded.packed_len as u32);
-            }
-            w.bytes(bytes);
-        },
-    )
+    write_block_with(out, seq, block.stated(), drops, encoded.codec, |w| {
+        if encoded.codec == Codec::Lz4 {
+            // encode_events packs at most MAX_EVENTS_LEN bytes before it
+            // compresses, so the length fits.
+            w.u32(encoded.packed_len as u32);
+        }
+        w.bytes(bytes);
+    })
 }
 
 /// The frame [`write_packed_block`] writes of `packed_len` bytes of
@@ -836,17 +825,18 @@ pub fn write_packed_block(
     drops: &[(LaneId, u32)],
     packed: &[u8],
 ) -> Result<usize, EncodeError> {
-    write_block_with(out, seq, records, times, drops, Codec::Packed, |w| {
+    write_block_with(out, seq, (records, times), drops, Codec::Packed, |w| {
         w.bytes(packed)
     })
 }
 
-/// A Block frame: the fixed header and `drops`, then what `events` writes.
+/// A Block frame: the fixed header (`stated`: the record count, the
+/// earliest time and the latest end) and `drops`, then what `events`
+/// writes.
 fn write_block_with(
     out: &mut [u8],
     seq: u32,
-    records: u32,
-    (first, last): (u64, u64),
+    (records, (first, last)): (u32, (u64, u64)),
     drops: &[(LaneId, u32)],
     codec: Codec,
     events: impl FnOnce(&mut Writer<'_>),

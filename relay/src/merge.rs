@@ -215,6 +215,24 @@ impl Open {
     }
 }
 
+/// A source's ns to the relay's: its Unix offset (an [`Update`]'s), less
+/// the relay's start.
+#[derive(Clone, Copy)]
+struct Shift(i128);
+
+impl Shift {
+    /// `t` on the relay's clock, held to it: a time before the relay
+    /// started is 0.
+    fn at(self, t: u64) -> u64 {
+        u64::try_from((i128::from(t) + self.0).max(0)).unwrap_or(u64::MAX)
+    }
+
+    /// `t` on the relay's clock, if it lies on it as it is.
+    fn exactly(self, t: u64) -> Option<u64> {
+        u64::try_from(i128::from(t) + self.0).ok()
+    }
+}
+
 /// Merges the sources' updates into the relay's stream.
 pub struct Merger {
     session_id: u64,
@@ -297,6 +315,11 @@ impl Merger {
             source.prefix.clear();
         }
         merger
+    }
+
+    /// How `unix_offset` moves a source's times onto the relay's clock.
+    fn shift(&self, unix_offset: i128) -> Shift {
+        Shift(unix_offset - i128::from(self.created_unix_ns))
     }
 
     /// The Init a viewer connecting now gets: every name and lane so far.
@@ -531,8 +554,8 @@ impl Merger {
             self.definitions(emit);
         }
         let state = &self.sources[source];
-        let offset = unix_offset - i128::from(self.created_unix_ns);
-        let at = |t: u64| u64::try_from((i128::from(t) + offset).max(0)).unwrap_or(u64::MAX);
+        let shift = self.shift(unix_offset);
+        let at = |t: u64| shift.at(t);
         let mut listed = Vec::with_capacity(lanes.len());
         for lane in lanes {
             let Some(relay) = state.lanes.get(lane.info.id) else {
@@ -658,19 +681,18 @@ impl Merger {
         }
 
         let state = &self.sources[source];
-        // Source ns to relay ns.
-        let offset = unix_offset - i128::from(self.created_unix_ns);
+        let shift = self.shift(unix_offset);
         let mut drops: Vec<(LaneId, u32)> = drops
             .iter()
             .filter_map(|&(lane, n)| state.lanes.get(lane).map(|relay| (relay, n)))
             .collect();
         if let Some(packed) = packed {
-            if self.forward(source, events, &drops, packed, offset, emit) {
+            if self.forward(source, events, &drops, packed, shift, emit) {
                 return;
             }
         }
         let state = &self.sources[source];
-        let at = |t: u64| u64::try_from((i128::from(t) + offset).max(0)).unwrap_or(u64::MAX);
+        let at = |t: u64| shift.at(t);
         let name_of = |id: NameId| state.names.get(id).unwrap_or(0);
         let task_of = |task: TaskId| relay_task(source, task);
         let out = &mut self.out;
@@ -707,7 +729,7 @@ impl Merger {
 
     /// Passes a source's Block on as it packed its events, each group's
     /// lane and each record's name made the merged stream's (core's
-    /// `relabel_events`) and its times moved by `offset` (its header's
+    /// `relabel_events`) and its times moved by `shift` (its header's
     /// alone: its events count from its first timestamp): no decoding and
     /// encoding again. `false`, and nothing emitted, when the merged
     /// Block would not read as the one encoded from `events` would: an
@@ -719,20 +741,21 @@ impl Merger {
         events: &[(LaneId, Event)],
         drops: &[(LaneId, u32)],
         packed: &PackedEvents,
-        offset: i128,
+        shift: Shift,
         emit: &mut impl FnMut(MergedFrame),
     ) -> bool {
         // Moved as one, every event time stays where encoding clamps none.
         let (earliest, latest) = events.iter().fold((u64::MAX, 0), |(lo, hi), (_, e)| {
             (lo.min(e.time()), hi.max(e.time()))
         });
-        let on_clock = |t: u64| (0..=i128::from(u64::MAX)).contains(&(i128::from(t) + offset));
-        let moved = |t: u64| (i128::from(t) + offset) as u64;
-        if events.len() != packed.records as usize
-            || ![earliest, latest, packed.first_time, packed.last_time]
-                .into_iter()
-                .all(on_clock)
-        {
+        let on_clock = |t: u64| shift.exactly(t).is_some();
+        let (Some(first), Some(last)) = (
+            shift.exactly(packed.first_time),
+            shift.exactly(packed.last_time),
+        ) else {
+            return false;
+        };
+        if events.len() != packed.records as usize || !on_clock(earliest) || !on_clock(latest) {
             return false;
         }
         let state = &self.sources[source];
@@ -761,12 +784,11 @@ impl Merger {
         if self.out.len() < needed {
             self.out.resize(needed, 0);
         }
-        let times = (moved(packed.first_time), moved(packed.last_time));
         let Ok(len) = write_packed_block(
             &mut self.out,
             0,
             records,
-            times,
+            (first, last),
             drops,
             &self.relabelled[..n],
         ) else {
@@ -786,8 +808,7 @@ impl Merger {
             }
         }
         let end = events.iter().map(|(_, e)| e.end_time()).max().unwrap_or(0);
-        let end = (i128::from(end) + offset).clamp(0, i128::from(u64::MAX)) as u64;
-        self.latest = self.latest.max(end);
+        self.latest = self.latest.max(shift.at(end));
         self.forwarded_blocks += 1;
         emit(frame_of(&self.out[..len]));
         true
@@ -812,7 +833,7 @@ impl Merger {
             self.definitions(emit);
         }
         let state = &self.sources[source];
-        let offset = unix_offset - i128::from(self.created_unix_ns);
+        let shift = self.shift(unix_offset);
         let mut batch = TextBatch::new(&mut self.scratch);
         let out = &mut self.out;
         let mut flush = |batch: &TextBatch<'_>, lost: &mut u32| {
@@ -825,7 +846,7 @@ impl Merger {
         };
         for text in texts {
             let moved = typhon_live_core::Text {
-                time: u64::try_from((i128::from(text.time) + offset).max(0)).unwrap_or(u64::MAX),
+                time: shift.at(text.time),
                 lane: text.lane.and_then(|lane| state.lanes.get(lane)),
                 site: state.names.get(text.site).unwrap_or(0),
                 ..text.as_core()
@@ -865,10 +886,8 @@ impl Merger {
             self.definitions(emit);
         }
         let state = &self.sources[source];
-        let offset = samples.unix_offset - i128::from(self.created_unix_ns);
-        let relay_time =
-            |t: u64| u64::try_from((i128::from(t) + offset).max(0)).unwrap_or(u64::MAX);
-        let time = relay_time(samples.time);
+        let shift = self.shift(samples.unix_offset);
+        let time = shift.at(samples.time);
         let lanes: Vec<LaneSample> = (samples.lanes.iter())
             .filter_map(|sample| {
                 let lane = state.lanes.get(sample.lane)?;
@@ -878,7 +897,7 @@ impl Merger {
         let switches: Vec<SwitchRecord> = (samples.switches.iter())
             .filter_map(|&(lane, at, what)| {
                 let lane = state.lanes.get(lane)?;
-                let time = relay_time(at).min(time);
+                let time = shift.at(at).min(time);
                 Some(SwitchRecord { lane, time, what })
             })
             .collect();

@@ -153,13 +153,10 @@ pub fn relabel_events(
                 needed: count as usize,
             })?;
         let (codes, names_read) = (columns[col::CODE], columns[col::NAME]);
-        let n = relabel_names(codes, names_read, count, map, names)?;
+        let (n, lo, hi) = relabel_names(codes, names_read, count, map, names)?;
         for (c, bytes) in stored.into_iter().enumerate() {
             if c == col::NAME {
                 let values = names[..n].iter().copied();
-                let (lo, hi) = values
-                    .clone()
-                    .fold((u64::MAX, 0), |(lo, hi), v| (lo.min(v), hi.max(v)));
                 Layout::choose(values.clone(), n, lo, hi).write(&mut w, n, values);
             } else {
                 w.bytes(bytes);
@@ -182,16 +179,16 @@ pub fn relabel_events(
 }
 
 /// A group's `count` records' names, read from its kind and name columns
-/// and mapped by each one's kind, into `names`; how many. Every value of
-/// both columns must be read.
+/// and mapped by each one's kind, into `names`: how many, the smallest and
+/// the largest. Every value of both columns must be read.
 fn relabel_names(
     mut codes: ColumnReader<'_>,
     mut name_column: ColumnReader<'_>,
     count: u32,
     map: &impl Relabel,
     names: &mut [u64],
-) -> Result<usize, RelabelError> {
-    let mut n = 0;
+) -> Result<(usize, u64, u64), RelabelError> {
+    let (mut n, mut lo, mut hi) = (0, u64::MAX, 0);
     let mut record = |code: u8| -> Result<(), RelabelError> {
         let kind = code >> KIND_SHIFT;
         let mapped = match kind {
@@ -210,9 +207,11 @@ fn relabel_names(
             }
             _ => return Err(RelabelError::Kind { kind }),
         };
+        let mapped = u64::from(mapped);
         if let Some(slot) = names.get_mut(n) {
-            *slot = u64::from(mapped);
+            *slot = mapped;
         }
+        (lo, hi) = (lo.min(mapped), hi.max(mapped));
         n += 1;
         Ok(())
     };
@@ -229,7 +228,7 @@ fn relabel_names(
     }
     codes.expect_end()?;
     name_column.expect_end()?;
-    Ok(n)
+    Ok((n, lo, hi))
 }
 
 /// The next name id of a name column.
