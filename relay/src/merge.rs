@@ -744,11 +744,13 @@ impl Merger {
         shift: Shift,
         emit: &mut impl FnMut(MergedFrame),
     ) -> bool {
-        // Moved as one, every event time stays where encoding clamps none.
+        // Moved as one, every event's start and end stays where encoding
+        // clamps none: between the earliest start and the latest end, and
+        // no end past u64 (an end that saturated).
         let (earliest, latest) = events.iter().fold((u64::MAX, 0), |(lo, hi), (_, e)| {
-            (lo.min(e.time()), hi.max(e.time()))
+            (lo.min(e.time()), hi.max(e.end_time()))
         });
-        let on_clock = |t: u64| shift.exactly(t).is_some();
+        let on_clock = |t: u64| t < u64::MAX && shift.exactly(t).is_some();
         let (Some(first), Some(last)) = (
             shift.exactly(packed.first_time),
             shift.exactly(packed.last_time),
@@ -807,8 +809,7 @@ impl Merger {
                 }
             }
         }
-        let end = events.iter().map(|(_, e)| e.end_time()).max().unwrap_or(0);
-        self.latest = self.latest.max(shift.at(end));
+        self.latest = self.latest.max(shift.at(latest));
         self.forwarded_blocks += 1;
         emit(frame_of(&self.out[..len]));
         true

@@ -33,7 +33,7 @@ fn name() -> impl Strategy<Value = u32> {
 /// One event at `time` (its kind's other values drawn).
 fn event_at(time: u64) -> impl Strategy<Value = Event> {
     prop_oneof![
-        4 => (0..5_000u64, name(), 1..50u32, 0..3u32, any::<Option<u64>>()).prop_map(
+        4 => (prop_oneof![9 => 0..5_000u64, 1 => any::<u64>()], name(), 1..50u32, 0..3u32, any::<Option<u64>>()).prop_map(
             move |(duration, name, id, parent, arg)| Event::Span {
                 start: time,
                 duration,

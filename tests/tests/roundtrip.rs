@@ -389,7 +389,16 @@ proptest! {
         let want: Vec<(LaneId, Event)> = events
             .iter()
             .map(|&(lane, event)| {
-                let event = event.map_times(|t| t.wrapping_add(shift), |length| length);
+                // Each time moves by `shift`, wrapping as the header's
+                // does; a span's duration stays (map_times would measure
+                // it between its moved ends, which may wrap).
+                let event = match event.map_times(|t| t.wrapping_add(shift), |length| length) {
+                    Event::Span { start, name, id, parent, arg, .. } => {
+                        let Event::Span { duration, .. } = event else { unreachable!() };
+                        Event::Span { start, duration, name, id, parent, arg }
+                    }
+                    moved => moved,
+                };
                 (Shuffled.lane(lane).unwrap(), event.map_ids(|n| Shuffled.name(n), |g| Shuffled.gauge(g), |task| task))
             })
             .collect();
