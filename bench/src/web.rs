@@ -103,6 +103,7 @@ pub fn print(quick: bool) {
     let bundle: u64 = [
         "index.html",
         "main.js",
+        "worker.js",
         "style.css",
         "typhon_live_web.js",
         "typhon_live_web_bg.wasm",
@@ -199,7 +200,7 @@ fn reader(url: &str, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<(u64, u64
             .set_read_timeout(Some(Duration::from_millis(100)));
         let (mut feed, mut model) = (Feed::new(), Model::default());
         // The page's recorder too: it keeps every frame the page reads.
-        let settings = typhon_live_web::page::recorder_settings();
+        let settings = typhon_live_web::source::recorder_settings();
         let mut recorder = typhon_live_recorder::Recorder::new(settings, Vec::new());
         let began = Instant::now();
         while !stop.load(Ordering::Acquire) {
@@ -245,6 +246,10 @@ fn live(browser: &Browser, per_second: f64, run: Duration) -> Option<()> {
     let sent = src.thread.join().unwrap_or(0);
     let cpu = (cpu_seconds(relay.pid()) - cpu_before) / run.as_secs_f64();
     let (rss, peak) = memory(relay.pid());
+    // The hook is as of the last frame drawn with the worker's side: one
+    // drawn after now.
+    let asked = browser.run("return performance.now()").ok()?.as_f64()?;
+    page_when(browser, |p| p["at_ms"].as_f64() >= Some(asked))?;
     let state = browser.run("return window.typhon.summary()").ok()?;
     let origin = browser
         .run("return performance.timeOrigin")

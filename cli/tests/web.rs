@@ -87,7 +87,8 @@ fn the_demo_is_watched_live_in_chromium() {
 
     // The memory panel finds the leak: its site first among the growing
     // ones, named by the function that leaks, its bytes climbing; the
-    // memory strip drawn above the gauges.
+    // memory strip drawn above the gauges (a reading every 100 ms, so a
+    // 100 ms window holds one most of the time, not every frame).
     let leaking = |s: &Value| {
         let listed = &s["page"]["sites_listed"][0];
         listed[0]
@@ -96,8 +97,10 @@ fn the_demo_is_watched_live_in_chromium() {
             .then(|| listed[1].as_u64().unwrap_or(0))
     };
     let found = browser
-        .wait_for(HOOK, WAIT, |s| leaking(s).is_some())
-        .unwrap_or_else(|e| panic!("the leak's site was not listed first: {e}"));
+        .wait_for(HOOK, WAIT, |s| {
+            leaking(s).is_some() && s["page"]["memory_strip"].as_u64() > Some(0)
+        })
+        .unwrap_or_else(|e| panic!("the leak's site was not listed first, or no strip: {e}"));
     let memory = &found["page"]["summary"]["memory"];
     assert!(memory["live"].as_u64() > Some(1 << 20), "{memory}");
     assert!(

@@ -188,7 +188,7 @@ impl Tab {
             feed: Feed::new(),
             model: Model::default(),
             recorder: typhon_live_recorder::Recorder::new(
-                typhon_live_web::page::recorder_settings(),
+                typhon_live_web::source::recorder_settings(),
                 Vec::new(),
             ),
         }

@@ -96,13 +96,13 @@ impl FrameKind {
 /// carry-less multiply at tens of GB/s, where a table-driven CRC-32C ran at
 /// 4.8 GB/s, about 1.2 ns of every decoded event's 10 (format version 1
 /// used CRC-32C); both detect every burst of up to 32 bits.
-#[cfg(target_pointer_width = "64")]
+#[cfg(any(target_pointer_width = "64", target_family = "wasm"))]
 pub fn checksum(bytes: &[u8]) -> u32 {
     crc32fast::hash(bytes)
 }
 
 /// [`checksum`] of `first` followed by `then`, without joining them.
-#[cfg(target_pointer_width = "64")]
+#[cfg(any(target_pointer_width = "64", target_family = "wasm"))]
 fn checksum_of_two(first: &[u8], then: &[u8]) -> u32 {
     let mut hasher = crc32fast::Hasher::new();
     hasher.update(first);
@@ -111,18 +111,18 @@ fn checksum_of_two(first: &[u8], then: &[u8]) -> u32 {
 }
 
 /// CRC-32 (IEEE 802.3, as in zlib and PNG) of `bytes`, from a 256-entry
-/// table: 1 KiB of flash on a microcontroller.
-#[cfg(not(target_pointer_width = "64"))]
+/// table: 1 KiB of flash on a 32-bit microcontroller.
+#[cfg(not(any(target_pointer_width = "64", target_family = "wasm")))]
 pub fn checksum(bytes: &[u8]) -> u32 {
     CRC32.checksum(bytes)
 }
 
-#[cfg(not(target_pointer_width = "64"))]
+#[cfg(not(any(target_pointer_width = "64", target_family = "wasm")))]
 const CRC32: crc::Crc<u32, crc::Table<1>> =
     crc::Crc::<u32, crc::Table<1>>::new(&crc::CRC_32_ISO_HDLC);
 
 /// [`checksum`] of `first` followed by `then`, without joining them.
-#[cfg(not(target_pointer_width = "64"))]
+#[cfg(not(any(target_pointer_width = "64", target_family = "wasm")))]
 fn checksum_of_two(first: &[u8], then: &[u8]) -> u32 {
     let mut digest = CRC32.digest();
     digest.update(first);

@@ -76,7 +76,8 @@ impl Guard {
         };
         let sockets: Vec<String> = hosts.iter().map(|h| format!("{socket}://{h}")).collect();
         let policy = format!(
-            "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; connect-src 'self' {}; \
+            "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; worker-src 'self'; \
+             connect-src 'self' {}; \
              img-src 'self' data: blob:; style-src 'self'; frame-ancestors 'none'; \
              base-uri 'none'; form-action 'none'",
             sockets.join(" ")

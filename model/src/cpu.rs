@@ -11,7 +11,7 @@
 
 use std::collections::HashMap;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use typhon_live_core::{Switch, SwitchRecord};
 use typhon_live_reader::CpuInterval;
 
@@ -361,7 +361,7 @@ impl Sums {
 
 /// One column of a lane's CPU strip: how the time its samples cover
 /// there divides, as fractions that add up to 1.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CpuCell {
     /// On a CPU.
     pub on_cpu: f32,

@@ -8,7 +8,7 @@
 
 use std::collections::HashMap;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use typhon_live_core::{FieldOwner, FieldValue};
 
 use typhon_live_reader::Names;
@@ -41,7 +41,7 @@ pub struct FieldRecord {
 }
 
 /// A name's spans whose string field `key` had one value.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct FieldGroup {
     /// The value.
     pub value: String,
@@ -99,7 +99,7 @@ impl Model {
 }
 
 /// A span name's fields, as a view shows them beside its statistics.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct FieldSummary {
     /// The field's key.
     pub key: String,

@@ -6,6 +6,7 @@
 //! Chunks are `Arc`s, so a paused view pins the ones it shows while the
 //! stream goes on.
 
+use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 use std::sync::Arc;
 
@@ -27,7 +28,7 @@ pub const DEFAULT_HISTORY_SECONDS: f64 = 60.0;
 pub const DEFAULT_HISTORY_BYTES: usize = 512 << 20;
 
 /// A span kept: 40 bytes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SpanRecord {
     /// Host tick it began.
     pub start: u64,
@@ -86,7 +87,7 @@ pub struct AllocationRecord {
 }
 
 /// An instant kept.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct InstantRecord {
     /// Host tick.
     pub time: u64,
@@ -110,7 +111,7 @@ pub struct GaugeRecord {
 }
 
 /// A tick kept, once its end arrived.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TickRecord {
     /// The tick's number.
     pub tick: u64,

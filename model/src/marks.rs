@@ -5,7 +5,7 @@
 
 use std::collections::VecDeque;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// The name of an instant that carries, as its payload, the Unix time in
 /// ns at which it was recorded: a viewer that draws one knows how long it
@@ -19,7 +19,7 @@ pub const LATENCY_MARK: &str = "typhon.latency";
 pub const MAX_MARKS: usize = 4096;
 
 /// What a mark tells.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum MarkKind {
     /// Frames missing by sequence number (count: frames).
@@ -36,7 +36,7 @@ pub enum MarkKind {
 }
 
 /// One mark.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Mark {
     /// Host time, ns.
     pub time: u64,

@@ -10,7 +10,7 @@
 
 use std::collections::{BTreeMap, VecDeque};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use typhon_live_core::{Memory, NameId, SiteTotals, SiteView};
 use typhon_live_reader::Names;
 
@@ -159,7 +159,7 @@ impl MemoryState {
 }
 
 /// The memory, as a view shows it.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct MemorySummary {
     /// Bytes the process holds: allocated and not freed, exact.
     pub live: u64,
@@ -208,7 +208,7 @@ impl MemorySummary {
 }
 
 /// One allocation site, as a view shows it.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct SiteSummary {
     /// The source's id for it.
     pub site: u32,

@@ -4,7 +4,7 @@
 
 use foldhash::HashMap;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// One span name's totals over a stretch of the stream.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -87,7 +87,7 @@ pub fn subtract(sum: &mut Totals, part: &Totals) {
 }
 
 /// The exact distribution of one span name's durations, in host ticks.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Distribution {
     /// Spans counted.
     pub count: u64,

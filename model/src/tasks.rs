@@ -8,6 +8,7 @@
 //! viewers draw them: packed like Perfetto's async tracks, each with its
 //! polls inside it.
 
+use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 use std::sync::Arc;
 
@@ -159,7 +160,7 @@ impl Model {
 }
 
 /// A task span as the task tracks draw it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TaskBar {
     /// Its id.
     pub task: u64,
@@ -178,7 +179,7 @@ pub struct TaskBar {
 }
 
 /// A poll, drawn inside its task's bar.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PollMark {
     /// Its task's row.
     pub row: usize,
@@ -189,7 +190,7 @@ pub struct PollMark {
 }
 
 /// A window's task spans, packed in rows.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TaskTracks {
     /// The bars, by start.
     pub bars: Vec<TaskBar>,

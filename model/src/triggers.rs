@@ -2,7 +2,7 @@
 //! fired, what fired it, and the span it fired on. A view opens a
 //! capture on the first, paused, that span selected.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use typhon_live_core::{NameId, OpenSpan};
 
 use crate::history::{Chunk, SpanRecord};
@@ -12,7 +12,7 @@ use crate::history::{Chunk, SpanRecord};
 pub const MAX_TRIGGERS: usize = 1024;
 
 /// One trigger, as the mark said it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Trigger {
     /// When it fired, host ns.
     pub time: u64,

@@ -2,19 +2,23 @@
 //! egui timeline, compiled to WebAssembly and served by the relay
 //! (`typhon-live-relay`'s `page`).
 //!
-//! The bytes of a tab's WebSocket go through [`feed`] into the same
-//! reader and model as the terminal's; [`view`] is what the person
-//! chose to look at (the window, pause, the selected name, the search);
-//! [`timeline`] lays out the visible window and paints it; [`selection`]
-//! is the statistics of the selected name; [`page`] puts it together for
-//! one frame of egui. Only the runner (`browser`, wasm32) touches the
-//! browser: natively, every part runs headless under test.
+//! The page has two threads. A Web Worker holds the tab's WebSocket: its
+//! bytes go through [`feed`] into the same reader and model as the
+//! terminal's, and [`source`] keeps the [`view`] (the window, pause, the
+//! selected name, the searches), lays out the visible window
+//! ([`timeline`]) and computes the selected name's statistics
+//! ([`selection`]). The main thread's [`page`] draws what the worker
+//! sends ([`scene`]) with egui, and sends back what the person did. Only
+//! the runners (`browser`, wasm32) touch the browser: natively, both
+//! halves run headless under test, speaking the same bytes.
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
 pub mod feed;
 pub mod page;
+pub mod scene;
 pub mod selection;
+pub mod source;
 pub mod timeline;
 pub mod view;
 

@@ -20,6 +20,8 @@
 
 use std::collections::HashMap;
 
+use serde::{Deserialize, Serialize};
+
 use egui::{Align2, Color32, FontId, Painter, Pos2, Rect, Stroke, StrokeKind};
 use typhon_live_core::OpenSpan;
 use typhon_live_model::cpu::{CpuCell, CpuIndex};
@@ -41,19 +43,29 @@ const MAX_DEPTH: u16 = 32;
 /// Rows the task tracks take at most.
 const MAX_TASK_ROWS: usize = 8;
 
+/// The core's open span (no serde there: the core has no such
+/// dependency), as a [`Layout`] crosses from the worker to the page.
+#[derive(Serialize, Deserialize)]
+#[serde(remote = "OpenSpan")]
+struct OpenSpanFields {
+    id: u32,
+    name: u32,
+    start: u64,
+}
+
 /// What a bar stands for.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub enum BarKind {
     /// A span that ended.
     Span(SpanRecord),
     /// A span still open as of the last Catch-up: it grows until it ends.
-    Open(OpenSpan),
+    Open(#[serde(with = "OpenSpanFields")] OpenSpan),
     /// Spans too narrow to draw one by one, and how many.
     Folded(u32),
 }
 
 /// One bar, in pixels from the timeline's left edge.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Bar {
     /// Its left and right edges.
     pub x0: f32,
@@ -66,7 +78,7 @@ pub struct Bar {
 }
 
 /// A lane's part of the picture.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct LaneRows {
     /// Its slot, and its name.
     pub id: u16,
@@ -84,7 +96,7 @@ pub struct LaneRows {
 }
 
 /// A gauge's readings in the window.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct GaugeRow {
     /// Its name id.
     pub name: u32,
@@ -97,7 +109,7 @@ pub struct GaugeRow {
 }
 
 /// The picture of one window.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Layout {
     /// The window laid out, and its width in pixels.
     pub window: Option<Window>,

@@ -12,7 +12,7 @@ pub const MAX_WINDOW: u64 = 600_000_000_000;
 pub const DEFAULT_WINDOW: u64 = 100_000_000;
 
 /// A stretch of host time, ns.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Window {
     /// Its left edge.
     pub start: u64,

@@ -54,9 +54,10 @@ macro_rules! asset {
     };
 }
 
-static ASSETS: [Asset; 5] = [
+static ASSETS: [Asset; 6] = [
     asset!("/", "index.html", "text/html; charset=utf-8"),
     asset!("/main.js", "main.js", "text/javascript; charset=utf-8"),
+    asset!("/worker.js", "worker.js", "text/javascript; charset=utf-8"),
     asset!("/style.css", "style.css", "text/css; charset=utf-8"),
     asset!(
         "/typhon_live_web.js",
