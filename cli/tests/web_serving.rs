@@ -111,6 +111,13 @@ fn each_rule_of_the_viewers_server_refuses_what_breaks_it() {
     );
     let (wasm, _) = ask(addr, &format!("/{token}/typhon_live_web_bg.wasm"), &host);
     assert!(wasm.contains("content-type: application/wasm"), "{wasm}");
+    // The page's worker, served beside it, and allowed from there only.
+    let (worker, _) = ask(addr, &format!("/{token}/worker.js"), &host);
+    assert!(
+        worker.starts_with("http/1.1 200") && worker.contains("content-type: text/javascript"),
+        "{worker}"
+    );
+    assert!(ok.contains("worker-src 'self';"), "{ok}");
     // No Accept-Encoding: any coding is acceptable (RFC 9110, 12.5.3).
     let bare = format!("Host: {addr}\r\n");
     let (any, body) = ask(addr, &format!("/{token}/"), &bare);

@@ -3,7 +3,7 @@
 
 use std::collections::VecDeque;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use typhon_live_core::{LaneId, Level, NameId};
 use typhon_live_reader::{Names, TextRecord};
 
@@ -212,14 +212,14 @@ impl LogSearch {
 }
 
 /// A log line as a viewer shows it, its names resolved.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct LogRow {
     /// Its number in the log ([`LogLine::serial`]).
     pub serial: u64,
     /// When, seconds of the session's clock.
     pub seconds: f64,
     /// Its level, as `tracing` prints it.
-    pub level: &'static str,
+    pub level: String,
     /// Its lane's name, or `-` when the writer could not say.
     pub lane: String,
     /// Its call site's name.
@@ -240,7 +240,7 @@ impl Model {
             .map(|line| LogRow {
                 serial: line.serial,
                 seconds: self.seconds(line.time),
-                level: line.level.as_str(),
+                level: line.level.as_str().to_owned(),
                 lane: line
                     .lane
                     .and_then(|lane| self.lane_name(lane))

@@ -15,9 +15,9 @@ use typhon_live_core::Level;
 use typhon_live_model::allocated::allocated_line;
 use typhon_live_model::marks::LATENCY_MARK;
 use typhon_live_model::memory::bytes;
-use typhon_live_model::{FieldSummary, SiteSummary};
+use typhon_live_model::{FieldSummary, LogRow, SiteSummary};
 
-use crate::scene::{Action, Ask, Hover, LogRow, Scene};
+use crate::scene::{Action, Ask, Hover, Scene};
 use crate::source::ms;
 use crate::timeline::{self, duration, BarKind, Geometry, Style};
 use crate::view::Window;
@@ -121,6 +121,12 @@ impl Page {
     /// Whether the view is paused (the page draws again only when asked).
     pub fn is_paused(&self) -> bool {
         self.scene.paused
+    }
+
+    /// The worker stopped (a fault in it, or it could not load): the
+    /// header says so, over the last scene, which stays.
+    pub fn worker_failed(&mut self, why: String) {
+        self.scene.header.notice = Some(why);
     }
 
     /// A capture to download, as a trace file's bytes.

@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use typhon_live_model::history::SpanRecord;
 use typhon_live_model::memory::SiteSummary;
 use typhon_live_model::stats::Distribution;
-use typhon_live_model::{FieldSummary, MemorySummary};
+use typhon_live_model::{FieldSummary, LogRow, MemorySummary};
 
 use crate::timeline::{BarKind, Layout};
 
@@ -169,24 +169,6 @@ pub struct LogFigures {
     pub lost: u64,
     /// See `matched`.
     pub evicted: u64,
-}
-
-/// A log line as the panel shows it (the model's `LogRow`, its level
-/// owned).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct LogRow {
-    /// Its number in the log.
-    pub serial: u64,
-    /// When, seconds of the session's clock.
-    pub seconds: f64,
-    /// Its level.
-    pub level: String,
-    /// Its lane's name.
-    pub lane: String,
-    /// Its call site's name.
-    pub site: String,
-    /// Its text.
-    pub text: String,
 }
 
 /// The worker's answer: what to draw.

@@ -11,11 +11,11 @@ use std::time::Duration;
 use serde::Serialize;
 use typhon_live_core::Level;
 use typhon_live_model::history;
-use typhon_live_model::{Connection, LogQuery, LogSearch, Model, SpanStats, Summary};
+use typhon_live_model::{Connection, LogQuery, LogRow, LogSearch, Model, SpanStats, Summary};
 use typhon_live_recorder::{Recorder, Settings};
 
 use crate::feed::Feed;
-use crate::scene::{Action, Ask, Header, Hovered, Listed, LogFigures, LogRow, Scene, Selected};
+use crate::scene::{Action, Ask, Header, Hovered, Listed, LogFigures, Scene, Selected};
 use crate::selection::Selection;
 use crate::timeline::{self, Layout};
 use crate::view::View;
@@ -343,19 +343,8 @@ impl Source {
             self.view.log_query.clone(),
             self.view.paused_at(),
         );
-        let rows = (self.log_made_for.as_ref() != Some(&made_for)).then(|| {
-            let rows = self.model.log_rows(&self.log_search, made_for.2, LOG_ROWS);
-            (rows.into_iter())
-                .map(|row| LogRow {
-                    serial: row.serial,
-                    seconds: row.seconds,
-                    level: row.level.into(),
-                    lane: row.lane,
-                    site: row.site,
-                    text: row.text,
-                })
-                .collect()
-        });
+        let rows = (self.log_made_for.as_ref() != Some(&made_for))
+            .then(|| self.model.log_rows(&self.log_search, made_for.2, LOG_ROWS));
         self.log_made_for = Some(made_for);
         let figures = LogFigures {
             matched: self.log_search.matched().len(),

@@ -67,7 +67,7 @@ impl Widget for &LogPane<'_> {
             .map(|row| {
                 Line::from(vec![
                     Span::raw(format!("{:>10.3} ", row.seconds)),
-                    Span::styled(format!("{:<5} ", row.level), level_style(row.level)),
+                    Span::styled(format!("{:<5} ", row.level), level_style(&row.level)),
                     Span::styled(format!("{} ", row.lane), Style::default().fg(Color::Cyan)),
                     Span::raw(row.text.clone()),
                 ])
@@ -88,7 +88,7 @@ mod tests {
         LogRow {
             serial,
             seconds: serial as f64 / 2.0,
-            level,
+            level: level.into(),
             lane: "worker".into(),
             site: String::new(),
             text: text.into(),

@@ -150,10 +150,14 @@ fn start_worker(tab: &Rc<RefCell<Tab>>, ctx: egui::Context) {
             ctx.request_repaint();
         })
     };
-    let on_error = Closure::<dyn FnMut(web_sys::ErrorEvent)>::new(|event: web_sys::ErrorEvent| {
-        let said = format!("the page's worker failed: {}", event.message());
-        web_sys::console::error_1(&said.into());
-    });
+    let on_error = {
+        let tab = Rc::clone(tab);
+        Closure::<dyn FnMut(web_sys::ErrorEvent)>::new(move |event: web_sys::ErrorEvent| {
+            let said = format!("the page's worker failed: {}", event.message());
+            web_sys::console::error_1(&said.clone().into());
+            tab.borrow_mut().page.worker_failed(said);
+        })
+    };
     worker.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
     worker.set_onerror(Some(on_error.as_ref().unchecked_ref()));
     // The handlers live as long as the page.
