@@ -22,8 +22,6 @@ use crate::source::ms;
 use crate::timeline::{self, duration, BarKind, Geometry, Style};
 use crate::view::Window;
 
-/// Names listed for a search at most.
-const FOUND: usize = 30;
 /// Latency marks remembered at most.
 const LATENCY_KEPT: usize = 4096;
 /// Log rows the test hook reports.
@@ -314,15 +312,12 @@ impl Page {
                     ui.label("search");
                     ui.text_edit_singleline(search);
                 });
-                let needle = search.to_lowercase();
+                // The worker found them, with the search as last sent.
                 egui::ScrollArea::vertical()
                     .max_height(220.0)
                     .id_salt("found")
                     .show(ui, |ui| {
-                        for s in (scene.listed.iter())
-                            .filter(|s| s.name.to_lowercase().contains(&needle))
-                            .take(FOUND)
-                        {
+                        for s in &scene.listed {
                             let mut text =
                                 format!("{}  ×{}  {:.2} ms", s.name, s.count, s.total_ms);
                             if s.allocated_bytes > 0 {
@@ -1047,6 +1042,26 @@ mod tests {
             (under0 - under1).abs() < (e0 - s0) / 100.0,
             "{before} -> {after}"
         );
+    }
+
+    #[test]
+    fn the_names_listed_are_the_ones_the_search_finds() {
+        let mut tab = Tab::new(&nested_stream(0..300));
+        tab.frame(Duration::ZERO, vec![]);
+        tab.frame(Duration::ZERO, vec![]);
+        let listed = |tab: &mut Tab| -> Vec<String> {
+            let hook = tab.hook();
+            (hook["listed"].as_array().into_iter().flatten())
+                .map(|row| row[0].as_str().unwrap_or_default().to_owned())
+                .collect()
+        };
+        let mut all = listed(&mut tab);
+        all.sort();
+        assert_eq!(all, ["inner", "outer"]);
+        tab.page.search = "INN".into();
+        tab.page.actions.push(Action::Search("INN".into()));
+        tab.frame(Duration::ZERO, vec![]);
+        assert_eq!(listed(&mut tab), ["inner"], "ignoring case");
     }
 
     #[test]

@@ -29,6 +29,8 @@ const SUMMARY_EVERY: Duration = Duration::from_millis(250);
 const RESELECT_EVERY: Duration = Duration::from_secs(1);
 /// Log rows the panel holds: the latest matching lines up to the view.
 const LOG_ROWS: usize = 1000;
+/// Names listed at most: the most time first, of those the search finds.
+const FOUND: usize = 30;
 
 /// What the page's recorder keeps: 30 s of the past within 32 MiB, and a
 /// capture at most 64 MiB (the recorder's other defaults).
@@ -298,8 +300,10 @@ impl Source {
         }
     }
 
-    /// The names listed: paused, over the pinned history (as the selected
-    /// name's statistics are), not the live one.
+    /// The names listed: the first [`FOUND`] with the most time that hold
+    /// the search's text (a stream may name thousands); paused, over the
+    /// pinned history (as the selected name's statistics are), not the
+    /// live one.
     fn listed(&mut self) -> Vec<Listed> {
         match self.view.pinned() {
             Some(pinned) => {
@@ -317,8 +321,10 @@ impl Source {
                 .map(|(_, s)| s.span_stats.as_slice())
                 .unwrap_or_default(),
         };
-        stats
-            .iter()
+        let needle = self.view.search.to_lowercase();
+        (stats.iter())
+            .filter(|s| s.name.to_lowercase().contains(&needle))
+            .take(FOUND)
             .map(|s| Listed {
                 id: s.id,
                 name: s.name.clone(),
