@@ -674,6 +674,11 @@ struct Options {
     /// Only the relay under load (4 sources, 4 viewers).
     #[arg(long)]
     relay: bool,
+    /// With `--relay`: this many viewers of the relay. Fewer leave more
+    /// of a small machine to the relay itself, which tells its latency
+    /// from the viewers' competing for the same cores.
+    #[arg(long, value_name = "N", default_value_t = relay::VIEWERS)]
+    relay_viewers: usize,
     /// Only the relay's /metrics scraped under attack (500 slowloris, 50
     /// non-readers, a 1 MiB head).
     #[arg(long)]
@@ -793,7 +798,7 @@ fn main() {
         return;
     }
     if options.relay {
-        relay::print(quick);
+        relay::print(quick, options.relay_viewers);
         return;
     }
     if options.relay_attack {

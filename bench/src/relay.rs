@@ -25,7 +25,8 @@ use typhon_live_model::marks::LATENCY_MARK;
 use typhon_live_reader::BlockBuffer;
 
 const SOURCES: usize = 4;
-const VIEWERS: usize = 4;
+/// Viewers of the relay, unless `--relay-viewers` says otherwise.
+pub const VIEWERS: usize = 4;
 
 /// A source: a listener whose every client gets an Init, then a Block a
 /// millisecond once `go` is set, each with one `marker` instant carrying
@@ -278,7 +279,7 @@ pub(crate) fn percentile(sorted: &[u64], p: f64) -> f64 {
 }
 
 /// One step of the ladder at `per_second` events in all; its row.
-fn step(per_second: f64, run: Duration) -> Option<String> {
+fn step(per_second: f64, run: Duration, viewers: usize) -> Option<String> {
     let (epoch, go, stop) = (
         Instant::now(),
         Arc::new(AtomicBool::new(false)),
@@ -290,7 +291,7 @@ fn step(per_second: f64, run: Duration) -> Option<String> {
     let addrs: Vec<String> = servers.iter().map(|s| s.addr.clone()).collect();
     let (mut child, viewers_at) = relay(&addrs, run.as_secs() + 30)?;
     let direct = viewer(addrs[0].clone(), Arc::clone(&stop));
-    let viewers: Vec<_> = (0..VIEWERS)
+    let viewers: Vec<_> = (0..viewers)
         .map(|_| viewer(viewers_at.clone(), Arc::clone(&stop)))
         .collect();
     // Everyone connected and given an Init before the first Block.
@@ -334,17 +335,17 @@ fn step(per_second: f64, run: Duration) -> Option<String> {
     ))
 }
 
-/// Prints the ladder's table.
-pub fn print(quick: bool) {
+/// Prints the ladder's table, with `viewers` reading the relay.
+pub fn print(quick: bool, viewers: usize) {
     let run = Duration::from_secs(if quick { 2 } else { 5 });
     println!(
-        "relay: {SOURCES} sources, {VIEWERS} viewers, {} s a rate; latency from a source's send to a viewer's read",
+        "relay: {SOURCES} sources, {viewers} viewers, {} s a rate; latency from a source's send to a viewer's read",
         run.as_secs()
     );
     println!("| events/s (all sources) | sent | each viewer got | all, no gap | through the relay p50 / p99 | directly p50 / p99 | relay RSS / peak |");
     println!("|---|---:|---|---|---:|---:|---:|");
     for rate in [250e3, 500e3, 1e6, 2e6, 4e6, 8e6, 16e6] {
-        match step(rate, run) {
+        match step(rate, run, viewers) {
             Some(row) => println!("{row}"),
             None => return,
         }
