@@ -116,11 +116,6 @@ impl Page {
         })
     }
 
-    /// Whether the view is paused (the page draws again only when asked).
-    pub fn is_paused(&self) -> bool {
-        self.scene.paused
-    }
-
     /// The worker stopped (a fault in it, or it could not load): the
     /// header says so, over the last scene, which stays.
     pub fn worker_failed(&mut self, why: String) {

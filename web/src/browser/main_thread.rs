@@ -1,8 +1,8 @@
 //! The page's main thread: eframe's runner on the canvas, drawing the
-//! worker's latest scene, and the worker's messages. Live, the worker
-//! answers at least every [`crate::source`] frame period, and each
-//! answer asks for a frame; a slow rasterizer only makes the asks
-//! fewer.
+//! worker's latest scene, and the worker's messages. Each answer asks
+//! for a frame, and each frame asks again (the worker answers at once
+//! when there is news, else after a pause: see `worker`); a slow
+//! rasterizer only makes the asks fewer.
 
 use std::cell::RefCell;
 use std::rc::Rc;
