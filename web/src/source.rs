@@ -11,7 +11,9 @@ use std::time::Duration;
 use serde::Serialize;
 use typhon_live_core::Level;
 use typhon_live_model::history;
-use typhon_live_model::{Connection, LogQuery, LogRow, LogSearch, Model, SpanStats, Summary};
+use typhon_live_model::{
+    Connection, LogQuery, LogRow, LogSearch, Model, SpanStats, Summary, TimelineInputs,
+};
 use typhon_live_recorder::{Recorder, Settings};
 
 use crate::feed::Feed;
@@ -184,8 +186,8 @@ impl Source {
         if due {
             self.summary = Some((now, self.model.summary(now)));
         }
-        self.reselect(now);
         let live = self.model.timeline_inputs(now);
+        self.reselect(&live, now);
         let inputs = self.view.pinned().unwrap_or(&live);
         let layout = timeline::lay_out(inputs, self.view.window(inputs.now), ask.width);
         let hovered = ask.hover.map(|hover| Hovered {
@@ -261,19 +263,12 @@ impl Source {
     /// The selected name's statistics, over what the view draws: live,
     /// the history moves every frame, and they follow it at most every
     /// [`RESELECT_EVERY`].
-    fn reselect(&mut self, now: Duration) {
+    fn reselect(&mut self, live: &TimelineInputs, now: Duration) {
         let Some(name) = self.view.selected else {
             self.selection = None;
             return;
         };
-        let live;
-        let chunks = match self.view.pinned() {
-            Some(pinned) => &pinned.chunks,
-            None => {
-                live = self.model.timeline_inputs(now);
-                &live.chunks
-            }
-        };
+        let chunks = &self.view.pinned().unwrap_or(live).chunks;
         let stale = match &self.selection {
             Some(s) if s.name == name => {
                 !s.is_for(name, chunks) && now.saturating_sub(self.selected_at) >= RESELECT_EVERY
@@ -457,7 +452,7 @@ pub fn ms(at: Duration) -> f64 {
 
 /// A span's time outside its children: its children are the spans of
 /// its lane whose parent it is, within it.
-fn self_time(inputs: &typhon_live_model::TimelineInputs, span: &history::SpanRecord) -> u64 {
+fn self_time(inputs: &TimelineInputs, span: &history::SpanRecord) -> u64 {
     let end = span.start.saturating_add(span.duration);
     let children: u64 = inputs
         .chunks
