@@ -211,7 +211,17 @@ fn a_leak_is_found_by_its_site_and_dropped_frames_never_make_one() {
     // them after the allocations ended came through; never more.
     let lossy_last = lossy.last();
     for site in [leak, churn] {
-        let (read, truth) = (lossy_last[&site], last[&site]);
+        let truth = last[&site];
+        let Some(&read) = lossy_last.get(&site) else {
+            // A lossy reading can miss every frame that told a site (a
+            // slow machine sends fewer): it then shows nothing of it,
+            // never more than the truth.
+            assert!(
+                (lossy.told.values().flatten()).all(|&(s, _)| s != site),
+                "site {site} told, yet not read"
+            );
+            continue;
+        };
         assert!(
             read.live() <= truth.live().max(1 << 20),
             "{read:?} {truth:?}"
