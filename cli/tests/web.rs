@@ -70,9 +70,13 @@ fn the_demo_is_watched_live_in_chromium() {
     let state = browser
         .wait_for(HOOK, WAIT, |s| {
             let lanes = names(&s["page"]["summary"]["lanes"], "name");
+            // The list is over sealed history (a chunk every 50 ms), and
+            // the hook's summary may be an answer older than the bars.
+            let spans = names(&s["page"]["summary"]["span_stats"], "name");
             lanes.contains(&"Sim".to_owned())
                 && lanes.iter().any(|l| l.starts_with("worker-"))
                 && s["page"]["bars"].as_u64() > Some(0)
+                && spans.contains(&"Tick".to_owned())
         })
         .unwrap_or_else(|e| panic!("the page did not show the demo's lanes: {e}"));
     let page = &state["page"];
