@@ -48,6 +48,11 @@ pub enum CliError {
     Profiler(String),
     /// The terminal could not be driven.
     Terminal(String),
+    /// A verdict was made on damaged input (`--allow-damage` judges it
+    /// anyway).
+    Damaged,
+    /// The verdict failed: a regression, or a broken assertion.
+    Verdict(String),
     /// A stream served over TLS could not be trusted, or refused the
     /// token.
     Remote {
@@ -72,6 +77,8 @@ impl CliError {
             CliError::Relay(_) => 2,
             CliError::Profiler(_) | CliError::Terminal(_) => 1,
             CliError::Remote { .. } => 7,
+            CliError::Damaged => 4,
+            CliError::Verdict(_) => 8,
         }
     }
 }
@@ -97,6 +104,11 @@ impl fmt::Display for CliError {
             CliError::Profiler(reason) => write!(f, "cannot start the demo's profiler: {reason}"),
             CliError::Terminal(reason) => write!(f, "terminal error: {reason}"),
             CliError::Remote { addr, error } => write!(f, "{addr}: {error}"),
+            CliError::Damaged => write!(
+                f,
+                "the input is damaged: judged as far as it reads (--allow-damage to let the verdict decide)"
+            ),
+            CliError::Verdict(what) => write!(f, "{what}"),
         }
     }
 }
@@ -161,6 +173,8 @@ mod tests {
             CliError::BadSettings(reason.clone()),
             CliError::Profiler(reason.clone()),
             CliError::Terminal(reason.clone()),
+            CliError::Damaged,
+            CliError::Verdict(reason.clone()),
             CliError::Remote {
                 addr,
                 error: typhon_live_remote::RemoteError::Refused(reason),
@@ -170,9 +184,9 @@ mod tests {
 
     #[test]
     fn the_exit_code_table_is_complete() {
-        let doc = include_str!("../../docs/COMMANDS.md");
+        let doc = include_str!("../../README.md");
         let table = doc
-            .split("## Exit codes")
+            .split("### Exit codes")
             .nth(1)
             .expect("an exit codes section");
         let documented: BTreeSet<u8> = table

@@ -11,7 +11,10 @@ use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 
-use crate::cmd::{attach, capture, convert, demo, inspect, record, relay, remote, view, web};
+use crate::cmd::{
+    attach, capture, check, compare, convert, demo, inspect, record, relay, remote, verdict, view,
+    web,
+};
 use crate::error::CliError;
 
 /// The command's memory counted by lane and its allocation sites sampled
@@ -55,7 +58,18 @@ enum Command {
         /// Where the `c` key's captures go (docs/RECORDER.md).
         #[arg(long, default_value = "captures")]
         capture_dir: PathBuf,
+        /// With --assert, no view: the stream is read for --duration and
+        /// the assertions judged when it ends (as `check` does a file).
+        #[command(flatten)]
+        assertions: check::Assertions,
+        #[command(flatten)]
+        outputs: verdict::Outputs,
     },
+    /// Did a change make it slower? Compares two traces (or folders of
+    /// runs) name by name; a regression exits 8.
+    Compare(Box<compare::CompareOptions>),
+    /// Judges budget assertions on a trace; a broken one exits 8.
+    Check(check::CheckOptions),
     /// Watch a running process in a browser: serves the viewer and
     /// prints the URL to open.
     Web(web::WebOptions),
@@ -139,7 +153,22 @@ fn run(cli: Cli) -> Result<(), CliError> {
             duration,
             history,
             capture_dir,
-        } => attach::run(&addr, &remote, json, duration, history, &capture_dir),
+            assertions,
+            outputs,
+        } => match (assertions.assert.is_empty(), duration) {
+            (true, _) if outputs != verdict::Outputs::default() => Err(CliError::BadSettings(
+                "--markdown, --junit and --allow-damage are for a verdict: give --assert".into(),
+            )),
+            (true, _) => attach::run(&addr, &remote, json, duration, history, &capture_dir),
+            (false, Some(duration)) => {
+                check::live(&addr, &remote, duration, &assertions.assert, json, &outputs)
+            }
+            (false, None) => Err(CliError::BadSettings(
+                "--assert on a live stream needs --duration: the verdict comes when it ends".into(),
+            )),
+        },
+        Command::Compare(options) => compare::run(*options),
+        Command::Check(options) => check::run(options),
         Command::Record {
             addr,
             remote,

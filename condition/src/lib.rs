@@ -201,6 +201,18 @@ impl Condition {
             })
     }
 
+    /// The error a consumer gives when its word takes no name but was
+    /// given one (`overrun(x)`).
+    pub fn no_argument(&self) -> Result<(), ConditionError> {
+        match self.subject.argument {
+            Some(_) => Err(ConditionError::TakesNoName {
+                at: self.subject.at + self.subject.word.len(),
+                word: self.subject.word.clone(),
+            }),
+            None => Ok(()),
+        }
+    }
+
     /// The test, or the error a consumer gives when its word needs one.
     pub fn comparison(&self) -> Result<&Test, ConditionError> {
         self.test

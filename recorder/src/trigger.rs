@@ -54,13 +54,7 @@ impl FromStr for Trigger {
     fn from_str(text: &str) -> Result<Trigger, ConditionError> {
         let condition: Condition = text.parse()?;
         let subject = &condition.subject;
-        let no_name = || match subject.argument {
-            Some(_) => Err(ConditionError::TakesNoName {
-                at: subject.at + subject.word.len(),
-                word: subject.word.clone(),
-            }),
-            None => Ok(()),
-        };
+        let no_name = || condition.no_argument();
         let bare = || match &condition.test {
             Some(test) => Err(ConditionError::TakesNoComparison {
                 at: test.comparison_at,

@@ -1324,3 +1324,50 @@ impl typhon_live_core::NameSource for VecNames {
         self.0.get(id as usize).map(String::as_str)
     }
 }
+
+/// A trace from the core's exporter, a tick at a time: each tick's spans
+/// `(name, duration ns)` laid one after another on one lane, the tick as
+/// long as they are and marked overrun as told. The clock is in ns and the
+/// first tick starts at 1 ms.
+pub fn ticks_trace(ticks: &[(bool, Vec<(&str, u64)>)]) -> Vec<u8> {
+    use typhon_live_core::{Exporter, LaneKind, Lanes, NameTable};
+    let lanes = Lanes::<1, 4096>::new();
+    let mut names: NameTable<256, 8192> = NameTable::new();
+    let lane = lanes
+        .claim(names.intern("Main").expect("room"), LaneKind::Main)
+        .expect("a free lane");
+    let mut scratch = vec![0u8; 1 << 16];
+    let meta = typhon_live_core::Metadata {
+        ticks_per_second: 1_000_000_000,
+        session_id: 0x71c5,
+        process_name: "ticks",
+        ..typhon_live_core::Metadata::default()
+    };
+    let mut exporter: Exporter<'_, 1> = Exporter::new(meta, &mut scratch);
+    exporter.attach().expect("attached");
+    let mut out = vec![0u8; exporter.min_block_buffer().max(1 << 16)];
+    let mut stream = Vec::new();
+    let mut at = 1_000_000u64;
+    for (tick, (overrun, spans)) in ticks.iter().enumerate() {
+        let tick = tick as u64;
+        lane.tick_start(tick, at);
+        let mut t = at;
+        for &(name, duration) in spans {
+            let id = names.intern(name).expect("room for the names");
+            let span = lane.begin(id, t);
+            t += duration;
+            lane.end(span, t, None);
+        }
+        lane.tick_end(tick, t, *overrun);
+        at = t + 1;
+        exporter.request_drain();
+        while let Some(frame) = exporter.poll(at, &lanes, &names, &mut out).expect("room") {
+            stream.extend_from_slice(&out[..frame.len]);
+        }
+    }
+    exporter.stop();
+    while let Some(frame) = exporter.poll(at, &lanes, &names, &mut out).expect("room") {
+        stream.extend_from_slice(&out[..frame.len]);
+    }
+    stream
+}

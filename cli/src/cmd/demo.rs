@@ -1,17 +1,22 @@
 //! `typhon-live demo`: an instrumented sample runtime. A "Sim" thread runs
-//! the Tick system at a fixed rate, fanning each system's queries out to
-//! worker threads; a memory gauge climbs like a soak test, and every ten
-//! seconds the AI system stalls on purpose for 1.2 s: it sleeps, spins, or
-//! waits for a lock another thread holds (`--stall-kind`).
+//! the Tick system at a fixed rate: each of its systems fans its queries
+//! out to worker threads, then does its own work; a memory gauge climbs
+//! like a soak test, and every ten seconds the AI system stalls on purpose
+//! for 1.2 s: it sleeps, spins, or waits for a lock another thread holds
+//! (`--stall-kind`). Its random draws are seeded (`--seed`), and a
+//! system's own work can be made slower (`--slow`): runs to `compare`.
 
 use std::hint::black_box;
 use std::io::Write;
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
 
 use typhon_live_core::{Compression, LaneKind, Level};
 use typhon_live_std::config::{
@@ -84,6 +89,86 @@ pub struct DemoOptions {
     /// (`cache_replay_frame`): a soak test's leak to find by its site.
     #[arg(long, value_name = "BYTES_PER_S", default_value_t = 0)]
     pub leak: u64,
+    /// Seed of the demo's random draws (each query's entities, each
+    /// system's own work): two runs with one seed draw the same.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Multiply the time system NAME spends in its own work (its self
+    /// time, beside the queries every system shares) by F; repeatable:
+    /// `--slow Sim.Physics=1.10` is a 10 % regression to find.
+    #[arg(long, value_name = "NAME=F", value_parser = slowdown)]
+    pub slow: Vec<(usize, f64)>,
+}
+
+/// `--slow`'s `NAME=F`: the system's index, and the factor.
+fn slowdown(text: &str) -> Result<(usize, f64), String> {
+    let (name, factor) = text
+        .split_once('=')
+        .ok_or_else(|| format!("{text:?} is not NAME=F (e.g. Sim.Physics=1.10)"))?;
+    let system = SYSTEMS
+        .iter()
+        .position(|s| *s == name.trim())
+        .ok_or_else(|| {
+            format!(
+                "{name:?} is not a system of the demo: {}",
+                SYSTEMS.join(", ")
+            )
+        })?;
+    let factor = crate::positive(factor.trim())?;
+    Ok((system, factor))
+}
+
+/// What the Sim thread runs: the demo's options that shape its work.
+struct Workload {
+    threads: usize,
+    tick_rate: f64,
+    via_tracing: bool,
+    stall_kind: StallKind,
+    leak: u64,
+    seed: u64,
+    /// Each system's own work, multiplied by this.
+    slow: [f64; SYSTEMS.len()],
+}
+
+impl Workload {
+    fn of(opts: &DemoOptions) -> Workload {
+        let mut slow = [1.0; SYSTEMS.len()];
+        for &(system, factor) in &opts.slow {
+            slow[system] *= factor;
+        }
+        Workload {
+            threads: opts.threads,
+            tick_rate: opts.tick_rate,
+            via_tracing: opts.via_tracing,
+            stall_kind: opts.stall_kind,
+            leak: opts.leak,
+            seed: opts.seed,
+            slow,
+        }
+    }
+}
+
+/// The demo's random draws, seeded (`--seed`).
+struct Draws(SmallRng);
+
+impl Draws {
+    fn new(seed: u64) -> Draws {
+        Draws(SmallRng::seed_from_u64(seed))
+    }
+
+    /// Uniform below `max`.
+    fn below(&mut self, max: u64) -> u64 {
+        self.0.random_range(0..max.max(1))
+    }
+
+    /// A system's own work this tick, around `median` ns: spread from
+    /// 0.7 to 1.3 of it, and one tick in 50 three times as long (a cache
+    /// gone cold), as measured work is skewed with a heavy tail.
+    fn own_work(&mut self, median: u64) -> f64 {
+        let spread = 0.7 + 0.6 * self.0.random::<f64>();
+        let tail = if self.below(50) == 0 { 3.0 } else { 1.0 };
+        median as f64 * spread * tail
+    }
 }
 
 /// The demo's leak: each tick, its share of the bytes a second is kept
@@ -220,6 +305,11 @@ const SYSTEMS: [&str; 5] = [
     "Sim.Animation",
     "Sim.Render",
 ];
+/// Each system's own work a tick, its median in ns: done on the Sim
+/// thread once the workers ran its queries (`--slow` multiplies it).
+/// Longer than its queries' round trip, so that a system's span is its
+/// own work more than the wake-ups of the threads it waits for.
+const OWN_WORK_NS: [u64; SYSTEMS.len()] = [800_000, 2_000_000, 1_000_000, 800_000, 900_000];
 const QUERIES: [&str; 4] = [
     "Query<Transform, Velocity>",
     "Query<Collider>",
@@ -231,12 +321,43 @@ const QUERIES: [&str; 4] = [
 const STALL_EVERY_SECONDS: f64 = 10.0;
 const STALL: Duration = Duration::from_millis(1200);
 
+/// A system's queries still running: the last to finish wakes the Sim
+/// thread, once (a wake-up per query made the systems' spans mostly the
+/// scheduler's latency).
+struct Pending {
+    left: AtomicUsize,
+    sim: std::thread::Thread,
+}
+
+impl Pending {
+    fn new(queries: usize) -> Pending {
+        Pending {
+            left: AtomicUsize::new(queries),
+            sim: std::thread::current(),
+        }
+    }
+
+    /// A query is done.
+    fn done(&self) {
+        if self.left.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.sim.unpark();
+        }
+    }
+
+    /// Waits until every query is done.
+    fn wait(&self) {
+        while self.left.load(Ordering::Acquire) > 0 {
+            std::thread::park();
+        }
+    }
+}
+
 struct Job {
     /// Index into QUERIES, and its interned name.
     index: usize,
     query: u32,
     entities: u64,
-    done: mpsc::Sender<()>,
+    done: Arc<Pending>,
 }
 
 /// A span of the demo, recorded directly or through `tracing`; it ends
@@ -342,14 +463,16 @@ fn intern(name: &str) -> u32 {
     runtime::intern(name).unwrap_or(u32::MAX)
 }
 
-fn simulate(
-    threads: usize,
-    tick_rate: f64,
-    via_tracing: bool,
-    stall_kind: StallKind,
-    leak: u64,
-    stop: &AtomicBool,
-) {
+fn simulate(workload: &Workload, stop: &AtomicBool) {
+    let &Workload {
+        threads,
+        tick_rate,
+        via_tracing,
+        stall_kind,
+        leak,
+        seed,
+        slow,
+    } = workload;
     runtime::register_thread("Sim", LaneKind::Main);
     let mut leak = Leak::new(leak, tick_rate);
     let staller = Staller::new(stall_kind);
@@ -378,7 +501,7 @@ fn simulate(
                     };
                     work(job.entities * 40);
                     drop(span);
-                    let _ = job.done.send(());
+                    job.done.done();
                 }
             })
             .expect("worker thread");
@@ -388,13 +511,7 @@ fn simulate(
     let stall_every = (STALL_EVERY_SECONDS * tick_rate).max(1.0) as u64;
     let mut next = Instant::now();
     let mut bytes: i64 = 256 << 20;
-    let mut rng = 0x9e37_79b9_7f4a_7c15u64;
-    let mut random = move |max: u64| {
-        rng ^= rng << 13;
-        rng ^= rng >> 7;
-        rng ^= rng << 17;
-        rng % max.max(1)
-    };
+    let mut draws = Draws::new(seed);
     let mut tick = 0u64;
     while !stop.load(Ordering::Relaxed) {
         let started = Instant::now();
@@ -411,21 +528,22 @@ fn simulate(
                 } else {
                     Scope::direct(system, None)
                 };
-                let (done_tx, done_rx) = mpsc::channel();
+                let pending = Arc::new(Pending::new(workers.len()));
                 for (w, (tx, _)) in workers.iter().enumerate() {
                     let index = (s + w) % queries.len();
                     let job = Job {
                         index,
                         query: queries[index],
-                        entities: 200 + random(800),
-                        done: done_tx.clone(),
+                        entities: 200 + draws.below(800),
+                        done: Arc::clone(&pending),
                     };
-                    let _ = tx.send(job);
+                    if let Err(mpsc::SendError(job)) = tx.send(job) {
+                        job.done.done();
+                    }
                 }
-                drop(done_tx);
-                for _ in 0..workers.len() {
-                    let _ = done_rx.recv();
-                }
+                pending.wait();
+                // Its own work, on what its queries found.
+                work((draws.own_work(OWN_WORK_NS[s]) * slow[s]) as u64);
                 if SYSTEMS[s] == "Sim.AI" && tick > 0 && tick.is_multiple_of(stall_every) {
                     if via_tracing {
                         tracing::warn!(tick, "stall");
@@ -455,7 +573,7 @@ fn simulate(
             };
             leak.tick();
         }
-        bytes += 4096 + random(64 << 10) as i64;
+        bytes += 4096 + draws.below(64 << 10) as i64;
         if tick % 600 == 599 {
             bytes -= bytes / 5; // a partial free: the soak's sawtooth
         }
@@ -561,11 +679,10 @@ pub fn run(opts: DemoOptions) -> Result<(), CliError> {
     let stop = Arc::new(AtomicBool::new(false));
     let sim = {
         let stop = Arc::clone(&stop);
-        let (threads, rate, via) = (opts.threads, opts.tick_rate, opts.via_tracing);
-        let (stall_kind, leak) = (opts.stall_kind, opts.leak);
+        let workload = Workload::of(&opts);
         std::thread::Builder::new()
             .name("Sim".into())
-            .spawn(move || simulate(threads, rate, via, stall_kind, leak, &stop))
+            .spawn(move || simulate(&workload, &stop))
             .map_err(|e| CliError::Profiler(e.to_string()))?
     };
     let viewed = if let Some(port) = opts.web {

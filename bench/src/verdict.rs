@@ -1,0 +1,243 @@
+//! `compare`'s statistical quality (issue 42), measured:
+//!
+//! - false alarms: A/A pairs of synthetic traces whose durations are drawn
+//!   from a real demo run's, name by name (written through the core's
+//!   exporter), and A/A pairs of real demo runs;
+//! - power: pairs of real 10 s demo runs, one with `--slow
+//!   Sim.Physics=1.10`: how often Sim.Physics is found, and whether
+//!   anything but it and what holds it (Tick, the ticks) is reported;
+//! - speed: `typhon-live compare` of two 10 000-tick, ~300 k-event traces,
+//!   the process timed whole.
+//!
+//! The real runs use `typhon-live` built beside this binary (`cargo build
+//! --release -p typhon-live-cli`), one process at a time.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+use typhon_live_verdict::compare::{self, Options, Verdict};
+use typhon_live_verdict::samples::{Samples, Side, TICKS};
+
+use crate::Row;
+
+fn typhon_live() -> Option<Command> {
+    crate::relay::built_beside("typhon-live", "cargo build --release -p typhon-live-cli")
+}
+
+/// A scratch folder of this run's traces.
+fn scratch() -> PathBuf {
+    let dir =
+        std::env::temp_dir().join(format!("typhon-live-bench-verdict-{}", std::process::id()));
+    let _ = std::fs::create_dir_all(&dir);
+    dir
+}
+
+/// A demo run of `seconds` into `path`, as a user runs it.
+fn demo(path: &Path, seconds: u32, seed: u64, extra: &[&str]) -> Option<()> {
+    let status = typhon_live()?
+        .args(["demo", "--no-view", "--live", "0"])
+        .args([
+            "--duration",
+            &seconds.to_string(),
+            "--seed",
+            &seed.to_string(),
+        ])
+        .args(extra)
+        .arg("--trace")
+        .arg(path)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .ok()?;
+    status.success().then_some(())
+}
+
+fn side(paths: &[&Path]) -> Side {
+    let mut samples = Samples::new();
+    for path in paths {
+        let bytes = std::fs::read(path).unwrap_or_default();
+        samples.read_trace(&path.display().to_string(), &bytes);
+    }
+    samples.finish()
+}
+
+/// The names a comparison calls regressions.
+fn regressions(base: &Side, new: &Side) -> Vec<String> {
+    match compare::compare(base, new, &Options::default()) {
+        Ok(c) => (c.rows.iter())
+            .filter(|r| r.verdict == Verdict::Regression)
+            .map(|r| r.name.clone())
+            .collect(),
+        Err(e) => vec![format!("error: {e}")],
+    }
+}
+
+/// A trace of `ticks` ticks whose spans are drawn from `model`: each name
+/// as often a tick as there, each duration one of its durations there,
+/// drawn with `seed`.
+fn synthetic(model: &Side, ticks: usize, seed: u64) -> Vec<u8> {
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let names: Vec<(&str, &[u64], usize)> = (model.series.iter())
+        .filter(|s| s.name != TICKS)
+        .map(|s| {
+            let per_tick = (s.values.len() as f64 / model.clusters as f64)
+                .round()
+                .max(1.0);
+            (s.name.as_str(), s.values.as_slice(), per_tick as usize)
+        })
+        .collect();
+    let ticks: Vec<(bool, Vec<(&str, u64)>)> = (0..ticks)
+        .map(|_| {
+            let mut spans = Vec::new();
+            for &(name, values, per_tick) in &names {
+                for _ in 0..per_tick {
+                    spans.push((name, values[rng.random_range(0..values.len())]));
+                }
+            }
+            (false, spans)
+        })
+        .collect();
+    typhon_live_tests::ticks_trace(&ticks)
+}
+
+/// The rows: A/A over synthetic and real pairs, power, speed.
+pub fn rows(quick: bool) -> Vec<Row> {
+    let row = Row::ours;
+    let dir = scratch();
+    let mut rows = Vec::new();
+    let model_path = dir.join("model.tlt");
+    if demo(&model_path, 10, 1, &[]).is_none() {
+        rows.push(row(
+            "compare",
+            "- (`cargo build --release -p typhon-live-cli` first)".into(),
+            "",
+            None,
+        ));
+        return rows;
+    }
+    let model = side(&[&model_path]);
+
+    // False alarms over synthetic pairs: 600 ticks a side, as a 10 s run.
+    let pairs = if quick { 20 } else { 200 };
+    let mut alarms = 0;
+    for pair in 0..pairs {
+        let a = synthetic(&model, 600, 2 * pair + 1);
+        let b = synthetic(&model, 600, 2 * pair + 2);
+        let read = |bytes: &[u8]| {
+            let mut samples = Samples::new();
+            samples.read_trace("synthetic", bytes);
+            samples.finish()
+        };
+        alarms += usize::from(!regressions(&read(&a), &read(&b)).is_empty());
+    }
+    let rate = alarms as f64 / pairs as f64;
+    rows.push(row(
+        "compare: A/A false alarms, synthetic pairs (600 ticks, durations drawn from a 10 s demo run's)",
+        format!("{alarms} of {pairs} pairs ({:.1} %)", rate * 100.0),
+        "<= 1 %",
+        Some(rate <= 0.01),
+    ));
+
+    // False alarms and power over real runs.
+    let (aa_pairs, power_pairs) = if quick { (2, 2) } else { (10, 20) };
+    let mut real_alarms = Vec::new();
+    for pair in 0..aa_pairs {
+        let (a, b) = (dir.join("aa-a.tlt"), dir.join("aa-b.tlt"));
+        if demo(&a, 10, 1000 + 2 * pair, &[])
+            .and(demo(&b, 10, 1001 + 2 * pair, &[]))
+            .is_none()
+        {
+            break;
+        }
+        let found = regressions(&side(&[&a]), &side(&[&b]));
+        if !found.is_empty() {
+            real_alarms.push(found.join("+"));
+        }
+    }
+    rows.push(row(
+        "compare: A/A false alarms, pairs of real 10 s demo runs",
+        format!(
+            "{} of {aa_pairs} pairs{}",
+            real_alarms.len(),
+            if real_alarms.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", real_alarms.join(", "))
+            }
+        ),
+        "<= 1 in 10 (the CI test's bound)",
+        Some(real_alarms.len() * 10 <= aa_pairs as usize),
+    ));
+    let (mut found, mut others) = (0, Vec::new());
+    for pair in 0..power_pairs {
+        let (a, b) = (dir.join("p-a.tlt"), dir.join("p-b.tlt"));
+        let slow = ["--slow", "Sim.Physics=1.10"];
+        if demo(&a, 10, 2000 + 2 * pair, &[])
+            .and(demo(&b, 10, 2001 + 2 * pair, &slow))
+            .is_none()
+        {
+            break;
+        }
+        let names = regressions(&side(&[&a]), &side(&[&b]));
+        found += usize::from(names.iter().any(|n| n == "Sim.Physics"));
+        let other: Vec<String> = (names.into_iter())
+            .filter(|n| !["Sim.Physics", "Tick", TICKS].contains(&n.as_str()))
+            .collect();
+        if !other.is_empty() {
+            others.push(format!("pair {pair}: {}", other.join("+")));
+        }
+    }
+    let power = found as f64 / power_pairs as f64;
+    rows.push(row(
+        "compare: power, Sim.Physics 10 % slower (--slow), pairs of real 10 s runs",
+        format!(
+            "{found} of {power_pairs} pairs ({:.0} %); another name reported in {} pairs{}",
+            power * 100.0,
+            others.len(),
+            if others.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", others.join(", "))
+            }
+        ),
+        ">= 95 %, nothing but Sim.Physics and Tick",
+        Some(power >= 0.95 && others.is_empty()),
+    ));
+
+    // Speed: two 10 000-tick traces (10 s at 1 kHz) of the demo's shape.
+    let (a, b) = (dir.join("speed-a.tlt"), dir.join("speed-b.tlt"));
+    let _ = std::fs::write(&a, synthetic(&model, 10_000, 7));
+    let _ = std::fs::write(&b, synthetic(&model, 10_000, 8));
+    let events = side(&[&a]).reading.events;
+    let mut times = Vec::new();
+    for _ in 0..if quick { 3 } else { 7 } {
+        let Some(mut command) = typhon_live() else {
+            break;
+        };
+        let started = Instant::now();
+        let ok = command
+            .args(["compare", "--json"])
+            .arg(&a)
+            .arg(&b)
+            .stdout(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.code() == Some(0) || s.code() == Some(8));
+        if ok {
+            times.push(started.elapsed().as_secs_f64());
+        }
+    }
+    times.sort_by(f64::total_cmp);
+    if let Some(&median) = times.get(times.len() / 2) {
+        rows.push(row(
+            "compare: two 10 s, 1 kHz traces of the demo's shape, the whole process (median)",
+            format!("{median:.2} s ({events} events a side)"),
+            "<= 1 s",
+            Some(median <= 1.0),
+        ));
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    rows
+}
