@@ -75,6 +75,16 @@ fn regressions(base: &Side, new: &Side) -> Vec<String> {
     }
 }
 
+/// Two real 10 s demo runs, one after the other, seeds `seed` and
+/// `seed + 1`, the second with `slow` (its flags): the names `compare`
+/// calls regressions. `None` when a run could not be made.
+fn real_pair(dir: &Path, seed: u64, slow: &[&str]) -> Option<Vec<String>> {
+    let (a, b) = (dir.join("pair-a.tlt"), dir.join("pair-b.tlt"));
+    demo(&a, 10, seed, &[])?;
+    demo(&b, 10, seed + 1, slow)?;
+    Some(regressions(&side(&[&a]), &side(&[&b])))
+}
+
 /// A trace of `ticks` ticks whose spans are drawn from `model`: each name
 /// as often a tick as there, each duration one of its durations there,
 /// drawn with `seed`.
@@ -145,14 +155,9 @@ pub fn rows(quick: bool) -> Vec<Row> {
     let (aa_pairs, power_pairs) = if quick { (2, 2) } else { (10, 20) };
     let mut real_alarms = Vec::new();
     for pair in 0..aa_pairs {
-        let (a, b) = (dir.join("aa-a.tlt"), dir.join("aa-b.tlt"));
-        if demo(&a, 10, 1000 + 2 * pair, &[])
-            .and(demo(&b, 10, 1001 + 2 * pair, &[]))
-            .is_none()
-        {
+        let Some(found) = real_pair(&dir, 1000 + 2 * pair, &[]) else {
             break;
-        }
-        let found = regressions(&side(&[&a]), &side(&[&b]));
+        };
         if !found.is_empty() {
             real_alarms.push(found.join("+"));
         }
@@ -173,15 +178,10 @@ pub fn rows(quick: bool) -> Vec<Row> {
     ));
     let (mut found, mut others) = (0, Vec::new());
     for pair in 0..power_pairs {
-        let (a, b) = (dir.join("p-a.tlt"), dir.join("p-b.tlt"));
         let slow = ["--slow", "Sim.Physics=1.10"];
-        if demo(&a, 10, 2000 + 2 * pair, &[])
-            .and(demo(&b, 10, 2001 + 2 * pair, &slow))
-            .is_none()
-        {
+        let Some(names) = real_pair(&dir, 2000 + 2 * pair, &slow) else {
             break;
-        }
-        let names = regressions(&side(&[&a]), &side(&[&b]));
+        };
         found += usize::from(names.iter().any(|n| n == "Sim.Physics"));
         let other: Vec<String> = (names.into_iter())
             .filter(|n| !["Sim.Physics", "Tick", TICKS].contains(&n.as_str()))
