@@ -6,6 +6,8 @@
 //! - power: pairs of real 10 s demo runs, one with `--slow
 //!   Sim.Physics=1.10`: how often Sim.Physics is found, and whether
 //!   anything but it and what holds it (Tick, the ticks) is reported;
+//! - the same, A/A and power, with sides of three 5 s runs each, made
+//!   alternately: the bootstrap over runs, then ticks;
 //! - speed: `typhon-live compare` of two 10 000-tick, ~300 k-event traces,
 //!   the process timed whole.
 //!
@@ -64,25 +66,100 @@ fn side(paths: &[&Path]) -> Side {
     samples.finish()
 }
 
-/// The names a comparison calls regressions.
-fn regressions(base: &Side, new: &Side) -> Vec<String> {
-    match compare::compare(base, new, &Options::default()) {
-        Ok(c) => (c.rows.iter())
-            .filter(|r| r.verdict == Verdict::Regression)
-            .map(|r| r.name.clone())
+/// What a comparison found.
+struct Found {
+    /// The names it reports: regressions, and improvements marked so
+    /// (" improved"). An error is reported as one.
+    names: Vec<String>,
+    /// Sim.Physics's change.
+    physics: f64,
+    /// The largest change, either way, of a name that does not hold
+    /// Sim.Physics: how near the threshold the rest came.
+    largest_other: f64,
+}
+
+/// Names that hold Sim.Physics, or are it: they may change with it.
+const WITH_PHYSICS: [&str; 3] = ["Sim.Physics", "Tick", TICKS];
+
+fn compared(base: &Side, new: &Side) -> Found {
+    let c = match compare::compare(base, new, &Options::default()) {
+        Ok(c) => c,
+        Err(e) => {
+            return Found {
+                names: vec![format!("error: {e}")],
+                physics: 0.0,
+                largest_other: 0.0,
+            }
+        }
+    };
+    let change = |r: &compare::Row| r.change.unwrap_or(0.0);
+    Found {
+        names: (c.rows.iter())
+            .filter_map(|r| match r.verdict {
+                Verdict::Regression => Some(r.name.clone()),
+                Verdict::Improvement => Some(format!("{} improved", r.name)),
+                _ => None,
+            })
             .collect(),
-        Err(e) => vec![format!("error: {e}")],
+        physics: c
+            .rows
+            .iter()
+            .find(|r| r.name == "Sim.Physics")
+            .map_or(0.0, change),
+        largest_other: (c.rows.iter())
+            .filter(|r| !WITH_PHYSICS.contains(&r.name.as_str()))
+            .map(|r| change(r).abs())
+            .fold(0.0, f64::max),
+    }
+}
+
+impl Found {
+    /// Whether it reports a regression: an A/A pair's false alarm.
+    fn alarmed(&self) -> bool {
+        self.names.iter().any(|n| !n.ends_with(" improved"))
+    }
+
+    /// Whether Sim.Physics regressed.
+    fn physics_found(&self) -> bool {
+        self.names.iter().any(|n| n == "Sim.Physics")
+    }
+
+    /// What it reports besides Sim.Physics and what holds it.
+    fn others(&self) -> Vec<&str> {
+        (self.names.iter().map(String::as_str))
+            .filter(|n| !WITH_PHYSICS.contains(n))
+            .collect()
     }
 }
 
 /// Two real 10 s demo runs, one after the other, seeds `seed` and
-/// `seed + 1`, the second with `slow` (its flags): the names `compare`
-/// calls regressions. `None` when a run could not be made.
-fn real_pair(dir: &Path, seed: u64, slow: &[&str]) -> Option<Vec<String>> {
+/// `seed + 1`, the second with `slow` (its flags): what `compare`
+/// finds. `None` when a run could not be made.
+fn real_pair(dir: &Path, seed: u64, slow: &[&str]) -> Option<Found> {
     let (a, b) = (dir.join("pair-a.tlt"), dir.join("pair-b.tlt"));
     demo(&a, 10, seed, &[])?;
     demo(&b, 10, seed + 1, slow)?;
-    Some(regressions(&side(&[&a]), &side(&[&b])))
+    Some(compared(&side(&[&a]), &side(&[&b])))
+}
+
+/// Two sides of `runs` real 5 s demo runs each, made alternately (base,
+/// new, base, new, ...), seeds from `seed`, new's runs with `slow`: what
+/// `compare` finds of the two folders' runs. `None` when a run could not
+/// be made.
+fn real_runs(dir: &Path, runs: u64, seed: u64, slow: &[&str]) -> Option<Found> {
+    let (mut base, mut new) = (Vec::new(), Vec::new());
+    for run in 0..runs {
+        let (b, n) = (
+            dir.join(format!("runs-a{run}.tlt")),
+            dir.join(format!("runs-b{run}.tlt")),
+        );
+        demo(&b, 5, seed + 2 * run, &[])?;
+        demo(&n, 5, seed + 2 * run + 1, slow)?;
+        base.push(b);
+        new.push(n);
+    }
+    let side = |paths: &[PathBuf]| side(&paths.iter().map(PathBuf::as_path).collect::<Vec<_>>());
+    Some(compared(&side(&base), &side(&new)))
 }
 
 /// A trace of `ticks` ticks whose spans are drawn from `model`: each name
@@ -113,7 +190,8 @@ fn synthetic(model: &Side, ticks: usize, seed: u64) -> Vec<u8> {
     typhon_live_tests::ticks_trace(&ticks)
 }
 
-/// The rows: A/A over synthetic and real pairs, power, speed.
+/// The rows: A/A over synthetic and real pairs, power, both with sides
+/// of several runs, speed.
 pub fn rows(quick: bool) -> Vec<Row> {
     let row = Row::ours;
     let dir = scratch();
@@ -141,7 +219,7 @@ pub fn rows(quick: bool) -> Vec<Row> {
             samples.read_trace("synthetic", bytes);
             samples.finish()
         };
-        alarms += usize::from(!regressions(&read(&a), &read(&b)).is_empty());
+        alarms += usize::from(compared(&read(&a), &read(&b)).alarmed());
     }
     let rate = alarms as f64 / pairs as f64;
     rows.push(row(
@@ -158,8 +236,8 @@ pub fn rows(quick: bool) -> Vec<Row> {
         let Some(found) = real_pair(&dir, 1000 + 2 * pair, &[]) else {
             break;
         };
-        if !found.is_empty() {
-            real_alarms.push(found.join("+"));
+        if found.alarmed() {
+            real_alarms.push(found.names.join("+"));
         }
     }
     rows.push(row(
@@ -176,35 +254,73 @@ pub fn rows(quick: bool) -> Vec<Row> {
         "<= 1 in 10 (the CI test's bound)",
         Some(real_alarms.len() * 10 <= aa_pairs as usize),
     ));
-    let (mut found, mut others) = (0, Vec::new());
+    let (mut found_in, mut others) = (0, Vec::new());
+    let (mut physics, mut largest_other) = ((f64::MAX, f64::MIN), 0.0f64);
     for pair in 0..power_pairs {
         let slow = ["--slow", "Sim.Physics=1.10"];
-        let Some(names) = real_pair(&dir, 2000 + 2 * pair, &slow) else {
+        let Some(found) = real_pair(&dir, 2000 + 2 * pair, &slow) else {
             break;
         };
-        found += usize::from(names.iter().any(|n| n == "Sim.Physics"));
-        let other: Vec<String> = (names.into_iter())
-            .filter(|n| !["Sim.Physics", "Tick", TICKS].contains(&n.as_str()))
-            .collect();
+        found_in += usize::from(found.physics_found());
+        physics = (physics.0.min(found.physics), physics.1.max(found.physics));
+        largest_other = largest_other.max(found.largest_other);
+        let other = found.others();
         if !other.is_empty() {
             others.push(format!("pair {pair}: {}", other.join("+")));
         }
     }
-    let power = found as f64 / power_pairs as f64;
+    let power = found_in as f64 / power_pairs as f64;
     rows.push(row(
         "compare: power, Sim.Physics 10 % slower (--slow), pairs of real 10 s runs",
         format!(
-            "{found} of {power_pairs} pairs ({:.0} %); another name reported in {} pairs{}",
+            "{found_in} of {power_pairs} pairs ({:.0} %), its change {:+.1} to {:+.1} %; another name reported in {} pairs{}, the largest other change {:.1} %",
             power * 100.0,
+            physics.0 * 100.0,
+            physics.1 * 100.0,
             others.len(),
             if others.is_empty() {
                 String::new()
             } else {
                 format!(" ({})", others.join(", "))
-            }
+            },
+            largest_other * 100.0
         ),
         ">= 95 %, nothing but Sim.Physics and Tick",
         Some(power >= 0.95 && others.is_empty()),
+    ));
+
+    // Several runs a side, alternated: the two-stage bootstrap's false
+    // alarms and power.
+    let slow = ["--slow", "Sim.Physics=1.10"];
+    let pairs = if quick { 1 } else { 5 };
+    let (mut alarms, mut found_in, mut others) = (Vec::new(), 0, Vec::new());
+    for pair in 0..pairs {
+        let Some(aa) = real_runs(&dir, 3, 3000 + 10 * pair, &[]) else {
+            break;
+        };
+        if aa.alarmed() {
+            alarms.push(aa.names.join("+"));
+        }
+        let Some(found) = real_runs(&dir, 3, 4000 + 10 * pair, &slow) else {
+            break;
+        };
+        found_in += usize::from(found.physics_found());
+        let other = found.others();
+        if !other.is_empty() {
+            others.push(other.join("+"));
+        }
+    }
+    rows.push(row(
+        "compare: sides of 3 real 5 s runs, alternated: A/A false alarms; Sim.Physics 10 % slower found",
+        format!(
+            "A/A: {} of {pairs} pairs{}; power: {found_in} of {pairs} pairs, another name reported in {}{}",
+            alarms.len(),
+            if alarms.is_empty() { String::new() } else { format!(" ({})", alarms.join(", ")) },
+            others.len(),
+            if others.is_empty() { String::new() } else { format!(" ({})", others.join(", ")) },
+        ),
+        "no target: the issue measures single runs",
+        None,
     ));
 
     // Speed: two 10 000-tick traces (10 s at 1 kHz) of the demo's shape.

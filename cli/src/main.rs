@@ -63,7 +63,7 @@ enum Command {
         #[command(flatten)]
         assertions: check::Assertions,
         #[command(flatten)]
-        outputs: verdict::Outputs,
+        flags: verdict::Flags,
     },
     /// Did a change make it slower? Compares two traces (or folders of
     /// runs) name by name; a regression exits 8.
@@ -154,14 +154,14 @@ fn run(cli: Cli) -> Result<(), CliError> {
             history,
             capture_dir,
             assertions,
-            outputs,
+            flags,
         } => match (assertions.assert.is_empty(), duration) {
-            (true, _) if outputs != verdict::Outputs::default() => Err(CliError::BadSettings(
-                "--markdown, --junit and --allow-damage are for a verdict: give --assert".into(),
+            (true, _) if flags != verdict::Flags::default() => Err(CliError::BadSettings(
+                "--warm-up, --markdown, --junit and --allow-damage are for a verdict: give --assert".into(),
             )),
             (true, _) => attach::run(&addr, &remote, json, duration, history, &capture_dir),
             (false, Some(duration)) => {
-                check::live(&addr, &remote, duration, &assertions.assert, json, &outputs)
+                check::live(&addr, &remote, duration, &assertions.assert, json, &flags)
             }
             (false, None) => Err(CliError::BadSettings(
                 "--assert on a live stream needs --duration: the verdict comes when it ends".into(),

@@ -233,6 +233,20 @@ fn budgets_pass_and_break_with_their_exit_codes() {
         "{stderr}"
     );
 
+    // A warm-up is not counted: the first of the run's 2 s holds about
+    // 60 of its Sim.AI spans.
+    let count = |more: &[&str]| {
+        let mut flags = vec!["--json"];
+        flags.extend_from_slice(more);
+        let verdict = json(&check(&["count(Sim.AI) > 0"], &flags));
+        verdict["outcomes"][0]["value"].as_f64().unwrap()
+    };
+    let (whole, warmed) = (count(&[]), count(&["--warm-up", "1"]));
+    assert!(
+        warmed > 20.0 && warmed < whole - 40.0,
+        "{warmed} of {whole}"
+    );
+
     // A bad expression is a usage error, pointing at where.
     let bad = check(&["p99(Sim.Physics) < 2 parsecs"], &[]);
     assert_eq!(bad.status.code(), Some(2));
@@ -302,13 +316,26 @@ fn traces_of_different_programs_are_an_error_not_a_wall_of_one_sided_names() {
     std::fs::create_dir_all(&runs).unwrap();
     std::fs::copy(&demo, runs.join("1.tlt")).unwrap();
     std::fs::copy(&demo, runs.join("2.tlt")).unwrap();
-    let output = compare(&runs, &demo, &["--json"]);
+    let output = compare(&runs, &demo, &["--json", "--warm-up", "0.2"]);
     let verdict = json(&output);
     assert_eq!(
         verdict["base"]["reading"]["sources"]
             .as_array()
             .map(Vec::len),
         Some(2)
+    );
+    // Its runs are resampled as runs; each run's warm-up is left out.
+    assert_eq!(
+        (
+            verdict["base"]["runs"].as_u64(),
+            verdict["new"]["runs"].as_u64()
+        ),
+        (Some(2), Some(1))
+    );
+    let warm_up = |side: &str| verdict[side]["reading"]["warm_up"].as_u64().unwrap();
+    assert!(
+        warm_up("base") > 0 && warm_up("base") == 2 * warm_up("new"),
+        "{verdict}"
     );
     std::fs::write(runs.join("3.tlt"), b"not a trace at all").unwrap();
     let output = compare(&runs, &demo, &[]);

@@ -2,11 +2,18 @@
 //!
 //! For each name on both sides (and the ticks' row): each side's count,
 //! p50, p90, p99 and mean; the relative change of one statistic with a
-//! bootstrap interval over ticks; Mann–Whitney's p-value, Holm-adjusted
-//! over all the names tested. A name regressed when the test is
-//! significant at `alpha`, its durations tend to be longer, and the
-//! statistic grew by more than `threshold`. Names on one side only are
-//! listed, never failed.
+//! bootstrap interval over runs and ticks; Mann–Whitney's p-value,
+//! Holm-adjusted over all the names tested. A name regressed when the
+//! test is significant at `alpha`, its durations tend to be longer, the
+//! statistic grew by more than `threshold`, and the interval lies above
+//! no change. Names on one side only are listed, never failed.
+//!
+//! The interval is what sees runs: when a side is several runs of a
+//! program, a whole run can be slower than another, which the rank test
+//! over their pooled spans takes for a change. The bootstrap resamples
+//! runs first, so a shift no larger than the runs of one side show among
+//! themselves keeps "no change" inside the interval. With one run a side
+//! it resamples ticks, and agrees with the rank test.
 
 use core::fmt;
 
@@ -182,6 +189,8 @@ pub struct SideSummary {
     pub reading: Reading,
     /// Clusters the bootstrap resampled.
     pub clusters: usize,
+    /// Runs the bootstrap resampled before their clusters.
+    pub runs: usize,
     /// Whether they are ticks, or windows of host time.
     pub by_tick: bool,
 }
@@ -191,6 +200,7 @@ impl SideSummary {
         SideSummary {
             reading: side.reading.clone(),
             clusters: side.clusters,
+            runs: side.runs.len(),
             by_tick: side.by_tick,
         }
     }
@@ -297,16 +307,21 @@ pub fn compare(base: &Side, new: &Side, options: &Options) -> Result<Comparison,
     let adjusted = stats::holm(&tests.iter().map(|t| t.p).collect::<Vec<_>>());
     let intervals = options
         .bootstrap
-        .changes(options.stat, &tested, base.clusters, new.clusters);
+        .changes(options.stat, &tested, &base.runs, &new.runs);
     for (i, (b, n)) in tested.iter().enumerate() {
         let (fb, fn_) = (Figures::of(b), Figures::of(n));
         let (from, to) = (fb.get(options.stat), fn_.get(options.stat));
         let change = (from > 0.0).then(|| to / from - 1.0);
         let significant = adjusted[i] < options.alpha;
         let longer = tests[i].longer;
+        let interval = intervals[i];
+        let above = interval.is_some_and(|i| i.low > 0.0);
+        let below = interval.is_some_and(|i| i.high < 0.0);
         let verdict = match change {
-            Some(c) if significant && c > options.threshold && longer > 0.5 => Verdict::Regression,
-            Some(c) if significant && c < -options.threshold && longer < 0.5 => {
+            Some(c) if significant && above && c > options.threshold && longer > 0.5 => {
+                Verdict::Regression
+            }
+            Some(c) if significant && below && c < -options.threshold && longer < 0.5 => {
                 Verdict::Improvement
             }
             _ => Verdict::Unchanged,
@@ -316,7 +331,7 @@ pub fn compare(base: &Side, new: &Side, options: &Options) -> Result<Comparison,
             base: Some(fb),
             new: Some(fn_),
             change,
-            interval: intervals[i],
+            interval,
             p: Some(tests[i].p),
             p_adjusted: Some(adjusted[i]),
             longer: Some(longer),
@@ -379,6 +394,13 @@ mod tests {
     /// `ticks` ticks of three spans, their durations drawn with `seed`,
     /// `Physics` scaled by `slow`.
     fn side(seed: u64, ticks: usize, slow: f64) -> Side {
+        runs(seed, ticks, &[1.0], slow, false)
+    }
+
+    /// A run of `ticks` ticks for each of `runs`, each run's durations
+    /// scaled by its factor (a run slower as a whole), `Physics` by
+    /// `slow` besides: read as runs, or as one trace that pools them.
+    fn runs(seed: u64, ticks: usize, runs: &[f64], slow: f64, pooled: bool) -> Side {
         let mut rng = SmallRng::seed_from_u64(seed);
         let mut draw = |median: f64| {
             let u: f64 = rng.random_range(0.0..1.0);
@@ -390,18 +412,28 @@ mod tests {
             };
             (median * (0.7 + 0.6 * u) * tail) as u64
         };
-        let ticks: Vec<_> = (0..ticks)
-            .map(|_| {
-                let spans = vec![
-                    ("Input", draw(20_000.0)),
-                    ("Physics", (draw(200_000.0) as f64 * slow) as u64),
-                    ("AI", draw(80_000.0)),
-                ];
-                (false, spans)
+        let each: Vec<Vec<_>> = (runs.iter())
+            .map(|&run| {
+                (0..ticks)
+                    .map(|_| {
+                        let spans = vec![
+                            ("Input", draw(20_000.0 * run)),
+                            ("Physics", (draw(200_000.0 * run) as f64 * slow) as u64),
+                            ("AI", draw(80_000.0 * run)),
+                        ];
+                        (false, spans)
+                    })
+                    .collect()
             })
             .collect();
         let mut samples = Samples::new();
-        samples.read_trace(&format!("seed {seed}"), &ticks_trace(&ticks));
+        if pooled {
+            samples.read_trace("pooled", &ticks_trace(&each.concat()));
+        } else {
+            for (i, ticks) in each.iter().enumerate() {
+                samples.read_trace(&format!("seed {seed}, run {i}"), &ticks_trace(ticks));
+            }
+        }
         samples.finish()
     }
 
@@ -429,6 +461,60 @@ mod tests {
                 "{row:?}"
             );
         }
+    }
+
+    /// Kalibera and Jones's case: runs of one program differ as wholes.
+    /// New's runs are 7 % slower on average, no more than base's runs
+    /// differ among themselves: pooled, the spans say "regression";
+    /// seen as runs, nothing is, and each such name's interval holds 0.
+    #[test]
+    fn a_shift_within_the_runs_own_spread_is_no_regression_when_they_are_runs() {
+        let (base, new) = ([0.93, 1.0, 1.07], [1.0, 1.07, 1.14]);
+        let pooled = compare(
+            &runs(1, 300, &base, 1.0, true),
+            &runs(2, 300, &new, 1.0, true),
+            &Options::default(),
+        )
+        .unwrap();
+        let regressed: Vec<&Row> = (pooled.rows.iter())
+            .filter(|r| r.verdict == Verdict::Regression)
+            .collect();
+        assert!(regressed.len() >= 2, "{:#?}", pooled.rows);
+        let c = compare(
+            &runs(1, 300, &base, 1.0, false),
+            &runs(2, 300, &new, 1.0, false),
+            &Options::default(),
+        )
+        .unwrap();
+        assert_eq!((c.base.runs, c.new.runs), (3, 3));
+        assert_eq!(c.regressions, 0, "{:#?}", c.rows);
+        for was in regressed {
+            let row = c.rows.iter().find(|r| r.name == was.name).unwrap();
+            // The same figures, and as significant to the rank test...
+            assert_eq!((row.change, row.p), (was.change, was.p));
+            // ...but the runs' own spread holds no change.
+            assert!(row.interval.unwrap().low < 0.0, "{row:?}");
+        }
+    }
+
+    /// A change larger than the runs' spread is found through it.
+    #[test]
+    fn a_ten_percent_slower_system_is_found_across_runs() {
+        let c = compare(
+            &runs(1, 300, &[0.98, 1.0, 1.02], 1.0, false),
+            &runs(2, 300, &[0.99, 1.01, 1.0], 1.10, false),
+            &Options::default(),
+        )
+        .unwrap();
+        let regressed: Vec<&str> = (c.rows.iter())
+            .filter(|r| r.verdict == Verdict::Regression)
+            .map(|r| r.name.as_str())
+            .collect();
+        assert!(regressed.contains(&"Physics"), "{:#?}", c.rows);
+        assert!(
+            regressed.iter().all(|&n| n == "Physics" || n == TICKS),
+            "{regressed:?}"
+        );
     }
 
     #[test]

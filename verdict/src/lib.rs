@@ -2,9 +2,10 @@
 //! with a rank test and a bootstrap, and budgets checked, for CI.
 //!
 //! - [`samples`]: a side's spans, task spans and ticks as samples, read
-//!   from trace files or a live stream through the one reader;
+//!   from trace files or a live stream through the one reader, each in
+//!   its tick and run;
 //! - [`stats`]: quantiles, the Mann–Whitney test, Holm's correction and
-//!   the bootstrap over ticks;
+//!   the bootstrap over runs, then ticks;
 //! - [`compare`]: two sides, name by name: the verdict;
 //! - [`check`]: budget assertions (typhon-live-condition's grammar);
 //! - [`report`]: either verdict as a terminal table, Markdown or JUnit

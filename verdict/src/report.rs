@@ -5,7 +5,7 @@
 use core::fmt::Write;
 
 use crate::check::{Check, Outcome};
-use crate::compare::{Comparison, Figures, Row, Verdict};
+use crate::compare::{Comparison, Figures, Row, SideSummary, Verdict};
 use crate::samples::Reading;
 
 /// A duration in ns, in the unit that reads best.
@@ -45,15 +45,34 @@ fn interval(row: &Row) -> String {
         .unwrap_or_default()
 }
 
-/// What a side was read from, and what it lost, in a line or two.
-fn side_lines(label: &str, r: &Reading, clusters: usize, by_tick: bool) -> String {
+/// A compared side's units: `600 ticks`, `1 800 ticks in 3 runs`.
+fn units(side: &SideSummary) -> String {
+    let clusters = if side.by_tick {
+        "ticks"
+    } else {
+        "10 ms windows"
+    };
+    match side.runs {
+        0 | 1 => format!("{} {clusters}", side.clusters),
+        runs => format!("{} {clusters} in {runs} runs", side.clusters),
+    }
+}
+
+/// What a side was read from (its `units` besides its events), and what
+/// it lost, in a line or two.
+fn side_lines(label: &str, r: &Reading, units: &str) -> String {
     let mut out = format!(
-        "{label}: {} ({} events, {} {})",
+        "{label}: {} ({} events, {units})",
         r.sources.join(", "),
         r.events,
-        clusters,
-        if by_tick { "ticks" } else { "10 ms windows" }
     );
+    if r.warm_up > 0 {
+        let _ = write!(
+            out,
+            "; {} spans and ticks in the runs' warm-up not counted",
+            r.warm_up
+        );
+    }
     if r.dropped > 0 || r.frames_missed > 0 {
         let _ = write!(
             out,
@@ -98,14 +117,23 @@ fn headline(c: &Comparison) -> String {
 }
 
 fn method(c: &Comparison) -> String {
+    let clusters = if c.base.by_tick && c.new.by_tick {
+        "ticks"
+    } else {
+        "ticks or 10 ms windows"
+    };
+    let over = if c.base.runs > 1 || c.new.runs > 1 {
+        format!("runs, then {clusters} within them")
+    } else {
+        clusters.to_string()
+    };
     format!(
-        "{} compared; a regression is significant at {} (Mann–Whitney, Holm over {} names) and over +{:.1}%; intervals {:.0}% by bootstrap over {} ({} resamples)",
+        "{} compared; a regression is significant at {} (Mann–Whitney, Holm over {} names), over +{:.1}% and above 0 in its interval; intervals {:.0}% by bootstrap over {over} ({} resamples)",
         c.stat.label(),
         c.alpha,
         c.tested,
         c.threshold * 100.0,
         c.confidence * 100.0,
-        if c.base.by_tick && c.new.by_tick { "ticks" } else { "ticks or 10 ms windows" },
         c.rounds
     )
 }
@@ -175,13 +203,9 @@ pub fn compare_table(c: &Comparison) -> String {
     let _ = writeln!(
         out,
         "{}",
-        side_lines("base", &c.base.reading, c.base.clusters, c.base.by_tick)
+        side_lines("base", &c.base.reading, &units(&c.base))
     );
-    let _ = writeln!(
-        out,
-        "{}",
-        side_lines("new", &c.new.reading, c.new.clusters, c.new.by_tick)
-    );
+    let _ = writeln!(out, "{}", side_lines("new", &c.new.reading, &units(&c.new)));
     out.push('\n');
     out.push_str(&aligned(&lines, 1));
     out
@@ -234,7 +258,7 @@ pub fn compare_markdown(c: &Comparison) -> String {
     );
     let _ = writeln!(out, "{}.\n", method(c));
     for (label, side) in [("base", &c.base), ("new", &c.new)] {
-        let text = side_lines(label, &side.reading, side.clusters, side.by_tick);
+        let text = side_lines(label, &side.reading, &units(side));
         let _ = writeln!(out, "- {}", text.replace('\n', "\n  "));
     }
     let row = |r: &Row| {
@@ -345,7 +369,7 @@ fn junit(suite: &str, cases: &[Case]) -> String {
 /// The reading of a side as a test case, failing on damage unless it is
 /// allowed.
 fn reading_case(label: &str, r: &Reading, allow_damage: bool) -> Case {
-    let text = side_lines(label, r, 0, true);
+    let text = side_lines(label, r, &format!("{} ticks", r.ticks));
     Case {
         name: format!("{label} read whole"),
         failure: (r.damaged() && !allow_damage)
@@ -427,7 +451,7 @@ pub fn check_table(c: &Check) -> String {
     let _ = writeln!(
         out,
         "{}\n",
-        side_lines("read", &c.reading, c.reading.ticks as usize, true)
+        side_lines("read", &c.reading, &format!("{} ticks", c.reading.ticks))
     );
     out.push_str(&aligned(&lines, 1));
     out
@@ -437,7 +461,7 @@ pub fn check_table(c: &Check) -> String {
 pub fn check_markdown(c: &Check) -> String {
     let mark = if c.broken() { "❌" } else { "✅" };
     let mut out = format!("### {mark} typhon-live check: {}\n\n", check_headline(c));
-    let text = side_lines("read", &c.reading, c.reading.ticks as usize, true);
+    let text = side_lines("read", &c.reading, &format!("{} ticks", c.reading.ticks));
     let _ = writeln!(out, "- {}\n", text.replace('\n', "\n  "));
     out.push_str("| assertion | value | verdict |\n|---|---:|---|\n");
     for o in &c.outcomes {

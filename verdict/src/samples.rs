@@ -3,10 +3,13 @@
 //! live stream through the one reader (typhon-live-reader).
 //!
 //! Each sample keeps its start, so that [`Samples::finish`] can give it
-//! the tick it ran in: the bootstrap resamples whole ticks, whose spans
-//! are not independent of one another.
+//! the tick it ran in, and the run (source) that tick belongs to: the
+//! bootstrap resamples whole runs, then whole ticks within them, as
+//! neither the spans of one tick nor the ticks of one run are independent
+//! of one another.
 
 use std::collections::{BTreeMap, HashMap};
+use std::ops::Range;
 
 use serde::Serialize;
 use typhon_live_core::{DecodeError, Event, Frame, NameId};
@@ -38,9 +41,9 @@ pub struct Reading {
     pub sources: Vec<String>,
     /// Events read.
     pub events: u64,
-    /// Ticks that ended.
+    /// Ticks that ended (after their run's warm-up).
     pub ticks: u64,
-    /// Ticks that ended over their budget.
+    /// Ticks that ended over their budget (after their run's warm-up).
     pub overruns: u64,
     /// Events the stream says were dropped (full rings, Blocks dropped on
     /// the way, lost at shutdown).
@@ -57,6 +60,9 @@ pub struct Reading {
     pub names_not_kept: u64,
     /// Spans named like the ticks' row ([`TICKS`]), not counted.
     pub shadowed: u64,
+    /// Spans and ticks not counted because they started in their run's
+    /// warm-up ([`Samples::with_warm_up`]).
+    pub warm_up: u64,
 }
 
 impl Reading {
@@ -112,6 +118,11 @@ pub struct Samples {
     /// restarts follow one another on the side's timeline.
     base: u64,
     latest: u64,
+    /// Where each source (run) starts on the side's timeline.
+    run_starts: Vec<u64>,
+    /// The current run's first time, and how long its warm-up is (ns).
+    run_first: Option<u64>,
+    warm_up: u64,
     kept: usize,
     reading: Reading,
 }
@@ -139,6 +150,9 @@ impl Samples {
             tick_starts: Vec::new(),
             base: 0,
             latest: 0,
+            run_starts: Vec::new(),
+            run_first: None,
+            warm_up: 0,
             kept: 0,
             reading: Reading::default(),
         };
@@ -146,16 +160,27 @@ impl Samples {
         samples
     }
 
+    /// The same side, not counting what starts in each run's first
+    /// `nanos` (from the run's first time read): a warm-up, such as
+    /// caches, a JIT or a symbolizer filling, that is not the steady
+    /// state compared.
+    pub fn with_warm_up(mut self, nanos: u64) -> Samples {
+        self.warm_up = nanos;
+        self
+    }
+
     /// What was read so far besides the samples.
     pub fn reading(&self) -> &Reading {
         &self.reading
     }
 
-    /// Starts a new source (a trace, a connection) called `label`: its
-    /// times follow the last source's.
+    /// Starts a new source (a trace, a connection) called `label`: a run
+    /// of its own, whose times follow the last source's.
     pub fn start_source(&mut self, label: &str) {
         self.reading.sources.push(label.into());
         self.new_epoch();
+        self.run_starts.push(self.base);
+        self.run_first = None;
     }
 
     /// Reads a trace file's bytes as source `label`, as far as they go:
@@ -234,8 +259,12 @@ impl Samples {
                 name, time, wall, ..
             } => (name, time.saturating_sub(wall), wall),
             Event::TickStart { time, tick } => {
-                if self.open_ticks.len() < MAX_OPEN_TICKS {
-                    let at = self.at(time);
+                let at = self.at(time);
+                if self.warming_up(at) {
+                    self.reading.warm_up += 1;
+                } else if self.open_ticks.len() < MAX_OPEN_TICKS
+                    && self.tick_starts.len() < self.limits.samples
+                {
                     self.open_ticks.insert(tick, at);
                     self.tick_starts.push(at);
                 }
@@ -246,10 +275,14 @@ impl Samples {
                 tick,
                 overrun,
             } => {
-                self.reading.ticks += 1;
-                self.reading.overruns += u64::from(overrun);
+                let end = self.at(time);
+                // A tick that ends in the warm-up is not counted at all;
+                // one that started in it is counted, without its duration.
+                if !self.warming_up(end) {
+                    self.reading.ticks += 1;
+                    self.reading.overruns += u64::from(overrun);
+                }
                 if let Some(start) = self.open_ticks.remove(&tick) {
-                    let end = self.at(time);
                     self.keep(0, start, end.saturating_sub(start));
                 }
                 return;
@@ -273,6 +306,10 @@ impl Samples {
             }
         };
         let start = self.at(start);
+        if self.warming_up(start) {
+            self.reading.warm_up += 1;
+            return;
+        }
         self.keep(series, start, duration);
     }
 
@@ -280,7 +317,16 @@ impl Samples {
     fn at(&mut self, t: u64) -> u64 {
         let at = self.base.saturating_add(t);
         self.latest = self.latest.max(at);
+        self.run_first.get_or_insert(at);
         at
+    }
+
+    /// Whether `at` is in the current run's warm-up.
+    fn warming_up(&self, at: u64) -> bool {
+        self.warm_up > 0
+            && self
+                .run_first
+                .is_some_and(|first| at < first.saturating_add(self.warm_up))
     }
 
     fn keep(&mut self, series: usize, start: u64, duration: u64) {
@@ -317,40 +363,78 @@ impl Samples {
     }
 
     /// The side, read: each name's durations sorted, with the cluster
-    /// (tick, or window of host time) each ran in.
+    /// (tick, or window of host time) each ran in, and the clusters of
+    /// each run.
     pub fn finish(self) -> Side {
         let mut starts = self.tick_starts;
         starts.sort_unstable();
         let by_tick = !starts.is_empty();
-        let cluster_of = |start: u64| -> u32 {
+        let mut run_starts = self.run_starts;
+        if run_starts.first() != Some(&0) {
+            run_starts.insert(0, 0); // what came before any source
+        }
+        let run_of = |at: u64| run_starts.partition_point(|&s| s <= at) - 1;
+        // A sample's cluster key: (run, tick) or (run, window of the run).
+        let key = |start: u64| -> (usize, u64) {
+            let run = run_of(start);
             if by_tick {
-                starts.partition_point(|&s| s <= start).saturating_sub(1) as u32
+                let tick = starts.partition_point(|&s| s <= start).saturating_sub(1);
+                // A span before its run's first tick joins that tick.
+                let first = starts.partition_point(|&s| s < run_starts[run]);
+                (run, tick.max(first).min(starts.len() - 1) as u64)
             } else {
-                (start / WINDOW_NS) as u32
+                (run, (start - run_starts[run]) / WINDOW_NS)
             }
         };
-        let mut clusters = if by_tick { starts.len() } else { 0 };
+        // The clusters that hold a sample, in order, so that a stream's
+        // clock (a window key can be anything) never sizes a table.
+        let mut keys: Vec<(usize, u64)> = if by_tick {
+            (0..starts.len() as u64)
+                .map(|t| (run_of(starts[t as usize]), t))
+                .collect()
+        } else {
+            (self.series.iter())
+                .flat_map(|s| s.samples.iter().map(|&(start, _)| key(start)))
+                .collect()
+        };
+        keys.sort_unstable();
+        keys.dedup();
         let mut series = Vec::new();
         for s in self.series {
             if s.samples.is_empty() {
                 continue;
             }
             let mut pairs: Vec<(u64, u32)> = (s.samples.iter())
-                .map(|&(start, duration)| (duration, cluster_of(start)))
+                .map(|&(start, duration)| {
+                    let k = key(start);
+                    // Within bounds: a span of a run without ticks,
+                    // beside runs with them, joins a neighbouring tick.
+                    let cluster = keys.partition_point(|&x| x < k).min(keys.len() - 1);
+                    (duration, cluster as u32)
+                })
                 .collect();
             pairs.sort_unstable();
-            if !by_tick {
-                clusters = clusters.max(pairs.iter().map(|p| p.1 as usize + 1).max().unwrap_or(0));
-            }
             series.push(Sorted {
                 name: s.name,
                 values: pairs.iter().map(|p| p.0).collect(),
                 clusters: pairs.iter().map(|p| p.1).collect(),
             });
         }
+        // Each run's clusters: keys are ordered by run.
+        let mut runs: Vec<Range<u32>> = Vec::new();
+        for (i, &(run, _)) in keys.iter().enumerate() {
+            match runs.last_mut() {
+                Some(last) if run == keys[last.start as usize].0 => last.end = i as u32 + 1,
+                _ => runs.push(i as u32..i as u32 + 1),
+            }
+        }
+        if runs.is_empty() {
+            runs.push(0..1);
+        }
         Side {
             series,
-            clusters: clusters.max(1),
+            clusters: keys.len().max(1),
+            runs,
             by_tick,
             reading: self.reading,
         }
@@ -376,6 +460,10 @@ pub struct Side {
     pub series: Vec<Sorted>,
     /// Clusters the bootstrap resamples.
     pub clusters: usize,
+    /// Each run's clusters, in order, together `0..clusters`: a run is a
+    /// source (a trace file, a connection), and the bootstrap resamples
+    /// runs before their clusters.
+    pub runs: Vec<Range<u32>>,
     /// Whether the clusters are ticks (else windows of [`WINDOW_NS`]).
     pub by_tick: bool,
     /// What was read besides.
@@ -469,5 +557,51 @@ mod tests {
         clusters.sort_unstable();
         assert_eq!(clusters, (0..10).collect::<Vec<_>>());
         assert_eq!(side.reading.sources, ["a", "b"]);
+        // Each source is a run of its own ticks.
+        assert_eq!(side.runs, [0..5, 5..10]);
+    }
+
+    #[test]
+    fn a_runs_warm_up_is_not_counted_and_each_run_has_its_own() {
+        // Ticks of 1 ms, one after another from 1 ms: the first 2 ms of
+        // each run (from its first event, tick 0's start) hold the starts
+        // and spans of ticks 0 and 1.
+        let bytes = ticks_trace(&vec![(false, vec![("Work", 1_000_000)]); 6]);
+        let mut samples = Samples::new().with_warm_up(2_000_000);
+        samples.read_trace("a", &bytes);
+        samples.read_trace("b", &bytes);
+        let side = samples.finish();
+        assert_eq!(side.get("Work").unwrap().values.len(), 2 * 4);
+        assert_eq!(side.get(TICKS).unwrap().values.len(), 2 * 4);
+        assert_eq!(side.reading.warm_up, 2 * (2 + 2));
+        assert_eq!(side.runs, [0..4, 4..8]);
+        // Tick 0 ends in the warm-up and is not counted; tick 1 ends
+        // after it and is, without its duration.
+        assert_eq!(side.reading.ticks, 2 * 5);
+    }
+
+    #[test]
+    fn without_ticks_the_windows_are_counted_only_where_spans_are() {
+        // Two spans a whole second apart, far from the stream's start:
+        // two windows, not the hundred between them nor the 500 000
+        // before them.
+        let state = State::default();
+        let mut samples = Samples::new();
+        samples.start_source("far");
+        for start in [5_000_000_000_000u64, 5_001_000_000_000] {
+            let event = Event::Span {
+                start,
+                duration: 10,
+                name: 1,
+                id: 1,
+                parent: 0,
+                arg: None,
+            };
+            samples.update(&state, &Update::Event { lane: 0, event });
+        }
+        let side = samples.finish();
+        assert!(!side.by_tick);
+        assert_eq!(side.clusters, 2);
+        assert_eq!(side.runs, vec![0..2]);
     }
 }

@@ -9,7 +9,12 @@
 //! - Holm's step-down correction keeps the chance of any false alarm
 //!   among all the names compared at the level asked.
 //! - The bootstrap resamples clusters (ticks): the spans of one tick
-//!   share its conditions and are not independent of one another.
+//!   share its conditions and are not independent of one another. When a
+//!   side is several runs it resamples the runs first, then the ticks of
+//!   each run drawn (a two-stage bootstrap): a whole run can be slower
+//!   than another of the same program, and its ticks cannot tell.
+
+use core::ops::Range;
 
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
@@ -263,25 +268,30 @@ impl Default for Bootstrap {
 
 impl Bootstrap {
     /// The interval of `stat`'s relative change from `base[i]` to
-    /// `new[i]`, for each pair, resampling each side's clusters
-    /// (`base_clusters`, `new_clusters` of them) with replacement: one
-    /// resample of a side serves all its names, as ticks are resampled
-    /// whole. `None` where a side's statistic is 0.
+    /// `new[i]`, for each pair, resampling each side's runs and then
+    /// their clusters with replacement (`base_runs`, `new_runs`: each
+    /// run's clusters, together all of the side's). One resample of a side
+    /// serves all its names, as ticks are resampled whole. `None` where a
+    /// side's statistic is 0.
     pub fn changes(
         &self,
         stat: Stat,
         pairs: &[(&Sorted, &Sorted)],
-        base_clusters: usize,
-        new_clusters: usize,
+        base_runs: &[Range<u32>],
+        new_runs: &[Range<u32>],
     ) -> Vec<Option<Interval>> {
         let base: Vec<Clustered> = pairs.iter().map(|p| Clustered::new(p.0)).collect();
         let new: Vec<Clustered> = pairs.iter().map(|p| Clustered::new(p.1)).collect();
         let mut rng = SmallRng::seed_from_u64(self.seed);
         let mut changes: Vec<Vec<f64>> = vec![Vec::with_capacity(self.rounds); pairs.len()];
-        let (mut wb, mut wn) = (vec![0u32; base_clusters], vec![0u32; new_clusters]);
+        let clusters = |runs: &[Range<u32>]| runs.iter().map(|r| r.end as usize).max().unwrap_or(0);
+        let (mut wb, mut wn) = (
+            vec![0u32; clusters(base_runs)],
+            vec![0u32; clusters(new_runs)],
+        );
         for _ in 0..self.rounds {
-            resample(&mut rng, &mut wb);
-            resample(&mut rng, &mut wn);
+            resample(&mut rng, base_runs, &mut wb);
+            resample(&mut rng, new_runs, &mut wn);
             for (i, (b, n)) in base.iter().zip(&new).enumerate() {
                 if let (Some(b), Some(n)) = (b.weighted(stat, &wb), n.weighted(stat, &wn)) {
                     if b > 0.0 {
@@ -309,13 +319,25 @@ impl Bootstrap {
     }
 }
 
-/// Draws `weights.len()` clusters with replacement: each weight is how
-/// often its cluster was drawn.
-fn resample(rng: &mut SmallRng, weights: &mut [u32]) {
+/// Draws as many runs as there are, with replacement, and for each run
+/// drawn as many of its clusters as it has, with replacement: each weight
+/// is how often its cluster was drawn. One run: its clusters are drawn.
+fn resample(rng: &mut SmallRng, runs: &[Range<u32>], weights: &mut [u32]) {
     weights.fill(0);
-    let n = weights.len();
-    for _ in 0..n {
-        weights[rng.random_range(0..n)] += 1;
+    let all = 0..weights.len() as u32;
+    let runs = if runs.len() > 1 {
+        runs
+    } else {
+        core::slice::from_ref(&all)
+    };
+    for _ in 0..runs.len() {
+        let run = &runs[rng.random_range(0..runs.len())];
+        if run.is_empty() {
+            continue;
+        }
+        for _ in run.clone() {
+            weights[rng.random_range(run.clone()) as usize] += 1;
+        }
     }
 }
 
@@ -399,7 +421,8 @@ mod tests {
         let new = sorted((0..2000).map(|_| draw(&mut rng) * 11 / 10).collect());
         let same = sorted((0..2000).map(|_| draw(&mut rng)).collect());
         let boot = Bootstrap::default();
-        let ci = boot.changes(Stat::P50, &[(&base, &new), (&base, &same)], 2000, 2000);
+        let all = core::slice::from_ref(&(0..2000));
+        let ci = boot.changes(Stat::P50, &[(&base, &new), (&base, &same)], all, all);
         let shifted = ci[0].unwrap();
         assert!(
             shifted.low > 0.03 && shifted.low < 0.10 && shifted.high > 0.10,

@@ -14,7 +14,7 @@ use typhon_live_verdict::samples::{Samples, Side};
 
 use crate::cmd::compare::read_side;
 use crate::cmd::remote::{self, RemoteOptions};
-use crate::cmd::verdict::{self, Outputs, Written};
+use crate::cmd::verdict::{self, Flags, Written};
 use crate::error::CliError;
 
 /// `check`'s arguments.
@@ -28,7 +28,7 @@ pub struct CheckOptions {
     #[arg(long, conflicts_with = "markdown")]
     pub json: bool,
     #[command(flatten)]
-    pub outputs: Outputs,
+    pub flags: Flags,
 }
 
 /// The `--assert` flags, as `check` and `attach` take them.
@@ -54,22 +54,17 @@ pub fn run(opts: CheckOptions) -> Result<(), CliError> {
             "nothing to check: give at least one --assert".into(),
         ));
     }
-    let side = read_side(&opts.file)?;
-    judge(&side, &opts.assertions.assert, opts.json, &opts.outputs)
+    let side = read_side(&opts.file, &opts.flags)?;
+    judge(&side, &opts.assertions.assert, opts.json, &opts.flags)
 }
 
 /// Judges `assertions` on `side` and delivers the verdict.
-fn judge(
-    side: &Side,
-    assertions: &[Assertion],
-    json: bool,
-    outputs: &Outputs,
-) -> Result<(), CliError> {
+fn judge(side: &Side, assertions: &[Assertion], json: bool, flags: &Flags) -> Result<(), CliError> {
     let verdict = check::check(side, assertions);
     let written = Written {
         table: report::check_table(&verdict),
         markdown: report::check_markdown(&verdict),
-        junit: report::check_junit(&verdict, outputs.allow_damage),
+        junit: report::check_junit(&verdict, flags.allow_damage),
     };
     let failed = verdict.broken().then(|| {
         let broken: Vec<&str> = (verdict.outcomes.iter())
@@ -79,7 +74,7 @@ fn judge(
         format!("broken: {}", broken.join("; "))
     });
     let damaged = verdict.reading.damaged();
-    verdict::deliver(outputs, json, &verdict, written, failed, damaged)
+    verdict::deliver(flags, json, &verdict, written, failed, damaged)
 }
 
 /// Reads a live stream into samples until its deadline or its Shutdown.
@@ -131,7 +126,7 @@ pub fn live(
     duration: Duration,
     assertions: &[Assertion],
     json: bool,
-    outputs: &Outputs,
+    flags: &Flags,
 ) -> Result<(), CliError> {
     let secure = remote_options.secure()?;
     let deadline = Instant::now() + duration;
@@ -145,7 +140,7 @@ pub fn live(
     let mut live = Live {
         label: addr.into(),
         reader: Reader::new(),
-        samples: Samples::new(),
+        samples: verdict::samples(flags),
         deadline,
         ended: false,
     };
@@ -167,5 +162,5 @@ pub fn live(
             })
         }
     }
-    judge(&live.samples.finish(), assertions, json, outputs)
+    judge(&live.samples.finish(), assertions, json, flags)
 }

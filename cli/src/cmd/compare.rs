@@ -6,10 +6,10 @@ use std::path::{Path, PathBuf};
 
 use typhon_live_verdict::compare::{self, Options};
 use typhon_live_verdict::report;
-use typhon_live_verdict::samples::{Samples, Side};
+use typhon_live_verdict::samples::Side;
 use typhon_live_verdict::stats::{Bootstrap, Stat};
 
-use crate::cmd::verdict::{self, Outputs, Written};
+use crate::cmd::verdict::{self, Flags, Written};
 use crate::error::CliError;
 use crate::trace_file;
 
@@ -34,7 +34,7 @@ pub struct CompareOptions {
     #[arg(long, conflicts_with = "markdown")]
     pub json: bool,
     #[command(flatten)]
-    pub outputs: Outputs,
+    pub flags: Flags,
 }
 
 /// `5%`, `5` or `0.5%`: a fraction.
@@ -79,10 +79,10 @@ pub fn traces(path: &Path) -> Result<Vec<PathBuf>, CliError> {
     Ok(files)
 }
 
-/// Reads a side: every trace, as far as each goes. A file of which not
-/// one frame reads is not a trace: an error.
-pub fn read_side(path: &Path) -> Result<Side, CliError> {
-    let mut samples = Samples::new();
+/// Reads a side as `flags` say: every trace, as far as each goes. A
+/// file of which not one frame reads is not a trace: an error.
+pub fn read_side(path: &Path, flags: &Flags) -> Result<Side, CliError> {
+    let mut samples = verdict::samples(flags);
     for file in traces(path)? {
         let bytes = trace_file::read(&file)?;
         let seen = samples.reading().damage.len();
@@ -100,7 +100,10 @@ pub fn read_side(path: &Path) -> Result<Side, CliError> {
 
 /// Runs `compare`.
 pub fn run(opts: CompareOptions) -> Result<(), CliError> {
-    let (base, new) = (read_side(&opts.base)?, read_side(&opts.new)?);
+    let (base, new) = (
+        read_side(&opts.base, &opts.flags)?,
+        read_side(&opts.new, &opts.flags)?,
+    );
     let options = Options {
         stat: opts.stat,
         threshold: opts.threshold,
@@ -113,7 +116,7 @@ pub fn run(opts: CompareOptions) -> Result<(), CliError> {
     let written = Written {
         table: report::compare_table(&comparison),
         markdown: report::compare_markdown(&comparison),
-        junit: report::compare_junit(&comparison, opts.outputs.allow_damage),
+        junit: report::compare_junit(&comparison, opts.flags.allow_damage),
     };
     let failed = comparison.regressed().then(|| {
         format!(
@@ -123,7 +126,7 @@ pub fn run(opts: CompareOptions) -> Result<(), CliError> {
         )
     });
     verdict::deliver(
-        &opts.outputs,
+        &opts.flags,
         opts.json,
         &comparison,
         written,

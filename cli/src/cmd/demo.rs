@@ -161,11 +161,12 @@ impl Draws {
         self.0.random_range(0..max.max(1))
     }
 
-    /// A system's own work this tick, around `median` ns: spread from
-    /// 0.7 to 1.3 of it, and one tick in 50 three times as long (a cache
-    /// gone cold), as measured work is skewed with a heavy tail.
+    /// A system's own work this tick, around `median` ns: from 0.8 to 1.2
+    /// of it, most often near it (the sum of two uniform draws), and one
+    /// tick in 50 three times as long (a cache gone cold), as measured
+    /// work is skewed with a heavy tail.
     fn own_work(&mut self, median: u64) -> f64 {
-        let spread = 0.7 + 0.6 * self.0.random::<f64>();
+        let spread = 0.8 + 0.2 * (self.0.random::<f64>() + self.0.random::<f64>());
         let tail = if self.below(50) == 0 { 3.0 } else { 1.0 };
         median as f64 * spread * tail
     }
