@@ -106,8 +106,8 @@ fn the_same_program_twice_is_no_regression_in_nine_of_ten_pairs() {
     let mut alarms = Vec::new();
     for pair in 0..10u64 {
         let (a, b) = pair_paths(&dir, pair);
-        demo_run(&a, "3", 2 * pair + 1, None);
-        demo_run(&b, "3", 2 * pair + 2, None);
+        demo_run(&a, "2", 2 * pair + 1, None);
+        demo_run(&b, "2", 2 * pair + 2, None);
         let output = compare(&a, &b, &["--json"]);
         let verdict = json(&output);
         assert!(verdict["tested"].as_u64() >= Some(10), "{verdict}");

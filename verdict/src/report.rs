@@ -45,7 +45,7 @@ fn interval(row: &Row) -> String {
         .unwrap_or_default()
 }
 
-/// A compared side's units: `600 ticks`, `1 800 ticks in 3 runs`.
+/// A compared side's units: `600 ticks`, `1800 ticks in 3 runs`.
 fn units(side: &SideSummary) -> String {
     let clusters = if side.by_tick {
         "ticks"

@@ -44,9 +44,7 @@ pub struct Written {
 
 /// A side's samples, without each run's warm-up as `flags` say.
 pub fn samples(flags: &Flags) -> Samples {
-    let warm_up = flags
-        .warm_up
-        .map_or(0, |d| d.as_nanos().min(u64::MAX as u128) as u64);
+    let warm_up = (flags.warm_up).map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
     Samples::new().with_warm_up(warm_up)
 }
 
