@@ -78,6 +78,18 @@ struct Found {
     largest_other: f64,
 }
 
+/// The new side's flags in the power rows: Sim.Physics 10 % slower.
+const SLOW: [&str; 2] = ["--slow", "Sim.Physics=1.10"];
+
+/// ` (a, b)` after a count, or nothing when there is nothing to list.
+fn listed(items: &[String]) -> String {
+    if items.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", items.join(", "))
+    }
+}
+
 /// Names that hold Sim.Physics, or are it: they may change with it.
 const WITH_PHYSICS: [&str; 3] = ["Sim.Physics", "Tick", TICKS];
 
@@ -245,11 +257,7 @@ pub fn rows(quick: bool) -> Vec<Row> {
         format!(
             "{} of {aa_pairs} pairs{}",
             real_alarms.len(),
-            if real_alarms.is_empty() {
-                String::new()
-            } else {
-                format!(" ({})", real_alarms.join(", "))
-            }
+            listed(&real_alarms)
         ),
         "<= 1 in 10 (the CI test's bound)",
         Some(real_alarms.len() * 10 <= aa_pairs as usize),
@@ -257,8 +265,7 @@ pub fn rows(quick: bool) -> Vec<Row> {
     let (mut found_in, mut others) = (0, Vec::new());
     let (mut physics, mut largest_other) = ((f64::MAX, f64::MIN), 0.0f64);
     for pair in 0..power_pairs {
-        let slow = ["--slow", "Sim.Physics=1.10"];
-        let Some(found) = real_pair(&dir, 2000 + 2 * pair, &slow) else {
+        let Some(found) = real_pair(&dir, 2000 + 2 * pair, &SLOW) else {
             break;
         };
         found_in += usize::from(found.physics_found());
@@ -278,11 +285,7 @@ pub fn rows(quick: bool) -> Vec<Row> {
             physics.0 * 100.0,
             physics.1 * 100.0,
             others.len(),
-            if others.is_empty() {
-                String::new()
-            } else {
-                format!(" ({})", others.join(", "))
-            },
+            listed(&others),
             largest_other * 100.0
         ),
         ">= 95 %, nothing but Sim.Physics and Tick",
@@ -291,7 +294,6 @@ pub fn rows(quick: bool) -> Vec<Row> {
 
     // Several runs a side, alternated: the two-stage bootstrap's false
     // alarms and power.
-    let slow = ["--slow", "Sim.Physics=1.10"];
     let pairs = if quick { 1 } else { 5 };
     let (mut alarms, mut found_in, mut others) = (Vec::new(), 0, Vec::new());
     for pair in 0..pairs {
@@ -301,7 +303,7 @@ pub fn rows(quick: bool) -> Vec<Row> {
         if aa.alarmed() {
             alarms.push(aa.names.join("+"));
         }
-        let Some(found) = real_runs(&dir, 3, 4000 + 10 * pair, &slow) else {
+        let Some(found) = real_runs(&dir, 3, 4000 + 10 * pair, &SLOW) else {
             break;
         };
         found_in += usize::from(found.physics_found());
@@ -315,9 +317,9 @@ pub fn rows(quick: bool) -> Vec<Row> {
         format!(
             "A/A: {} of {pairs} pairs{}; power: {found_in} of {pairs} pairs, another name reported in {}{}",
             alarms.len(),
-            if alarms.is_empty() { String::new() } else { format!(" ({})", alarms.join(", ")) },
+            listed(&alarms),
             others.len(),
-            if others.is_empty() { String::new() } else { format!(" ({})", others.join(", ")) },
+            listed(&others),
         ),
         "no target: the issue measures single runs",
         None,

@@ -374,44 +374,44 @@ impl Samples {
             run_starts.insert(0, 0); // what came before any source
         }
         let run_of = |at: u64| run_starts.partition_point(|&s| s <= at) - 1;
-        // A sample's cluster key: (run, tick) or (run, window of the run).
-        let key = |start: u64| -> (usize, u64) {
+        // A window's key: (run, window of the run).
+        let window = |start: u64| -> (usize, u64) {
             let run = run_of(start);
-            if by_tick {
-                let tick = starts.partition_point(|&s| s <= start).saturating_sub(1);
-                // A span before its run's first tick joins that tick.
-                let first = starts.partition_point(|&s| s < run_starts[run]);
-                (run, tick.max(first).min(starts.len() - 1) as u64)
-            } else {
-                (run, (start - run_starts[run]) / WINDOW_NS)
-            }
+            (run, (start - run_starts[run]) / WINDOW_NS)
         };
-        // The clusters that hold a sample, in order, so that a stream's
-        // clock (a window key can be anything) never sizes a table.
+        // The clusters in order, keyed by run: the ticks, or the windows
+        // that hold a sample, so that a stream's clock (a window key can
+        // be anything) never sizes a table.
         let mut keys: Vec<(usize, u64)> = if by_tick {
             (0..starts.len() as u64)
                 .map(|t| (run_of(starts[t as usize]), t))
                 .collect()
         } else {
             (self.series.iter())
-                .flat_map(|s| s.samples.iter().map(|&(start, _)| key(start)))
+                .flat_map(|s| s.samples.iter().map(|&(start, _)| window(start)))
                 .collect()
         };
         keys.sort_unstable();
         keys.dedup();
+        let cluster = |start: u64| -> usize {
+            if by_tick {
+                // A tick is its own index. A span before its run's first
+                // tick joins that tick; one of a run without ticks, beside
+                // runs with them, a neighbouring one.
+                let tick = starts.partition_point(|&s| s <= start).saturating_sub(1);
+                let first = starts.partition_point(|&s| s < run_starts[run_of(start)]);
+                tick.max(first).min(starts.len() - 1)
+            } else {
+                keys.partition_point(|&x| x < window(start))
+            }
+        };
         let mut series = Vec::new();
         for s in self.series {
             if s.samples.is_empty() {
                 continue;
             }
             let mut pairs: Vec<(u64, u32)> = (s.samples.iter())
-                .map(|&(start, duration)| {
-                    let k = key(start);
-                    // Within bounds: a span of a run without ticks,
-                    // beside runs with them, joins a neighbouring tick.
-                    let cluster = keys.partition_point(|&x| x < k).min(keys.len() - 1);
-                    (duration, cluster as u32)
-                })
+                .map(|&(start, duration)| (duration, cluster(start) as u32))
                 .collect();
             pairs.sort_unstable();
             series.push(Sorted {

@@ -324,12 +324,9 @@ impl Bootstrap {
 /// is how often its cluster was drawn. One run: its clusters are drawn.
 fn resample(rng: &mut SmallRng, runs: &[Range<u32>], weights: &mut [u32]) {
     weights.fill(0);
-    let all = 0..weights.len() as u32;
-    let runs = if runs.len() > 1 {
-        runs
-    } else {
-        core::slice::from_ref(&all)
-    };
+    if runs.is_empty() {
+        return;
+    }
     for _ in 0..runs.len() {
         let run = &runs[rng.random_range(0..runs.len())];
         if run.is_empty() {
