@@ -313,13 +313,17 @@ fn a_damaged_init_loses_nothing_after_it() {
         String::from_utf8_lossy(&convert.stderr)
     );
     let chrome: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
-    let spans = chrome["traceEvents"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|e| e["ph"] == "X")
-        .count();
-    assert_eq!(spans, 20);
+    let slices = |tick: bool| {
+        let events = chrome["traceEvents"].as_array().unwrap().iter();
+        events
+            .filter(|e| e["ph"] == "X" && (e["cat"] == "tick") == tick)
+            .count()
+    };
+    assert_eq!(
+        (slices(false), slices(true)),
+        (20, 20),
+        "spans, whole ticks"
+    );
     for p in [&path, &json] {
         let _ = std::fs::remove_file(p);
     }

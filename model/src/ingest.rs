@@ -4,10 +4,11 @@
 use std::time::Duration;
 
 use typhon_live_core::{Event, GaugeValue};
+use typhon_live_reader::Tick;
 
 use crate::fields::Owner;
 use crate::history::{self, Chunk, GaugeRecord, InstantRecord, SpanRecord, TickRecord};
-use crate::limits::{MAX_GAUGES, MAX_OPEN_TICKS, MAX_TICKS};
+use crate::limits::{MAX_GAUGES, MAX_TICKS};
 use crate::triggers::Trigger;
 use crate::{ns, Model, GAUGE_HISTORY, WINDOW_SECONDS};
 
@@ -79,43 +80,37 @@ impl Model {
                     }
                 }
             }
-            Event::TickStart { time, tick } => {
-                if self.tick_starts.len() < MAX_OPEN_TICKS {
-                    self.tick_starts.insert(tick, time);
-                } else {
-                    self.refused.ticks += 1;
-                }
-            }
-            Event::TickEnd {
-                time,
-                tick,
-                overrun,
-            } => {
-                if let Some(start) = self.tick_starts.remove(&tick) {
-                    self.chunk.push_tick(TickRecord {
-                        tick,
-                        start,
-                        end: time,
-                        overrun,
-                    });
-                    if self.ticks.len() >= MAX_TICKS {
-                        self.ticks.pop_front();
-                        self.refused.ticks += 1;
-                    }
-                    self.ticks
-                        .push_back((tick, start, time.saturating_sub(start), overrun));
-                }
-            }
-            Event::Instant { .. } => {}
+            // Paired by the reader: `tick_read`.
+            Event::TickStart { .. } | Event::TickEnd { .. } | Event::Instant { .. } => {}
         }
         self.advance_host_now(event.end_time(), now);
         let horizon = self.host_now.saturating_sub(ns(WINDOW_SECONDS));
         while self.ticks.front().is_some_and(|t| t.1 < horizon) {
             self.ticks.pop_front();
         }
-        // A tick whose end never came (dropped frame) must not pile up.
-        if self.tick_starts.len() > 1024 {
-            self.tick_starts.retain(|_, start| *start >= horizon);
+    }
+
+    /// A tick the reader paired: a whole one goes into the history and
+    /// the window; one with a half lost is in the reader's tally only.
+    pub(crate) fn tick_read(&mut self, tick: Tick) {
+        let (Some(start), Some(end)) = (tick.start, tick.end) else {
+            return;
+        };
+        self.chunk.push_tick(TickRecord {
+            tick: tick.tick,
+            start,
+            end,
+            overrun: tick.overrun,
+        });
+        if self.ticks.len() >= MAX_TICKS {
+            self.ticks.pop_front();
+            self.refused.ticks += 1;
+        }
+        let duration = end.saturating_sub(start);
+        self.ticks
+            .push_back((tick.tick, start, duration, tick.overrun));
+        if self.chunk.records() >= history::CHUNK_RECORDS {
+            self.close_chunk();
         }
     }
 

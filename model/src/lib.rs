@@ -42,7 +42,7 @@ pub use cpu::{CpuCell, CpuIndex, CpuShare, NameCpu};
 pub use fields::{FieldGroup, FieldRecord, FieldSummary};
 pub use limits::{
     Limits, Refused, MAX_FIELDS_PER_SPAN, MAX_GAUGES, MAX_LANES, MAX_NAMES, MAX_NAME_BYTES,
-    MAX_OPEN_TASKS, MAX_OPEN_TICKS, MAX_TICKS,
+    MAX_OPEN_TASKS, MAX_TICKS,
 };
 pub use logs::{LogLine, LogQuery, LogRow, LogSearch, Logs};
 pub use memory::{MemoryReading, MemorySummary, SiteSummary};
@@ -50,7 +50,7 @@ pub use model::Model;
 pub use session::Connection;
 pub use summary::{
     GaugeSummary, HistorySummary, LaneSummary, OpenSummary, SpanCpu, SpanStats, SpanTotal, Summary,
-    TimelineInputs, PERCENTILE_SPANS, STALL_MS,
+    TickTally, TimelineInputs, PERCENTILE_SPANS, STALL_MS,
 };
 pub use tasks::{task_tracks, OpenTask, PollMark, TaskBar, TaskTracks};
 pub use triggers::{Trigger, Triggers, MAX_TRIGGERS};

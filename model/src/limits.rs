@@ -6,8 +6,6 @@ use serde::Serialize;
 
 /// Gauges (distinct gauge names) kept at most.
 pub const MAX_GAUGES: usize = 1024;
-/// Ticks waiting for their end, and ticks in the window, at most.
-pub const MAX_OPEN_TICKS: usize = 1024;
 /// Ticks kept in the window at most.
 pub const MAX_TICKS: usize = 100_000;
 /// Task spans begun and not yet ended, kept at most.
@@ -22,7 +20,8 @@ pub struct Refused {
     pub lanes: u64,
     /// Gauges past [`MAX_GAUGES`].
     pub gauges: u64,
-    /// Ticks past [`MAX_OPEN_TICKS`] or [`MAX_TICKS`].
+    /// Ticks past [`MAX_TICKS`] in the window, or started on more lanes
+    /// than the reader keeps ticks open on.
     pub ticks: u64,
     /// Task spans begun past [`MAX_OPEN_TASKS`] open ones.
     pub tasks: u64,

@@ -6,7 +6,6 @@ use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;
 
 // Seeded and fast: SipHash was a tenth of the model's time per event.
-use foldhash::HashMap;
 use typhon_live_core::{DecodeError, Frame, OpenSpan, SwitchRecord};
 use typhon_live_reader::{FieldOwners, Loss, Names, Reader, Session, State, Tally, Update};
 
@@ -51,7 +50,6 @@ pub struct Model {
     /// span's age keeps growing on screen.
     pub(crate) host_now: u64,
     pub(crate) host_now_at: Option<Duration>,
-    pub(crate) tick_starts: HashMap<u64, u64>,
     /// Task spans begun and not yet ended.
     pub(crate) open_tasks: OpenTasks,
     /// Each lane's last span or task end: what its next field belongs to.
@@ -106,7 +104,6 @@ impl Model {
             first_damage: None,
             host_now: 0,
             host_now_at: None,
-            tick_starts: HashMap::default(),
             open_tasks: OpenTasks::default(),
             field_owners: FieldOwners::default(),
             ticks: VecDeque::new(),
@@ -224,6 +221,7 @@ impl Model {
                 (self.chunk).push_switch(SwitchRecord { lane, time, what })
             }
             Update::Text(text) => self.logs.push(&text),
+            Update::Tick(tick) => self.tick_read(tick),
             Update::Lost(Loss::Texts { texts }) => {
                 self.logs.lost = self.logs.lost.saturating_add(u64::from(texts));
             }

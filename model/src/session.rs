@@ -86,7 +86,6 @@ impl Model {
         ));
         self.host_now = to;
         self.host_now_at = Some(now);
-        self.tick_starts.clear();
         self.open_tasks.clear();
         self.field_owners.clear();
         self.logs.clear();

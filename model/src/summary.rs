@@ -8,6 +8,7 @@ use std::time::Duration;
 use foldhash::HashMap;
 use serde::Serialize;
 use typhon_live_core::{LaneKind, OpenSpan};
+use typhon_live_reader::Tally;
 
 use crate::cpu::{CpuIndex, CpuShare};
 use crate::history::Chunk;
@@ -200,6 +201,29 @@ impl Model {
         }
     }
 
+    /// The session's ticks: counted by the reader, measured over the
+    /// history and the chunk being filled.
+    fn tick_tally(&self, counted: &Tally) -> TickTally {
+        let held = self.history.chunks().iter().map(|c| &**c);
+        let held = held.chain(std::iter::once(&self.chunk));
+        let durations = held.flat_map(|c| c.ticks.iter().map(|t| t.duration()));
+        let (mut count, mut total, mut max) = (0u64, 0u64, None::<u64>);
+        for duration in durations {
+            count += 1;
+            total = total.saturating_add(duration);
+            max = max.max(Some(duration));
+        }
+        TickTally {
+            whole: counted.ticks,
+            without_start: counted.ticks_without_start,
+            without_end: counted.ticks_without_end,
+            overruns: counted.ticks_overrun,
+            held: count,
+            held_total_ms: self.seconds(total) * 1e3,
+            held_max_ms: max.map(|d| self.seconds(d) * 1e3),
+        }
+    }
+
     pub(crate) fn summarise(&self, now: Duration) -> Summary {
         let (t0, e0, b0) = self.rates[0];
         let elapsed = now.saturating_sub(t0).as_secs_f64();
@@ -207,6 +231,7 @@ impl Model {
         let init_seen = self.session().is_some();
         let refused = Refused {
             names: counted.refused.names,
+            ticks: self.refused.ticks + counted.refused.ticks,
             ..self.refused
         };
         let per_second = |delta: u64| {
@@ -317,6 +342,7 @@ impl Model {
             tick_p99_ms: pick(0.99),
             tick_max_ms: durations.last().map(|&d| self.seconds(d) * 1e3),
             overruns: self.ticks.iter().filter(|t| t.3).count() as u64,
+            ticks: self.tick_tally(&counted),
             top_spans: top,
             open_spans: open,
             gauges,
@@ -390,6 +416,26 @@ pub struct OpenSummary {
 /// spent its time on the CPU: what a view shows as a stall.
 pub const STALL_MS: u64 = 100;
 
+/// Ticks this session as the reader paired them (FORMAT.md, "Reading a
+/// stream": ticks), and the whole ones the history holds.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct TickTally {
+    /// Ticks whose start and end both arrived.
+    pub whole: u64,
+    /// Ticks whose start was lost.
+    pub without_start: u64,
+    /// Ticks whose end was lost.
+    pub without_end: u64,
+    /// Ticks flagged as overrunning (whole, or without a start).
+    pub overruns: u64,
+    /// Whole ticks the history holds.
+    pub held: u64,
+    /// Their durations added up, in milliseconds.
+    pub held_total_ms: f64,
+    /// The longest of them, in milliseconds.
+    pub held_max_ms: Option<f64>,
+}
+
 /// A gauge's latest value and recent history.
 #[derive(Clone, Debug, Serialize)]
 pub struct GaugeSummary {
@@ -426,6 +472,8 @@ pub struct Summary {
     pub tick_max_ms: Option<f64>,
     /// Ticks flagged as overrunning in the window.
     pub overruns: u64,
+    /// Ticks this session, as the reader paired them.
+    pub ticks: TickTally,
     /// Span names by total time over the window, most first.
     pub top_spans: Vec<SpanTotal>,
     /// Spans open now, longest first.

@@ -16,10 +16,10 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::{MetricType, TypedMetric};
 use prometheus_client::registry::{Registry, Unit};
-use typhon_live_core::{Event, GaugeValue, LaneId, Level, NameId};
+use typhon_live_core::{Event, GaugeValue, Level, NameId};
 
 use typhon_live_reader::owned::{Samples, Update};
-use typhon_live_reader::Names;
+use typhon_live_reader::{Names, Tick};
 
 /// Span names per source with a histogram of their own; further names'
 /// spans are refused (counted in `typhon_series_refused_total`), so that
@@ -179,6 +179,8 @@ pub struct Metrics {
     span_duration: Family<SpanLabels, Durations>,
     tick_duration: Family<SourceLabel, Durations>,
     tick_overruns: Family<SourceLabel, Counter>,
+    ticks_without_start: Family<SourceLabel, Counter>,
+    ticks_without_end: Family<SourceLabel, Counter>,
     gauges: Family<GaugeLabels, Gauge<f64, AtomicU64>>,
     frames_dropped: Family<SourceLabel, Counter>,
     frames_damaged: Family<SourceLabel, Counter>,
@@ -219,6 +221,8 @@ impl Metrics {
             span_duration: Family::default(),
             tick_duration: Family::default(),
             tick_overruns: Family::default(),
+            ticks_without_start: Family::default(),
+            ticks_without_end: Family::default(),
             gauges: Family::default(),
             frames_dropped: Family::default(),
             frames_damaged: Family::default(),
@@ -261,6 +265,16 @@ impl Metrics {
             "tick_overruns",
             "Ticks that took longer than their budget",
             metrics.tick_overruns.clone(),
+        );
+        registry.register(
+            "ticks_without_start",
+            "Ticks whose start was lost (FORMAT.md, \"Reading a stream\": ticks): no duration",
+            metrics.ticks_without_start.clone(),
+        );
+        registry.register(
+            "ticks_without_end",
+            "Ticks whose end was lost: no duration",
+            metrics.ticks_without_end.clone(),
         );
         registry.register(
             "reading",
@@ -558,8 +572,6 @@ pub struct SourceMetrics {
     gauges: HashMap<NameId, Gauge<f64, AtomicU64>, FastHash>,
     /// Bytes of names in its series' labels, this session.
     label_bytes: usize,
-    /// Ticks started and not ended, by lane: their start time.
-    ticks: HashMap<LaneId, u64, FastHash>,
     /// Its log lines' counters, by level.
     log_lines: [Counter; 6],
     /// CPU time its lanes' threads spent since the gauges were last set.
@@ -587,6 +599,8 @@ impl SourceMetrics {
         };
         for family in [
             &metrics.tick_overruns,
+            &metrics.ticks_without_start,
+            &metrics.ticks_without_end,
             &metrics.frames_dropped,
             &metrics.frames_damaged,
             &metrics.events_dropped,
@@ -617,7 +631,6 @@ impl SourceMetrics {
             spans: HashMap::default(),
             gauges: HashMap::default(),
             label_bytes: 0,
-            ticks: HashMap::default(),
             log_lines,
             cpu: CpuWindow::default(),
         }
@@ -676,7 +689,6 @@ impl SourceMetrics {
     /// reconnect).
     pub fn reconnected(&mut self) {
         self.metrics.reconnects.get_or_create(&self.label).inc();
-        self.ticks.clear();
     }
 
     /// Its flight recorder's triggers fired `n` times more.
@@ -711,7 +723,6 @@ impl SourceMetrics {
                     self.count(&self.metrics.restarts, 1);
                     // Its ids may mean other names now.
                     self.forget_series();
-                    self.ticks.clear();
                 }
                 self.session = Some(*id);
                 self.metrics
@@ -728,8 +739,8 @@ impl SourceMetrics {
             } => {
                 let dropped: u64 = drops.iter().map(|&(_, n)| u64::from(n)).sum();
                 self.count(&self.metrics.events_dropped, dropped + u64::from(*unread));
-                for &(lane, event) in events {
-                    self.event(lane, event, names);
+                for &(_, event) in events {
+                    self.event(event, names);
                 }
             }
             Update::Gap { frames } => self.count(&self.metrics.frames_dropped, *frames),
@@ -742,11 +753,28 @@ impl SourceMetrics {
             // Open spans are for viewers; the metrics count what ended.
             Update::CatchUp { .. } => {}
             Update::Samples(samples) => self.samples(samples),
+            Update::Ticks(ticks) => ticks.iter().for_each(|tick| self.tick(tick)),
             Update::Restarted => {
                 self.count(&self.metrics.restarts, 1);
-                self.ticks.clear();
                 self.cpu = CpuWindow::default();
             }
+        }
+    }
+
+    /// A tick the reader paired: a whole one's duration, a lost half
+    /// counted, an overrun counted whichever half it came with.
+    fn tick(&self, tick: &Tick) {
+        match tick.duration() {
+            Some(duration) => self
+                .metrics
+                .tick_duration
+                .get_or_create(&self.label)
+                .observe(seconds(duration)),
+            None if tick.start.is_none() => self.count(&self.metrics.ticks_without_start, 1),
+            None => self.count(&self.metrics.ticks_without_end, 1),
+        }
+        if tick.overrun {
+            self.count(&self.metrics.tick_overruns, 1);
         }
     }
 
@@ -788,9 +816,7 @@ impl SourceMetrics {
         }
     }
 
-    fn event(&mut self, lane: LaneId, event: Event, names: &Names) {
-        // The reader gives times in ns.
-        let seconds = |ns: u64| ns as f64 / 1e9;
+    fn event(&mut self, event: Event, names: &Names) {
         match event {
             // A task span's latency is its wall time; its polls are not
             // spans of its name.
@@ -868,21 +894,10 @@ impl SourceMetrics {
                 };
                 series.set(value);
             }
-            Event::TickStart { time, .. } => {
-                self.ticks.insert(lane, time);
-            }
-            Event::TickEnd { time, overrun, .. } => {
-                if let Some(start) = self.ticks.remove(&lane) {
-                    self.metrics
-                        .tick_duration
-                        .get_or_create(&self.label)
-                        .observe(seconds(time.saturating_sub(start)));
-                }
-                if overrun {
-                    self.count(&self.metrics.tick_overruns, 1);
-                }
-            }
-            Event::Instant { .. }
+            // Paired by the reader: `Update::Ticks`.
+            Event::TickStart { .. }
+            | Event::TickEnd { .. }
+            | Event::Instant { .. }
             | Event::TaskBegin { .. }
             | Event::Poll { .. }
             | Event::Field { .. }
@@ -891,6 +906,11 @@ impl SourceMetrics {
             | Event::Unknown { .. } => {}
         }
     }
+}
+
+/// `ns` in seconds (the reader gives times in ns).
+fn seconds(ns: u64) -> f64 {
+    ns as f64 / 1e9
 }
 
 #[cfg(test)]
@@ -1069,10 +1089,9 @@ mod tests {
                 parent: 0,
                 arg: None,
             };
-            side.event(0, span, &names);
+            side.event(span, &names);
             let value = GaugeValue::Int(1);
             side.event(
-                0,
                 Event::Gauge {
                     time: 0,
                     gauge: id,
@@ -1118,14 +1137,14 @@ mod tests {
         let mut names = Names::default();
         names.define(1, "kept");
         other.update(&session(1), &names);
-        other.event(0, span(1), &names);
+        other.event(span(1), &names);
         // 24 sessions, each with 1 024 span names of its own.
         for restart in 0..24u64 {
             side.update(&session(restart), &names);
             let mut names = Names::default();
             for id in 0..MAX_SPAN_SERIES as u32 {
                 names.define(id, &format!("s{restart} n{id}"));
-                side.event(0, span(id), &names);
+                side.event(span(id), &names);
             }
         }
         let text = metrics.encode();
@@ -1150,7 +1169,7 @@ mod tests {
         let mut names = Names::default();
         for id in 0..8u32 {
             names.define(id, &format!("{id}{}", "x".repeat((64 << 10) - 1)));
-            side.event(0, span(id), &names);
+            side.event(span(id), &names);
         }
         assert_eq!(side.spans.len(), 4, "four names of 64 KiB within 256 KiB");
         let text = metrics.encode();

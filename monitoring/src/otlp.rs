@@ -15,7 +15,7 @@ pub mod client;
 pub mod retry;
 pub mod settings;
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::hash::{BuildHasher, Hash};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, TrySendError};
 use std::sync::Arc;
@@ -32,7 +32,7 @@ use opentelemetry_proto::tonic::resource::v1::Resource;
 use opentelemetry_proto::tonic::trace::v1::{span, ResourceSpans, ScopeSpans, Span};
 use prost::Message;
 use typhon_live_core::{Event, LaneId, NameId};
-use typhon_live_reader::State;
+use typhon_live_reader::{State, Tick};
 
 use crate::failures::Failures;
 use crate::metrics::{DurationsSnapshot, Metrics, SourceSnapshot, BOUNDS};
@@ -362,7 +362,6 @@ pub struct TickTracer {
     metrics: Arc<Metrics>,
     session: Option<u64>,
     recent: VecDeque<Kept>,
-    open: HashMap<LaneId, u64>,
     pending: Vec<SlowTick>,
     /// Unix ns minus source ns, as the latest Block's update placed it.
     unix_offset: i128,
@@ -385,7 +384,6 @@ impl TickTracer {
             metrics,
             session: None,
             recent: VecDeque::new(),
-            open: HashMap::new(),
             pending: Vec::new(),
             unix_offset: 0,
             ids: std::collections::hash_map::RandomState::new(),
@@ -400,7 +398,6 @@ impl TickTracer {
                 if self.session != Some(*id) {
                     self.session = Some(*id);
                     self.recent.clear();
-                    self.open.clear();
                     self.pending.clear();
                 }
             }
@@ -422,13 +419,13 @@ impl TickTracer {
             }
             // Slow ticks are exported once they end; log texts are for
             // viewers.
+            Update::Ticks(ticks) => ticks.iter().for_each(|tick| self.tick(tick)),
             Update::Gap { .. }
             | Update::CatchUp { .. }
             | Update::Texts { .. }
             | Update::Samples(_) => {}
             Update::Restarted => {
                 self.recent.clear();
-                self.open.clear();
                 self.pending.clear();
             }
         }
@@ -436,59 +433,45 @@ impl TickTracer {
 
     fn event(&mut self, lane: LaneId, event: Event) {
         // A poll is what its lane ran, among the spans of a slow tick.
-        let event = event.lane_span();
-        match event {
-            Event::Span {
+        if let Event::Span {
+            start,
+            duration,
+            name,
+            id,
+            parent,
+            arg,
+        } = event.lane_span()
+        {
+            if self.recent.len() >= RECENT_SPANS {
+                self.recent.pop_front();
+            }
+            self.recent.push_back(Kept {
+                lane,
                 start,
-                duration,
+                end: start.saturating_add(duration),
                 name,
                 id,
                 parent,
                 arg,
-            } => {
-                if self.recent.len() >= RECENT_SPANS {
-                    self.recent.pop_front();
-                }
-                self.recent.push_back(Kept {
-                    lane,
-                    start,
-                    end: start.saturating_add(duration),
-                    name,
-                    id,
-                    parent,
-                    arg,
-                });
-            }
-            Event::TickStart { time, .. } => {
-                self.open.insert(lane, time);
-            }
-            Event::TickEnd {
-                time,
-                tick,
-                overrun,
-            } => {
-                let end = time;
-                if let Some(start) = self.open.remove(&lane) {
-                    if overrun || end.saturating_sub(start) > self.slow_ns {
-                        self.pending.push(SlowTick {
-                            lane,
-                            tick,
-                            start,
-                            end,
-                            overrun,
-                        });
-                    }
-                }
-            }
-            Event::Instant { .. }
-            | Event::Gauge { .. }
-            | Event::Poll { .. }
-            | Event::TaskBegin { .. }
-            | Event::TaskEnd { .. }
-            | Event::Field { .. }
-            | Event::Mark { .. }
-            | Event::Allocated { .. }
-            | Event::Unknown { .. } => {}
+            });
+        }
+    }
+
+    /// A tick the reader paired: a whole one that overran or lasted past
+    /// the bound is exported once the next Block had time to bring its
+    /// other lanes' spans. One with a half lost has no extent to export.
+    fn tick(&mut self, tick: &Tick) {
+        let (Some(start), Some(end)) = (tick.start, tick.end) else {
+            return;
+        };
+        if tick.overrun || end.saturating_sub(start) > self.slow_ns {
+            self.pending.push(SlowTick {
+                lane: tick.lane,
+                tick: tick.tick,
+                start,
+                end,
+                overrun: tick.overrun,
+            });
         }
     }
 

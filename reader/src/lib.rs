@@ -21,6 +21,9 @@
 //!   on other threads (the relay's merger, metrics and tracer).
 //! - [`carry`] names what a carrier says besides the bytes (a file's
 //!   end, over a WebSocket).
+//! - [`Tick`]s are paired once, by lane and number, a lost half told
+//!   as such ([`Update::Tick`]); [`State::open_ticks`] are those still
+//!   open.
 //! - [`FieldOwners`] tells which span or task span a field belongs to.
 //! - [`BlockBuffer`] decompresses Blocks, for the few who read events
 //!   without a reader (benchmarks, the exporter's tests).
@@ -80,6 +83,7 @@ pub mod owned;
 mod read;
 mod start;
 mod state;
+mod ticks;
 mod update;
 
 pub use block_buffer::{BlockBuffer, BlockDamage};
@@ -91,4 +95,5 @@ pub use names::{Defined, Names, MAX_NAMES, MAX_NAME_BYTES};
 pub use read::Reader;
 pub use start::{Checkpoint, Start, START_TICKS_PER_SECOND};
 pub use state::{Lane, Refused, Session, State, Tally, MAX_LANES};
+pub use ticks::{OpenTick, Tick};
 pub use update::{Loss, TextRecord, TotalsCheck, Update};

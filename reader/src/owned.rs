@@ -15,7 +15,7 @@ use typhon_live_core::{
     Payload, SiteTotals, Switch,
 };
 
-use crate::{Clock, CpuInterval, Loss, State};
+use crate::{Clock, CpuInterval, Loss, State, Tick};
 
 /// What a source's frame said.
 #[derive(Clone, Debug, PartialEq)]
@@ -79,6 +79,10 @@ pub enum Update {
     /// (cumulative, for a consumer that passes them on), its switches,
     /// and what each lane's thread did since its last sample.
     Samples(Samples),
+    /// Ticks the frame told, paired ([`crate::Update::Tick`]): after its
+    /// other updates, so that a Block's events come before the ticks
+    /// they end.
+    Ticks(Vec<Tick>),
     /// Frames missing before this one (a sequence gap).
     Gap {
         /// How many.
@@ -215,6 +219,7 @@ struct Said {
     texts: Option<(Vec<Text>, u32)>,
     /// A Samples frame.
     samples: Option<Samples>,
+    ticks: Vec<Tick>,
 }
 
 impl Reader {
@@ -314,6 +319,7 @@ impl Reader {
                         });
                     }
                 }
+                Read::Tick(tick) => said.ticks.push(tick),
                 Read::Cpu(interval) => {
                     if let Some(samples) = &mut said.samples {
                         samples.intervals.push(interval);
@@ -389,6 +395,9 @@ impl Reader {
                 },
                 state,
             );
+        }
+        if !said.ticks.is_empty() {
+            take(Update::Ticks(said.ticks), state);
         }
         result
     }

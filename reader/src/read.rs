@@ -16,6 +16,7 @@ use crate::clock::Clock;
 use crate::cpu::LastSamples;
 use crate::names::Defined;
 use crate::state::{Session, State};
+use crate::ticks::Tick;
 use crate::update::{Loss, TextRecord, TotalsCheck, Update};
 
 /// What a stream's frames say, read once by the one set of rules that
@@ -152,6 +153,14 @@ impl Reader {
         self.unpacked.packed(block)
     }
 
+    /// The stream ended without a Shutdown (a file read to its end, a
+    /// capture's window): the ticks still open are told as ticks without
+    /// an end, as a Shutdown tells them. A reader that goes on reading
+    /// afterwards reads on as before.
+    pub fn ended(&mut self, mut take: impl FnMut(&State, Update<'_>)) {
+        self.forget_ticks(|_| false, &mut take);
+    }
+
     /// Whether it reads every kind of event ([`Reader::skim`] unset).
     pub fn reads_every_kind(&self) -> bool {
         self.wanted == EventKinds::ALL
@@ -276,6 +285,7 @@ impl Reader {
             self.restart.arm();
             self.gap(missed, take);
         } else {
+            self.forget_ticks(|_| false, take);
             self.restart.new_session();
             let state = &mut self.state;
             state.tally.sessions += 1;
@@ -336,11 +346,15 @@ impl Reader {
         state.lanes.retain(|id, _| listed.binary_search(id).is_ok());
         state.open_spans = state.lanes.values().map(|lane| lane.open.len()).sum();
         take(&self.state, Update::Lanes);
+        // A lane freed with a tick open: the writer sent its events
+        // before freeing it, so that tick's end was lost.
+        self.forget_ticks(|lane| listed.binary_search(&lane).is_ok(), take);
     }
 
     /// The time `ticks` a frame states first tells a restart, after a
     /// repeated Init or a reconnect (`RestartCheck`).
     fn restarted(&mut self, first: u64, take: &mut impl FnMut(&State, Update<'_>)) {
+        self.forget_ticks(|_| false, take);
         let state = &mut self.state;
         let to = state.clock.ns(first);
         let from = state.latest.unwrap_or(0);
@@ -350,6 +364,18 @@ impl Reader {
         state.unix_offset = None;
         self.last_samples.clear();
         take(&self.state, Update::Restarted { from, to });
+    }
+
+    /// Forgets the open ticks of the lanes `keep` refuses, telling each
+    /// as a tick whose end was lost.
+    fn forget_ticks(
+        &mut self,
+        keep: impl FnMut(u16) -> bool,
+        take: &mut impl FnMut(&State, Update<'_>),
+    ) {
+        for lost in self.state.ticks.forget(keep) {
+            tell_tick(&mut self.state, lost, take);
+        }
     }
 
     /// The one moment a Catch-up or a Samples frame states, `ticks`, in
@@ -487,7 +513,11 @@ impl Reader {
                     state.ended(lane, id);
                 }
             }
-            take(state, Update::Event { lane, event });
+            if let Event::TickStart { .. } | Event::TickEnd { .. } = event {
+                read_tick(state, lane, event, &mut *take);
+            } else {
+                take(state, Update::Event { lane, event });
+            }
         });
         let skipped = match result {
             Ok(skipped) => skipped,
@@ -530,6 +560,8 @@ impl Reader {
     }
 
     fn shutdown(&mut self, totals: Shutdown, take: &mut impl FnMut(&State, Update<'_>)) {
+        // The session ended: a tick still open will never end.
+        self.forget_ticks(|_| false, take);
         let check = match self.stream {
             Some(seen)
                 if seen.received == totals.frames_sent
@@ -565,6 +597,51 @@ impl Reader {
         }
         take(&self.state, Update::Shutdown { totals, check });
     }
+}
+
+/// A tick start or end `event` of `lane`, paired (`Ticks`): a tick it
+/// tells lost its end comes before the event, the tick it ends after it.
+fn read_tick(
+    state: &mut State,
+    lane: u16,
+    event: Event,
+    take: &mut impl FnMut(&State, Update<'_>),
+) {
+    match event {
+        Event::TickStart { time, tick } => {
+            match state.ticks.start(lane, tick, time) {
+                Ok(Some(lost)) => tell_tick(state, lost, take),
+                Ok(None) => {}
+                Err(()) => state.tally.refused.ticks += 1,
+            }
+            take(state, Update::Event { lane, event });
+        }
+        Event::TickEnd {
+            time,
+            tick,
+            overrun,
+        } => {
+            let (lost, ended) = state.ticks.end(lane, tick, time, overrun);
+            if let Some(lost) = lost {
+                tell_tick(state, lost, take);
+            }
+            take(state, Update::Event { lane, event });
+            tell_tick(state, ended, take);
+        }
+        _ => take(state, Update::Event { lane, event }),
+    }
+}
+
+/// `tick` counted and handed on.
+fn tell_tick(state: &mut State, tick: Tick, take: &mut impl FnMut(&State, Update<'_>)) {
+    let count = match (tick.start, tick.end) {
+        (Some(_), Some(_)) => &mut state.tally.ticks,
+        (None, _) => &mut state.tally.ticks_without_start,
+        (_, None) => &mut state.tally.ticks_without_end,
+    };
+    *count += 1;
+    state.tally.ticks_overrun += u64::from(tick.overrun);
+    take(state, Update::Tick(tick));
 }
 
 /// `event` with its times and durations in ns.

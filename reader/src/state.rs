@@ -9,6 +9,7 @@ use typhon_live_core::{LaneId, LaneInfo, OpenSpan, SpanId};
 
 use crate::clock::Clock;
 use crate::names::Names;
+use crate::ticks::{OpenTick, Ticks};
 
 /// Lanes kept at most. A typhon-live process has at most 64, so this
 /// binds only on a peer that is broken or hostile.
@@ -55,6 +56,9 @@ pub struct Refused {
     /// Open spans past [`MAX_OPEN_SPANS`](typhon_live_core::MAX_OPEN_SPANS)
     /// in a Catch-up's lane.
     pub open_spans: u64,
+    /// Tick starts on a lane past the [`MAX_LANES`] that have a tick open
+    /// (their ends read as ticks without a start).
+    pub ticks: u64,
 }
 
 /// What the reader has read and lost since it was made, over every
@@ -88,6 +92,14 @@ pub struct Tally {
     pub texts: u64,
     /// Texts the stream says were lost (Text frames' counts).
     pub texts_lost: u64,
+    /// Ticks told whole: their start and end both read.
+    pub ticks: u64,
+    /// Ticks told without a start (lost, or before the reader joined).
+    pub ticks_without_start: u64,
+    /// Ticks told without an end (lost, or after the session ended).
+    pub ticks_without_end: u64,
+    /// Ticks told overrunning their budget (whole, or without a start).
+    pub ticks_overrun: u64,
     /// Sessions read: Inits with a session id other than the last one's.
     pub sessions: u64,
     /// Sessions that started over under their own id.
@@ -117,6 +129,10 @@ impl Tally {
             block_records: less(self.block_records, earlier.block_records),
             texts: less(self.texts, earlier.texts),
             texts_lost: less(self.texts_lost, earlier.texts_lost),
+            ticks: less(self.ticks, earlier.ticks),
+            ticks_without_start: less(self.ticks_without_start, earlier.ticks_without_start),
+            ticks_without_end: less(self.ticks_without_end, earlier.ticks_without_end),
+            ticks_overrun: less(self.ticks_overrun, earlier.ticks_overrun),
             ..*self
         }
     }
@@ -134,6 +150,7 @@ pub struct State {
     pub(crate) open_spans: usize,
     pub(crate) latest: Option<u64>,
     pub(crate) unix_offset: Option<i128>,
+    pub(crate) ticks: Ticks,
     pub(crate) tally: Tally,
 }
 
@@ -175,6 +192,11 @@ impl State {
     /// It is estimated afresh for a new session or a restart.
     pub fn unix_offset(&self) -> Option<i128> {
         self.unix_offset
+    }
+
+    /// Ticks started and not ended yet, one a lane at most, by lane.
+    pub fn open_ticks(&self) -> impl Iterator<Item = &OpenTick> {
+        self.ticks.open()
     }
 
     /// What was read and lost so far.

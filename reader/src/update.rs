@@ -3,6 +3,7 @@
 use typhon_live_core::{Event, LaneId, Memory, NameId, Shutdown, SiteView, Switch};
 
 use crate::cpu::CpuInterval;
+use crate::ticks::Tick;
 
 /// One thing a frame said, resolved: times in ns of the session's clock
 /// (add [`State::unix_offset`](crate::State::unix_offset) for the Unix
@@ -64,6 +65,12 @@ pub enum Update<'a> {
         /// The event.
         event: Event,
     },
+    /// A tick, paired by its lane and number (FORMAT.md, "Reading a
+    /// stream": ticks): told whole right after the event of its end, or
+    /// with the half that arrived once the other is known lost (the
+    /// lane's next tick start, an end of another number, a restart, a new
+    /// session, its lane freed).
+    Tick(Tick),
     /// A Samples frame, stated at `time` (ns): its process's memory
     /// ([`Update::Memory`]), its allocation sites ([`Update::Site`]), its
     /// switches ([`Update::Switch`]) and its lanes' intervals

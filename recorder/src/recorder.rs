@@ -182,8 +182,7 @@ impl Recorder {
             self.ring.checkpoint(state.checkpoint());
         }
         let mut fired = fired;
-        self.watch
-            .now(&self.triggers, self.clock, &mut |f| fired.push(f));
+        self.open_ticks(state, &mut fired);
         for f in fired {
             self.fire(f, state);
         }
@@ -215,12 +214,20 @@ impl Recorder {
             }
         }
         let mut fired = Vec::new();
-        self.watch
-            .now(&self.triggers, self.clock, &mut |f| fired.push(f));
+        self.open_ticks(state, &mut fired);
         for f in fired {
             self.fire(f, state);
         }
         self.advance();
+    }
+
+    /// The ticks open in `state` against the triggers, as of the stream's
+    /// time: only a recorder that reads its own frames watches them (one
+    /// that keeps another's reading fires on demand alone).
+    fn open_ticks(&mut self, state: &State, fired: &mut Vec<Fired>) {
+        if !self.shared {
+            (self.watch).now(&self.triggers, state, self.clock, &mut |f| fired.push(f));
+        }
     }
 
     /// A capture asked for now, by a person (a signal, a key, an HTTP

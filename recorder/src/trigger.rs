@@ -21,7 +21,7 @@ use core::str::FromStr;
 
 use typhon_live_condition::{Comparison, Condition, ConditionError, Test, Unit};
 use typhon_live_core::{Event, EventKinds, GaugeValue, LaneId, NameId, SpanId};
-use typhon_live_reader::{State, Update};
+use typhon_live_reader::{State, Tick, Update};
 
 /// The words a trigger may use, for errors.
 const KNOWN: &str = "tick > D, overrun, span(NAME) > D, gauge(NAME) OP X, loss";
@@ -152,15 +152,6 @@ pub struct FiredSpan {
     pub start: u64,
 }
 
-/// An open tick: its lane, number and start, and whether it fired.
-#[derive(Clone, Copy, Debug)]
-struct OpenTick {
-    lane: LaneId,
-    tick: u64,
-    start: u64,
-    fired: bool,
-}
-
 /// Which events any trigger looks at: the recorder's reader passes over
 /// the lane groups with none of them, and the rest of a group's events
 /// pass by at the cost of a match.
@@ -175,7 +166,9 @@ struct Wants {
 #[derive(Debug, Default)]
 pub(crate) struct Watch {
     wants: Wants,
-    ticks: Vec<OpenTick>,
+    /// Open ticks (lane, number) that fired while open: they do not fire
+    /// again when they end.
+    fired_ticks: Vec<(LaneId, u64)>,
     /// Open spans (lane, span id) that fired while open: they do not fire
     /// again when they end.
     fired_open: Vec<(LaneId, SpanId)>,
@@ -250,6 +243,7 @@ impl Watch {
         match *update {
             Update::NewSession { .. } | Update::Restarted { .. } => self.new_session(),
             Update::Event { lane, event } => self.event(triggers, state, lane, event, fire),
+            Update::Tick(tick) if self.wants.ticks => self.tick(triggers, tick, fire),
             Update::CatchUp { time } => self.open_spans(triggers, state, time, fire),
             Update::Lost(loss) => {
                 for (index, trigger) in triggers.iter().enumerate() {
@@ -278,57 +272,8 @@ impl Watch {
     ) {
         let wants = self.wants;
         match event {
-            Event::TickStart { .. } | Event::TickEnd { .. } if !wants.ticks => {}
             Event::Span { .. } | Event::TaskEnd { .. } if !wants.spans => {}
             Event::Gauge { .. } if !wants.gauges => {}
-            Event::TickStart { time, tick } => {
-                self.ticks.retain(|t| t.lane != lane);
-                if self.ticks.len() < MAX_WATCHED {
-                    self.ticks.push(OpenTick {
-                        lane,
-                        tick,
-                        start: time,
-                        fired: false,
-                    });
-                }
-            }
-            Event::TickEnd {
-                time,
-                tick,
-                overrun,
-            } => {
-                let open = self
-                    .ticks
-                    .iter()
-                    .position(|t| t.lane == lane && t.tick == tick)
-                    .map(|at| self.ticks.swap_remove(at));
-                for (index, trigger) in triggers.iter().enumerate() {
-                    match trigger.kind {
-                        Kind::Overrun if overrun => fire(Fired {
-                            trigger: Some(index),
-                            time,
-                            lane: Some(lane),
-                            span: None,
-                            what: format!("tick {tick} overran its budget"),
-                        }),
-                        Kind::Tick { over } => {
-                            if let Some(open) = open.filter(|t| !t.fired) {
-                                let lasted = time.saturating_sub(open.start);
-                                if lasted > over {
-                                    fire(Fired {
-                                        trigger: Some(index),
-                                        time,
-                                        lane: Some(lane),
-                                        span: None,
-                                        what: format!("tick {tick} lasted {}", Ms(lasted)),
-                                    });
-                                }
-                            }
-                        }
-                        _ => {}
-                    }
-                }
-            }
             Event::Span {
                 start,
                 duration,
@@ -375,6 +320,41 @@ impl Watch {
                 }
             }
             _ => {}
+        }
+    }
+
+    /// A tick the reader paired, against the tick triggers: an overrun
+    /// fires whichever half told it; a whole tick past a bound fires
+    /// unless it fired while open.
+    fn tick(&mut self, triggers: &[Trigger], tick: Tick, fire: &mut impl FnMut(Fired)) {
+        let fired_open = self
+            .fired_ticks
+            .iter()
+            .position(|&open| open == (tick.lane, tick.tick))
+            .map(|at| self.fired_ticks.swap_remove(at))
+            .is_some();
+        let Some(end) = tick.end else {
+            return;
+        };
+        let number = tick.tick;
+        for (index, trigger) in triggers.iter().enumerate() {
+            let what = match trigger.kind {
+                Kind::Overrun if tick.overrun => format!("tick {number} overran its budget"),
+                Kind::Tick { over } if !fired_open => match tick.duration() {
+                    Some(lasted) if lasted > over => {
+                        format!("tick {number} lasted {}", Ms(lasted))
+                    }
+                    _ => continue,
+                },
+                _ => continue,
+            };
+            fire(Fired {
+                trigger: Some(index),
+                time: end,
+                lane: Some(tick.lane),
+                span: None,
+                what,
+            });
         }
     }
 
@@ -449,28 +429,40 @@ impl Watch {
         }
     }
 
-    /// Time has reached `now` (ns of the stream's clock): open ticks past
-    /// their bound fire, once each.
-    pub(crate) fn now(&mut self, triggers: &[Trigger], now: u64, fire: &mut impl FnMut(Fired)) {
-        for tick in &mut self.ticks {
-            if tick.fired {
+    /// Time has reached `now` (ns of the stream's clock): the ticks open
+    /// in `state` past a trigger's bound fire, once each.
+    pub(crate) fn now(
+        &mut self,
+        triggers: &[Trigger],
+        state: &State,
+        now: u64,
+        fire: &mut impl FnMut(Fired),
+    ) {
+        if !self.wants.ticks {
+            return;
+        }
+        for open in state.open_ticks() {
+            // Full: what would fire could not be remembered as fired.
+            if self.fired_ticks.len() >= MAX_WATCHED {
+                return;
+            }
+            if self.fired_ticks.contains(&(open.lane, open.tick)) {
                 continue;
             }
-            let lasted = now.saturating_sub(tick.start);
-            for (index, trigger) in triggers.iter().enumerate() {
-                if let Kind::Tick { over } = trigger.kind {
-                    if lasted > over {
-                        tick.fired = true;
-                        fire(Fired {
-                            trigger: Some(index),
-                            time: now,
-                            lane: Some(tick.lane),
-                            span: None,
-                            what: format!("tick {} open for {}", tick.tick, Ms(lasted)),
-                        });
-                        break;
-                    }
-                }
+            let lasted = now.saturating_sub(open.start);
+            let past = triggers
+                .iter()
+                .enumerate()
+                .find(|(_, trigger)| matches!(trigger.kind, Kind::Tick { over } if lasted > over));
+            if let Some((index, _)) = past {
+                self.fired_ticks.push((open.lane, open.tick));
+                fire(Fired {
+                    trigger: Some(index),
+                    time: now,
+                    lane: Some(open.lane),
+                    span: None,
+                    what: format!("tick {} open for {}", open.tick, Ms(lasted)),
+                });
             }
         }
     }

@@ -416,7 +416,9 @@ impl Merger {
             // A restarted process has nothing open from before.
             Update::Restarted => self.close_spans_of(source),
             // Counted in the metrics; a gap upstream has no events to say.
-            Update::Gap { .. } => {}
+            // Ticks go on as the events that told them, each viewer's
+            // reader pairing them again.
+            Update::Gap { .. } | Update::Ticks(_) => {}
         }
     }
 

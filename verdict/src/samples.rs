@@ -8,12 +8,12 @@
 //! neither the spans of one tick nor the ticks of one run are independent
 //! of one another.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::ops::Range;
 
 use serde::Serialize;
 use typhon_live_core::{DecodeError, Event, Frame, NameId};
-use typhon_live_reader::{Loss, Reader, State, Update};
+use typhon_live_reader::{Loss, Reader, State, Tick, Update};
 
 /// The name of the ticks' own row: their durations, from the stream's
 /// tick marks (`TickStart`, `TickEnd`), beside the spans' names. A span
@@ -25,9 +25,6 @@ pub const MAX_NAMES: usize = 4096;
 
 /// Samples kept, at most, a side: 16 bytes each, 256 MiB in all.
 pub const MAX_SAMPLES: usize = 16 << 20;
-
-/// Ticks open at once, at most (a tick started and not yet ended).
-const MAX_OPEN_TICKS: usize = 4096;
 
 /// Without tick marks, the bootstrap resamples windows of host time this
 /// long instead of ticks.
@@ -41,9 +38,16 @@ pub struct Reading {
     pub sources: Vec<String>,
     /// Events read.
     pub events: u64,
-    /// Ticks that ended (after their run's warm-up).
+    /// Ticks whose start and end were both read, as the reader pairs them
+    /// (FORMAT.md, "Reading a stream": ticks), ended after their run's
+    /// warm-up.
     pub ticks: u64,
-    /// Ticks that ended over their budget (after their run's warm-up).
+    /// Ticks whose start was lost, ended after their run's warm-up.
+    pub ticks_without_start: u64,
+    /// Ticks whose end was lost, started after their run's warm-up.
+    pub ticks_without_end: u64,
+    /// Ticks that ended over their budget (after their run's warm-up),
+    /// whole or without a start.
     pub overruns: u64,
     /// Events the stream says were dropped (full rings, Blocks dropped on
     /// the way, lost at shutdown).
@@ -111,8 +115,7 @@ pub struct Samples {
     /// The current session's ids, as resolved: forgotten when a name is
     /// given new text or a new session starts.
     by_id: HashMap<NameId, usize>,
-    /// Ticks started and not yet ended: number → start.
-    open_ticks: BTreeMap<u64, u64>,
+    /// The ticks' starts on the side's timeline: the clusters.
     tick_starts: Vec<u64>,
     /// Added to the stream's times so that sources, sessions and
     /// restarts follow one another on the side's timeline.
@@ -146,7 +149,6 @@ impl Samples {
             series: Vec::new(),
             by_text: HashMap::new(),
             by_id: HashMap::new(),
-            open_ticks: BTreeMap::new(),
             tick_starts: Vec::new(),
             base: 0,
             latest: 0,
@@ -233,6 +235,7 @@ impl Samples {
                 self.by_id.remove(&id);
             }
             Update::Event { event, .. } => self.event(state, event),
+            Update::Tick(tick) => self.tick(tick),
             Update::Lost(loss) => match loss {
                 Loss::Gap { frames } => self.reading.frames_missed += frames,
                 Loss::Dropped { events, .. } | Loss::Damaged { events } => {
@@ -258,35 +261,6 @@ impl Samples {
             Event::TaskEnd {
                 name, time, wall, ..
             } => (name, time.saturating_sub(wall), wall),
-            Event::TickStart { time, tick } => {
-                let at = self.at(time);
-                if self.warming_up(at) {
-                    self.reading.warm_up += 1;
-                } else if self.open_ticks.len() < MAX_OPEN_TICKS
-                    && self.tick_starts.len() < self.limits.samples
-                {
-                    self.open_ticks.insert(tick, at);
-                    self.tick_starts.push(at);
-                }
-                return;
-            }
-            Event::TickEnd {
-                time,
-                tick,
-                overrun,
-            } => {
-                let end = self.at(time);
-                // A tick that ends in the warm-up is not counted at all;
-                // one that started in it is counted, without its duration.
-                if !self.warming_up(end) {
-                    self.reading.ticks += 1;
-                    self.reading.overruns += u64::from(overrun);
-                }
-                if let Some(start) = self.open_ticks.remove(&tick) {
-                    self.keep(0, start, end.saturating_sub(start));
-                }
-                return;
-            }
             _ => return,
         };
         let series = match self.by_id.get(&name) {
@@ -311,6 +285,37 @@ impl Samples {
             return;
         }
         self.keep(series, start, duration);
+    }
+
+    /// A tick the reader paired. Its start, wherever it ends, bounds a
+    /// cluster. One that ends in the warm-up is not counted at all; one
+    /// that started in it is counted, without its duration.
+    fn tick(&mut self, tick: Tick) {
+        let start = tick.start.map(|t| self.at(t));
+        let end = tick.end.map(|t| self.at(t));
+        let started_warm = start.is_some_and(|s| self.warming_up(s));
+        match start {
+            Some(_) if started_warm => self.reading.warm_up += 1,
+            Some(at) if self.tick_starts.len() < self.limits.samples => self.tick_starts.push(at),
+            _ => {}
+        }
+        let Some(end) = end else {
+            self.reading.ticks_without_end += u64::from(!started_warm);
+            return;
+        };
+        if self.warming_up(end) {
+            return;
+        }
+        self.reading.overruns += u64::from(tick.overrun);
+        match start {
+            Some(start) => {
+                self.reading.ticks += 1;
+                if !started_warm {
+                    self.keep(0, start, end.saturating_sub(start));
+                }
+            }
+            None => self.reading.ticks_without_start += 1,
+        }
     }
 
     /// Time `t` of the stream on the side's timeline.
@@ -359,7 +364,6 @@ impl Samples {
     /// far, and its ticks are its own.
     fn new_epoch(&mut self) {
         self.base = self.latest.saturating_add(1);
-        self.open_ticks.clear();
     }
 
     /// The side, read: each name's durations sorted, with the cluster

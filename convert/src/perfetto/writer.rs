@@ -11,7 +11,7 @@ use typhon_live_core::{
     Switch, TaskId,
 };
 use typhon_live_reader::{
-    CpuInterval, FieldOwners, Loss, Names, Reader, State, TextRecord, Update,
+    CpuInterval, FieldOwners, Loss, Names, Reader, State, TextRecord, Tick, Update,
 };
 
 use super::heap::HeapDumps;
@@ -198,8 +198,6 @@ struct LaneState {
     root_ended: bool,
     /// A task span that ended here, waiting for its fields likewise.
     task: Option<EndedTask>,
-    /// A tick started and not yet ended: (ns, tick number).
-    tick: Option<(u64, u64)>,
     /// Its thread's CPU: the counter tracks of its share on a CPU and
     /// waiting for one, and the track of its switches' slices.
     cpu_tracks: Option<(u64, u64)>,
@@ -336,7 +334,8 @@ impl TraceWriter {
     /// ended (in nesting order) and each tick without its end (as an
     /// instant).
     pub fn finish(&mut self, out: &mut Vec<u8>) {
-        let reader = std::mem::take(&mut self.reader);
+        let mut reader = std::mem::take(&mut self.reader);
+        reader.ended(|state, update| self.update(state, update, out));
         self.finish_with(reader.state().names(), out);
         self.reader = reader;
     }
@@ -511,6 +510,7 @@ impl TraceWriter {
             Update::Cpu(interval) => self.cpu(names, &interval, out),
             Update::Switch { lane, time, what } => self.switch(names, lane, time, what, out),
             Update::Text(text) => self.text(names, &text, out),
+            Update::Tick(tick) => self.tick(names, tick, out),
             Update::Lost(Loss::Texts { texts }) => {
                 self.stats.texts_lost = self.stats.texts_lost.saturating_add(u64::from(texts));
             }
@@ -755,48 +755,40 @@ impl TraceWriter {
                 self.stats.counter_values += 1;
                 self.seq.event(out, time, track, Kind::Counter(value));
             }
-            Event::TickStart { time, tick } => {
-                let state = self.lanes.entry(lane).or_default();
-                if let Some(unended) = state.tick.replace((time, tick)) {
-                    self.lone_tick(names, lane, unended.0, unended.1, None, out);
-                }
+            // Paired by the reader: `tick`.
+            Event::TickStart { .. } | Event::TickEnd { .. } => {}
+        }
+    }
+
+    /// A tick the reader paired: a whole one as a slice on its lane's
+    /// Ticks track, one with a half lost as an instant there.
+    fn tick(&mut self, names: &Names, tick: Tick, out: &mut Vec<u8>) {
+        let (lane, number, overrun) = (tick.lane, tick.tick, tick.overrun);
+        match (tick.start, tick.end) {
+            (Some(start), Some(end)) => {
+                self.stats.ticks += 1;
+                // A peer's clock that went back within the tick would put
+                // its end before its begin.
+                let end = end.max(start);
+                let track = self.ticks_track(names, lane, out);
+                let (iid, text) = if overrun { OVERRUN_TICK } else { TICK };
+                self.seq.named(
+                    out,
+                    start,
+                    track,
+                    Kind::Begin,
+                    iid,
+                    || text.into(),
+                    &[
+                        (Annotation::Tick, AnnotationValue::Uint(number)),
+                        (Annotation::Overrun, AnnotationValue::Bool(overrun)),
+                    ],
+                );
+                self.seq.event(out, end, track, Kind::End);
             }
-            Event::TickEnd {
-                time,
-                tick,
-                overrun,
-            } => {
-                let started = self.lanes.entry(lane).or_default().tick.take();
-                match started {
-                    Some((start, number)) if number == tick => {
-                        self.stats.ticks += 1;
-                        // A peer's clock that went back within the tick
-                        // would put its end before its begin.
-                        let end = time.max(start);
-                        let track = self.ticks_track(names, lane, out);
-                        let (iid, text) = if overrun { OVERRUN_TICK } else { TICK };
-                        self.seq.named(
-                            out,
-                            start,
-                            track,
-                            Kind::Begin,
-                            iid,
-                            || text.into(),
-                            &[
-                                (Annotation::Tick, AnnotationValue::Uint(tick)),
-                                (Annotation::Overrun, AnnotationValue::Bool(overrun)),
-                            ],
-                        );
-                        self.seq.event(out, end, track, Kind::End);
-                    }
-                    other => {
-                        if let Some((start, number)) = other {
-                            self.lone_tick(names, lane, start, number, None, out);
-                        }
-                        self.lone_tick(names, lane, time, tick, Some(overrun), out);
-                    }
-                }
-            }
+            (Some(start), None) => self.lone_tick(names, lane, start, number, None, out),
+            (None, Some(end)) => self.lone_tick(names, lane, end, number, Some(overrun), out),
+            (None, None) => {}
         }
     }
 
@@ -889,13 +881,10 @@ impl TraceWriter {
         self.seq.event(out, end, track, Kind::End);
     }
 
-    /// Writes a lane's held spans and its unended tick.
+    /// Writes a lane's held spans.
     fn write_lane(&mut self, names: &Names, lane: LaneId, out: &mut Vec<u8>) {
         self.write_ended_on(names, lane, out);
         self.write_spans(names, lane, out);
-        if let Some((start, tick)) = self.lanes.get_mut(&lane).and_then(|s| s.tick.take()) {
-            self.lone_tick(names, lane, start, tick, None, out);
-        }
     }
 
     /// Writes a lane's held spans, in nesting order.
