@@ -290,6 +290,8 @@ impl Reader {
                     said.events.push((lane, event));
                 }
                 Read::Samples { time } => {
+                    // Only the lanes it may name, as the reader reads them.
+                    stated.retain(|lane| state.samples_may_name(lane.lane));
                     said.samples = Some(Samples {
                         time,
                         lanes: core::mem::take(&mut stated),

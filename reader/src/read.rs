@@ -407,10 +407,16 @@ impl Reader {
         }
         for switch in samples.switches() {
             let (lane, what) = (switch.lane, switch.what);
+            if !self.state.defines(lane) {
+                continue;
+            }
             let time = clock.ns(switch.time);
             take(&self.state, Update::Switch { lane, time, what });
         }
         for lane in samples.lanes() {
+            if !self.state.defines(lane.lane) {
+                continue;
+            }
             if let Some(interval) = self.last_samples.interval(&lane, time) {
                 take(&self.state, Update::Cpu(interval));
             }

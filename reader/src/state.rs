@@ -100,6 +100,10 @@ pub struct Tally {
     pub ticks_without_end: u64,
     /// Ticks told overrunning their budget (whole, or without a start).
     pub ticks_overrun: u64,
+    /// Entries of Samples frames (a lane's counters, a switch) that named
+    /// a lane the lane table did not hold: a writer's fault (FORMAT.md,
+    /// "Samples"), skipped. Counted once an Init was read.
+    pub samples_undefined_lanes: u64,
     /// Sessions read: Inits with a session id other than the last one's.
     pub sessions: u64,
     /// Sessions that started over under their own id.
@@ -133,6 +137,10 @@ impl Tally {
             ticks_without_start: less(self.ticks_without_start, earlier.ticks_without_start),
             ticks_without_end: less(self.ticks_without_end, earlier.ticks_without_end),
             ticks_overrun: less(self.ticks_overrun, earlier.ticks_overrun),
+            samples_undefined_lanes: less(
+                self.samples_undefined_lanes,
+                earlier.samples_undefined_lanes,
+            ),
             ..*self
         }
     }
@@ -213,6 +221,19 @@ impl State {
             let sample = i128::from(received) - i128::from(time);
             self.unix_offset = Some(self.unix_offset.map_or(sample, |o| o.min(sample)));
         }
+    }
+
+    /// Whether a Samples frame may name `lane`: it is in the lane table
+    /// (FORMAT.md, "Samples"), or no Init gave a table to check against.
+    pub fn samples_may_name(&self, lane: LaneId) -> bool {
+        self.session.is_none() || self.lanes.contains_key(&lane)
+    }
+
+    /// [`State::samples_may_name`], a lane it may not counted.
+    pub(crate) fn defines(&mut self, lane: LaneId) -> bool {
+        let defined = self.samples_may_name(lane);
+        self.tally.samples_undefined_lanes += u64::from(!defined);
+        defined
     }
 
     /// Span `id` of `lane` ended: no longer open, whatever the last

@@ -762,3 +762,62 @@ fn a_reader_is_attached_from_attach_not_from_its_init() {
         ]
     );
 }
+
+/// "Samples": its lanes are defined before it. A Samples frame naming a
+/// lane the table does not hold broke that rule: its entries for that lane
+/// (counters and switches) are counted and skipped, the rest read.
+#[test]
+fn a_samples_frames_lane_not_defined_before_it_is_counted_and_skipped() {
+    use typhon_live_core::samples::write_samples;
+    use typhon_live_core::{Counters, LaneInfo, LaneSample, SamplesBatch, Switch, SwitchRecord};
+    use typhon_live_reader::{Reader, Update};
+
+    let (_, names) = writer_parts();
+    let main = LaneInfo {
+        id: 0,
+        name: MAIN,
+        kind: LaneKind::Main,
+    };
+    let mut out = vec![0u8; 4096];
+    let n = write_init(&mut out, 0, &meta(), &names, [main].into_iter()).unwrap();
+    let mut stream = out[..n].to_vec();
+    let sample = |lane, on_cpu_ns| LaneSample {
+        lane,
+        thread: 100 + u64::from(lane),
+        switches_traced: true,
+        counters: Counters {
+            on_cpu_ns: Some(on_cpu_ns),
+            ..Counters::default()
+        },
+    };
+    for (seq, time) in [(1, 1_000), (2, 2_000)] {
+        let lanes = [sample(0, time), sample(3, time)];
+        let switches = [0, 3].map(|lane| SwitchRecord {
+            lane,
+            time: time - 10,
+            what: Switch::OutWaiting,
+        });
+        let batch = SamplesBatch {
+            time,
+            lanes: &lanes,
+            switches: &switches,
+            ..SamplesBatch::default()
+        };
+        let n = write_samples(&mut out, seq, &batch).unwrap();
+        stream.extend_from_slice(&out[..n]);
+    }
+    let mut reader = Reader::new();
+    let (mut intervals, mut switches) = (Vec::new(), Vec::new());
+    let damage = typhon_live_reader::frames(&stream, |frame| {
+        reader.read(frame, |_, update| match update {
+            Update::Cpu(interval) => intervals.push(interval.lane),
+            Update::Switch { lane, .. } => switches.push(lane),
+            _ => {}
+        })
+    });
+    assert_eq!(damage, []);
+    assert_eq!(intervals, [0], "lane 3's counters skipped");
+    assert_eq!(switches, [0, 0], "lane 3's switches skipped");
+    // Two frames, each a counter entry and a switch of lane 3.
+    assert_eq!(reader.state().tally().samples_undefined_lanes, 4);
+}

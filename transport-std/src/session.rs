@@ -561,6 +561,12 @@ impl Sinks {
                 sites,
             };
             if !batch.is_empty() {
+                // Its lanes were read after the frames above: a thread
+                // that claimed one since, or a site frame's name interned
+                // since, is defined first (FORMAT.md, "Samples").
+                while let Some(frame) = poll(exporter, out, clock) {
+                    self.deliver(exporter, frame, &out[..frame.len], control);
+                }
                 let need = batch.max_frame_len();
                 if out.len() < need {
                     out.resize(need, 0);

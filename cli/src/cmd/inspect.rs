@@ -169,6 +169,25 @@ fn report(path: &Path) -> Result<(String, bool), CliError> {
     if texts > 0 || texts_lost > 0 {
         let _ = writeln!(out, "texts       {texts} log texts, {texts_lost} lost");
     }
+    let told = tally.ticks + tally.ticks_without_start + tally.ticks_without_end;
+    if told > 0 || state.open_ticks().next().is_some() {
+        let _ = writeln!(
+            out,
+            "ticks       {} whole, {} without a start, {} without an end, {} overran, {} open at the end",
+            tally.ticks,
+            tally.ticks_without_start,
+            tally.ticks_without_end,
+            tally.ticks_overrun,
+            state.open_ticks().count()
+        );
+    }
+    if tally.samples_undefined_lanes > 0 {
+        let _ = writeln!(
+            out,
+            "rule broken {} Samples entries named a lane before its definition (skipped)",
+            tally.samples_undefined_lanes
+        );
+    }
     if first <= last {
         let seconds = |ns: u64| ns as f64 / 1e9;
         let _ = writeln!(
