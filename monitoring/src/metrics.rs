@@ -204,6 +204,8 @@ pub struct Metrics {
     viewers_let_go: Family<ReasonLabel, Counter>,
     viewers_refused: Family<ReasonLabel, Counter>,
     viewer_frames_dropped: Counter,
+    events_moved: Family<SourceLabel, Counter>,
+    moved_by: Family<SourceLabel, Gauge<f64, AtomicU64>>,
     index: Mutex<Index>,
 }
 
@@ -246,6 +248,8 @@ impl Metrics {
             viewers_let_go: Family::default(),
             viewers_refused: Family::default(),
             viewer_frames_dropped: Counter::default(),
+            events_moved: Family::default(),
+            moved_by: Family::default(),
             registry: Registry::default(),
             index: Mutex::default(),
         };
@@ -391,6 +395,17 @@ impl Metrics {
             "Blocks and Catch-ups dropped whole for viewers that fell behind (a full queue, or a browser tab's frame that waited past 50 ms), each a gap in that viewer's sequence numbers",
             metrics.viewer_frames_dropped.clone(),
         );
+        registry.register(
+            "events_moved",
+            "A source's events the merged stream placed later than its clock says, whole: it or an earlier one lay wholly before the relay's clock began (its Catch-ups ran ahead of its Blocks, or it predates the relay)",
+            metrics.events_moved.clone(),
+        );
+        registry.register_with_unit(
+            "moved_by",
+            "How much later the merged stream places a source's times than its clock says (0: as it says)",
+            Unit::Seconds,
+            metrics.moved_by.clone(),
+        );
         Metrics {
             registry,
             ..metrics
@@ -405,6 +420,16 @@ impl Metrics {
     /// `frames` more were dropped for viewers that fell behind.
     pub fn viewer_frames_dropped(&self, frames: u64) {
         self.viewer_frames_dropped.inc_by(frames);
+    }
+
+    /// Source `source`'s `events` were placed `lead` ns later than its
+    /// clock says in the merged stream (the relay's `Moved`).
+    pub fn source_moved(&self, source: &str, events: u64, lead: u64) {
+        let label = SourceLabel {
+            source: source.to_owned(),
+        };
+        self.events_moved.get_or_create(&label).inc_by(events);
+        self.moved_by.get_or_create(&label).set(lead as f64 / 1e9);
     }
 
     /// A viewer was let go, for `reason`.
@@ -926,6 +951,22 @@ mod tests {
             .find(|l| l.starts_with(series))
             .unwrap_or_else(|| panic!("no {series} in\n{text}"));
         line.rsplit(' ').next().unwrap().parse().unwrap()
+    }
+
+    #[test]
+    fn a_sources_moved_events_are_counted_and_by_how_much_they_moved() {
+        let metrics = Metrics::new();
+        metrics.source_moved("late", 1_000, 8_999_000_000);
+        metrics.source_moved("late", 7_000, 8_999_000_000);
+        let text = metrics.encode();
+        assert_eq!(
+            value(&text, "typhon_events_moved_total{source=\"late\"}"),
+            8_000.0
+        );
+        assert_eq!(
+            value(&text, "typhon_moved_by_seconds{source=\"late\"}"),
+            8.999
+        );
     }
 
     /// The metrics of one source, "m", that sent `stream`.

@@ -563,6 +563,19 @@ pub fn merge(mut merger: Merger, inputs: Receiver<Input>, metrics: Arc<Metrics>)
                         viewer.offer(&frame);
                     }
                 });
+                for moved in merger.take_moved() {
+                    metrics.source_moved(&moved.label, moved.events, moved.lead);
+                    if moved.first {
+                        eprintln!(
+                            "typhon-live relay: {}: records lay {:.3} s before the relay's clock \
+                             began (its Catch-ups ran ahead of its Blocks, or they predate the \
+                             relay); its times are placed that much later, whole, from now on \
+                             (typhon_events_moved_total, typhon_moved_by_seconds)",
+                            moved.label,
+                            moved.lead as f64 / 1e9
+                        );
+                    }
+                }
             }
         }
     }

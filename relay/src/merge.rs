@@ -192,6 +192,32 @@ struct SourceState {
     /// Its share of the merged names and lanes. Not reset by a new
     /// session: what it added stays in the merged table.
     quota: Quota,
+    /// Its label, as `/metrics` and stderr name it.
+    label: String,
+    /// How much later than its Unix offset places them its times are
+    /// placed: what it took, at most, to bring a record that lay wholly
+    /// before the relay's clock began onto it. 0 until one did; reset by
+    /// a new session or a restart.
+    lead: u64,
+}
+
+/// A source's times moved later, whole, so that its records reach the
+/// viewers with their durations (a record that lay wholly before the
+/// relay's clock began: its Catch-ups' clock ran ahead of its Blocks, or
+/// its events predate the relay): what the relay's metrics count and its
+/// stderr says.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Moved {
+    /// The source's label.
+    pub label: String,
+    /// Its records placed later than their Unix offset says, in this
+    /// update.
+    pub events: u64,
+    /// By how much, ns.
+    pub lead: u64,
+    /// The source's times were placed as its clock says before this
+    /// update: the first move of its session, to be said.
+    pub first: bool,
 }
 
 /// A relay lane's open spans: as its source's last Catch-up listed them,
@@ -257,6 +283,8 @@ pub struct Merger {
     names_scratch: Vec<u64>,
     /// Events refused: of lanes past the cap.
     pub refused_events: u64,
+    /// Sources' records moved later since the last [`Merger::take_moved`].
+    moved: Vec<Moved>,
     /// Source Blocks passed on relabelled rather than encoded again.
     pub forwarded_blocks: u64,
     /// The process name its Init gives: the relay's, or the one source's
@@ -293,6 +321,8 @@ impl Merger {
                     lanes: Ids::default(),
                     memory: None,
                     quota,
+                    label: label.clone(),
+                    lead: 0,
                 })
                 .collect(),
             out: vec![0u8; max_block_frame_len(scratch.len(), MAX_LANES)],
@@ -300,6 +330,7 @@ impl Merger {
             relabelled: Vec::new(),
             names_scratch: Vec::new(),
             refused_events: 0,
+            moved: Vec::new(),
             forwarded_blocks: 0,
             process_name: "typhon-live relay".into(),
             shown_as_source: false,
@@ -308,8 +339,9 @@ impl Merger {
 
     /// A merger of one source, shown as itself: its lanes and gauges keep
     /// their names, unprefixed, and the Init its process name.
-    pub fn single(session_id: u64, created_unix_ns: u64) -> Self {
-        let mut merger = Merger::new(&[String::new()], session_id, created_unix_ns);
+    /// `label` names it in the relay's metrics and on stderr.
+    pub fn single(label: &str, session_id: u64, created_unix_ns: u64) -> Self {
+        let mut merger = Merger::new(&[label.to_owned()], session_id, created_unix_ns);
         merger.shown_as_source = true;
         for source in &mut merger.sources {
             source.prefix.clear();
@@ -317,9 +349,47 @@ impl Merger {
         merger
     }
 
-    /// How `unix_offset` moves a source's times onto the relay's clock.
-    fn shift(&self, unix_offset: i128) -> Shift {
-        Shift(unix_offset - i128::from(self.created_unix_ns))
+    /// How `unix_offset` moves source `source`'s times onto the relay's
+    /// clock, with the lead it took (see [`Moved`]).
+    fn shift(&self, source: usize, unix_offset: i128) -> Shift {
+        let lead = i128::from(self.sources[source].lead);
+        Shift(unix_offset - i128::from(self.created_unix_ns) + lead)
+    }
+
+    /// [`Merger::shift`] for `events` of source `source`: its lead grown
+    /// first if one of them lies wholly before the relay's clock began,
+    /// so that it is placed whole at the clock's start or later, its
+    /// duration kept, and the source's later records keep their order
+    /// with it. A span that ends after the clock began (open across the
+    /// relay's start) moves nothing: its start is held to the clock.
+    fn placed(&mut self, source: usize, events: &[(LaneId, Event)], unix_offset: i128) -> Shift {
+        let shift = self.shift(source, unix_offset);
+        // The most an event that ends before 0 starts before it.
+        let behind = events
+            .iter()
+            .filter(|(_, e)| i128::from(e.end_time()) + shift.0 < 0)
+            .map(|(_, e)| -(i128::from(earliest(e)) + shift.0))
+            .max();
+        let state = &mut self.sources[source];
+        let first = state.lead == 0;
+        if let Some(behind) = behind.filter(|&behind| behind > 0) {
+            state.lead = u64::try_from(i128::from(state.lead) + behind).unwrap_or(u64::MAX);
+        }
+        if state.lead > 0 && !events.is_empty() {
+            self.moved.push(Moved {
+                label: state.label.clone(),
+                events: events.len() as u64,
+                lead: state.lead,
+                first,
+            });
+        }
+        self.shift(source, unix_offset)
+    }
+
+    /// What was moved since the last call: for the relay's metrics and
+    /// its one line on stderr.
+    pub fn take_moved(&mut self) -> Vec<Moved> {
+        std::mem::take(&mut self.moved)
     }
 
     /// The Init a viewer connecting now gets: every name and lane so far.
@@ -381,8 +451,10 @@ impl Merger {
                     state.texts.clear();
                     state.names.clear();
                     state.gauges.clear();
-                    // Another process: its memory is told afresh.
+                    // Another process: its memory is told afresh, its clock
+                    // placed afresh.
                     state.memory = None;
+                    state.lead = 0;
                     self.close_spans_of(source);
                 }
                 self.define(source, names, lanes, &mut emit);
@@ -413,8 +485,12 @@ impl Merger {
                 unix_offset,
             } => self.texts(source, texts, *lost, *unix_offset, &mut emit),
             Update::Samples(samples) => self.samples(source, samples, &mut emit),
-            // A restarted process has nothing open from before.
-            Update::Restarted => self.close_spans_of(source),
+            // A restarted process has nothing open from before, and its
+            // clock is placed afresh.
+            Update::Restarted => {
+                self.sources[source].lead = 0;
+                self.close_spans_of(source);
+            }
             // Counted in the metrics; a gap upstream has no events to say.
             // Ticks go on as the events that told them, each viewer's
             // reader pairing them again.
@@ -434,7 +510,8 @@ impl Merger {
         lanes: &[LaneInfo],
         emit: &mut impl FnMut(MergedFrame),
     ) {
-        *self = Merger::single(session, self.created_unix_ns);
+        let label = std::mem::take(&mut self.sources[0].label);
+        *self = Merger::single(&label, session, self.created_unix_ns);
         self.process_name = process.to_owned();
         self.sources[0].session = Some(session);
         // Defined in the Init itself: no Definitions before it.
@@ -556,7 +633,7 @@ impl Merger {
             self.definitions(emit);
         }
         let state = &self.sources[source];
-        let shift = self.shift(unix_offset);
+        let shift = self.shift(source, unix_offset);
         let at = |t: u64| shift.at(t);
         let mut listed = Vec::with_capacity(lanes.len());
         for lane in lanes {
@@ -682,8 +759,8 @@ impl Merger {
             self.definitions(emit);
         }
 
+        let shift = self.placed(source, events, unix_offset);
         let state = &self.sources[source];
-        let shift = self.shift(unix_offset);
         let mut drops: Vec<(LaneId, u32)> = drops
             .iter()
             .filter_map(|&(lane, n)| state.lanes.get(lane).map(|relay| (relay, n)))
@@ -836,7 +913,7 @@ impl Merger {
             self.definitions(emit);
         }
         let state = &self.sources[source];
-        let shift = self.shift(unix_offset);
+        let shift = self.shift(source, unix_offset);
         let mut batch = TextBatch::new(&mut self.scratch);
         let out = &mut self.out;
         let mut flush = |batch: &TextBatch<'_>, lost: &mut u32| {
@@ -889,7 +966,7 @@ impl Merger {
             self.definitions(emit);
         }
         let state = &self.sources[source];
-        let shift = self.shift(samples.unix_offset);
+        let shift = self.shift(source, samples.unix_offset);
         let time = shift.at(samples.time);
         let lanes: Vec<LaneSample> = (samples.lanes.iter())
             .filter_map(|sample| {
@@ -1001,6 +1078,15 @@ impl Relabel for SourceIds<'_> {
 }
 
 /// Whether `source` may map more of its ids to merged names.
+/// The earliest moment `event` covers: a span's start, a task's
+/// creation, a point's time.
+fn earliest(event: &Event) -> u64 {
+    match *event {
+        Event::TaskEnd { time, wall, .. } => time.saturating_sub(wall),
+        _ => event.time(),
+    }
+}
+
 fn has_room(source: &SourceState) -> bool {
     source.names.len() + source.gauges.len() < MAX_NAMES
 }
@@ -1165,6 +1251,114 @@ mod tests {
             model.on_frame(frame, Duration::ZERO).unwrap()
         });
         assert_eq!(model.summary(Duration::ZERO).lanes.len(), 2);
+    }
+
+    /// A source whose Catch-up states a clock 10 s ahead of its Blocks'
+    /// events (they waited in its rings), read 1 ms after the relay
+    /// started: its Unix offset, the least over its frames, places those
+    /// events 9 s before the relay's clock began. They reach a viewer
+    /// whole, their durations and spacing kept, and the move is counted.
+    #[test]
+    fn a_source_whose_catch_ups_ran_ahead_of_its_blocks_reaches_viewers_whole() {
+        use typhon_live_core::block::block_scratch_len;
+        use typhon_live_core::{Compression, NameTable};
+        use typhon_live_reader::{Reader, Update as Read};
+        use typhon_live_tests::block_frame;
+
+        const S: u64 = 1_000_000_000;
+        let created = 100 * S;
+        let mut names: NameTable<4, 64> = NameTable::new();
+        let (main, work) = (names.intern("Main").unwrap(), names.intern("work").unwrap());
+        let lane = LaneInfo {
+            id: 0,
+            name: main,
+            kind: LaneKind::Main,
+        };
+        let meta = Metadata {
+            ticks_per_second: S,
+            session_id: 3,
+            ..Metadata::default()
+        };
+        let mut out = vec![0u8; 1 << 16];
+        let mut source = Vec::new();
+        let n = write_init(&mut out, 0, &meta, &names, [lane].into_iter()).unwrap();
+        source.extend_from_slice(&out[..n]);
+        let open = OpenLane {
+            info: lane,
+            name: "Main",
+            open_depth: 0,
+            open: &[],
+        };
+        let n = write_catchup_of(&mut out, 0, 10 * S, [open].into_iter()).unwrap();
+        source.extend_from_slice(&out[..n]);
+        // 8 000 spans of 300 µs, 400 µs apart, from 1 s, in Blocks of 1 000.
+        let spans = |i: u64| (S + i * 400_000, 300_000);
+        let mut scratch = vec![0u8; block_scratch_len(1000)];
+        for (seq, from) in (1u32..).zip((0..8000u64).step_by(1000)) {
+            let mut block = BlockBuilder::new(&mut scratch);
+            for i in from..from + 1000 {
+                let (start, duration) = spans(i);
+                let span = Event::Span {
+                    start,
+                    duration,
+                    name: work,
+                    id: i as u32 + 1,
+                    parent: 0,
+                    arg: None,
+                };
+                block.push(0, &span);
+            }
+            source.extend(block_frame(&block, seq, &[], Compression::Lz4));
+        }
+
+        let mut merger = Merger::new(&["late".into()], 7, created);
+        let mut reader = owned::Reader::default();
+        let mut merged = whole(&merger.init(), 0);
+        let mut seq = 1;
+        let mut moved = Vec::new();
+        each_frame(&source, |frame| {
+            reader
+                .read(frame, created + 1_000_000, |update, _| {
+                    merger.update(0, &update, |frame| {
+                        merged.extend(whole(&frame, seq));
+                        seq += 1;
+                    });
+                })
+                .unwrap();
+            moved.extend(merger.take_moved());
+        });
+
+        let mut viewer = Reader::new();
+        let mut seen = Vec::new();
+        each_frame(&merged, |frame| {
+            viewer
+                .read(frame, |_, update| {
+                    if let Read::Event {
+                        event:
+                            Event::Span {
+                                start, duration, ..
+                            },
+                        ..
+                    } = update
+                    {
+                        seen.push((start, duration));
+                    }
+                })
+                .unwrap();
+        });
+        assert_eq!(seen.len(), 8000);
+        // Moved as one: the first at the clock's start, the rest as far
+        // from it as they were, each as long as it was.
+        let lead = 9 * S - 1_000_000;
+        let want: Vec<(u64, u64)> = (0..8000).map(|i| (spans(i).0 - S, spans(i).1)).collect();
+        assert_eq!(seen, want);
+        assert_eq!(moved.iter().map(|m| m.events).sum::<u64>(), 8000);
+        assert!(moved.iter().all(|m| m.label == "late" && m.lead == lead));
+        let said: Vec<bool> = moved.iter().map(|m| m.first).collect();
+        assert_eq!(
+            said,
+            [true, false, false, false, false, false, false, false]
+        );
     }
 
     #[test]
@@ -1506,7 +1700,7 @@ mod tests {
 
     #[test]
     fn one_source_shown_as_itself_keeps_its_names_and_its_process_name() {
-        let mut merger = Merger::single(7, 0);
+        let mut merger = Merger::single("s", 7, 0);
         let mut update = session(1, ["Main".to_owned(), "memory".to_owned()]);
         if let Update::Session { process, .. } = &mut update {
             *process = "the engine".into();
@@ -1536,7 +1730,7 @@ mod tests {
 
     #[test]
     fn one_source_shown_as_itself_restarting_is_a_new_session_for_its_viewers() {
-        let mut merger = Merger::single(7, 0);
+        let mut merger = Merger::single("s", 7, 0);
         let mut stream = whole(&merger.init(), 0);
         let mut seq = 0;
         for (session, ticks) in [(1, 0..20), (2, 0..10)] {

@@ -116,7 +116,7 @@ pub fn run(serve: &RelayConfig, duration: Option<Duration>) -> Result<(), RelayE
         // A fresh session id per run: viewers tell a relay restart.
         let session = created ^ u64::from(std::process::id()).rotate_left(32);
         let merger = if serve.unprefixed && sources.len() == 1 {
-            Merger::single(session, created)
+            Merger::single(&sources[0].name, session, created)
         } else {
             let labels: Vec<String> = sources.iter().map(|s| s.name.clone()).collect();
             Merger::new(&labels, session, created)
