@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use typhon_live_core::{Event, GaugeValue};
-use typhon_live_reader::Tick;
+use typhon_live_reader::{Tick, Update};
 
 use crate::fields::Owner;
 use crate::history::{self, Chunk, GaugeRecord, InstantRecord, SpanRecord, TickRecord};
@@ -242,9 +242,19 @@ impl Model {
         }
     }
 
-    /// The stream is over (a file read to its end): what was being
+    /// The stream is over (a file read to its end): the ticks still open
+    /// lost their ends (the reader's `ended`), and what was being
     /// collected goes into the history.
     pub fn flush_history(&mut self) {
+        let mut unended = Vec::new();
+        self.reader.ended(|_, update| {
+            if let Update::Tick(tick) = update {
+                unended.push(tick);
+            }
+        });
+        for tick in unended {
+            self.tick_read(tick);
+        }
         if self.chunk.records() > 0 {
             self.close_chunk();
         }

@@ -199,6 +199,7 @@ impl Samples {
         for d in damage {
             self.damage(label, Some(d.offset), &d.error);
         }
+        reader.ended(|state, update| self.update(state, &update));
         read
     }
 
