@@ -15,7 +15,7 @@ pub mod client;
 pub mod retry;
 pub mod settings;
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasher, Hash};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, TrySendError};
 use std::sync::Arc;
@@ -32,7 +32,7 @@ use opentelemetry_proto::tonic::resource::v1::Resource;
 use opentelemetry_proto::tonic::trace::v1::{span, ResourceSpans, ScopeSpans, Span};
 use prost::Message;
 use typhon_live_core::{Event, LaneId, NameId};
-use typhon_live_reader::{State, Tick};
+use typhon_live_reader::{Nesting, State, Tick};
 
 use crate::failures::Failures;
 use crate::metrics::{DurationsSnapshot, Metrics, SourceSnapshot, BOUNDS};
@@ -480,8 +480,10 @@ impl TickTracer {
     }
 
     /// Exports `tick` as a trace: the tick as its root, every kept span
-    /// inside it (any lane) under its parent, or under the root when its
-    /// parent is not inside the tick.
+    /// inside it (any lane) where the reader's [`Nesting`] places it among
+    /// them: under its parent, or (its parent lost, or outside the tick)
+    /// under the innermost of its lane's that holds it in time, else
+    /// under the root.
     fn export(&self, tick: SlowTick, state: &State) {
         let unix =
             |ns: u64| u64::try_from((i128::from(ns) + self.unix_offset).max(0)).unwrap_or(u64::MAX);
@@ -528,9 +530,15 @@ impl TickTracer {
             ],
             ..Span::default()
         }];
-        for s in &inside {
-            let parent_inside =
-                s.parent != 0 && inside.iter().any(|p| p.lane == s.lane && p.id == s.parent);
+        // Newest first, a nesting a lane, as the reader places spans.
+        let mut lanes: HashMap<LaneId, Nesting> = HashMap::new();
+        let within: Vec<Option<u32>> = (inside.iter().rev())
+            .map(|s| {
+                let nesting = lanes.entry(s.lane).or_default();
+                nesting.place(s.id, s.parent, s.start, s.end).within
+            })
+            .collect();
+        for (s, within) in inside.iter().zip(within.into_iter().rev()) {
             let mut attributes = vec![text("typhon.lane", lane_name(s.lane))];
             if let Some(arg) = s.arg {
                 attributes.push(int("typhon.arg", i64::try_from(arg).unwrap_or(i64::MAX)));
@@ -538,11 +546,7 @@ impl TickTracer {
             spans.push(Span {
                 trace_id: trace_id.clone(),
                 span_id: span_id(s.lane, s.id),
-                parent_span_id: if parent_inside {
-                    span_id(s.lane, s.parent)
-                } else {
-                    root.clone()
-                },
+                parent_span_id: within.map_or_else(|| root.clone(), |p| span_id(s.lane, p)),
                 name: name(s.name),
                 kind: span::SpanKind::Internal as i32,
                 start_time_unix_nano: unix(s.start),

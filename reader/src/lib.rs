@@ -24,6 +24,8 @@
 //! - [`Tick`]s are paired once, by lane and number, a lost half told
 //!   as such ([`Update::Tick`]); [`State::open_ticks`] are those still
 //!   open.
+//! - [`Nesting`] gives a lane's spans their depths: by parent, by time
+//!   where a parent was lost.
 //! - [`FieldOwners`] tells which span or task span a field belongs to.
 //! - [`BlockBuffer`] decompresses Blocks, for the few who read events
 //!   without a reader (benchmarks, the exporter's tests).
@@ -79,6 +81,7 @@ mod cpu;
 mod field_owners;
 mod frames;
 mod names;
+mod nesting;
 pub mod owned;
 mod read;
 mod start;
@@ -92,6 +95,7 @@ pub use cpu::CpuInterval;
 pub use field_owners::{FieldOwners, MAX_FIELDS_PER_SPAN};
 pub use frames::{frames, Damage};
 pub use names::{Defined, Names, MAX_NAMES, MAX_NAME_BYTES};
+pub use nesting::{Nesting, Place, MAX_DEPTH};
 pub use read::Reader;
 pub use start::{Checkpoint, Start, START_TICKS_PER_SECOND};
 pub use state::{Lane, Refused, Session, State, Tally, MAX_LANES};

@@ -2,9 +2,9 @@
 //! ([`lay_out`], pure, in pixels across), then painted ([`paint`]).
 //!
 //! A span's depth is not on the wire (spans arrive whole, children
-//! first). Read backwards, a lane's spans come outermost first: each one
-//! is nested in those of a stack that still contain it, so one pass with
-//! a stack per lane gives every depth, seeded with the spans still open.
+//! first). Read backwards, a lane's spans come outermost first, which is
+//! how the reader's [`Nesting`] takes them: by parent, by time where a
+//! parent was lost, seeded with the spans still open; one pass a lane.
 //! Only the visible window is read: chunks ending before it stop the
 //! pass; a chunk narrower than a pixel whose longest span is too is one
 //! mark per lane, its spans not read; spans narrower than a pixel fold
@@ -29,6 +29,7 @@ use typhon_live_model::history::{InstantRecord, SpanRecord, TickRecord};
 use typhon_live_model::marks::{Mark, MarkKind};
 use typhon_live_model::Trigger;
 use typhon_live_model::{task_tracks, TaskTracks, TimelineInputs};
+use typhon_live_reader::Nesting;
 
 use crate::view::Window;
 
@@ -153,9 +154,9 @@ pub fn lay_out(inputs: &TimelineInputs, window: Window, width: f32) -> Layout {
         ..Layout::default()
     };
     let mut row_of: HashMap<u16, usize> = HashMap::new();
-    // Per lane: the stack of (start, end) that may hold the next span
-    // read, and per depth the last folded bar.
-    let mut stacks: Vec<Vec<(u64, u64)>> = Vec::new();
+    // Per lane: its spans' nesting (read newest first), and per depth the
+    // last folded bar.
+    let mut stacks: Vec<Nesting> = Vec::new();
     let mut folds: Vec<Vec<Option<usize>>> = Vec::new();
     let in_window = inputs.chunks.iter().filter(|c| c.last >= window.start);
     let cpu = CpuIndex::of(in_window.map(|c| &**c));
@@ -172,10 +173,8 @@ pub fn lay_out(inputs: &TimelineInputs, window: Window, width: f32) -> Layout {
             ),
             ..LaneRows::default()
         };
-        let mut stack = Vec::new();
         for (depth, span) in open.iter().enumerate() {
             let depth = (depth as u16).min(MAX_DEPTH - 1);
-            stack.push((span.start, u64::MAX));
             if span.start <= window.end {
                 lane.bars.push(Bar {
                     x0: x(span.start).max(-1.0),
@@ -187,7 +186,7 @@ pub fn lay_out(inputs: &TimelineInputs, window: Window, width: f32) -> Layout {
             }
         }
         layout.lanes.push(lane);
-        stacks.push(stack);
+        stacks.push(Nesting::with_open(open));
         folds.push(Vec::new());
     }
     let mut gauges: HashMap<u32, usize> = HashMap::new();
@@ -273,15 +272,8 @@ pub fn lay_out(inputs: &TimelineInputs, window: Window, width: f32) -> Layout {
             let Some(&row) = row_of.get(&span.lane) else {
                 continue;
             };
-            let stack = &mut stacks[row];
-            while stack
-                .last()
-                .is_some_and(|&(start, stop)| start > span.start || stop < end)
-            {
-                stack.pop();
-            }
-            let depth = (stack.len() as u16).min(MAX_DEPTH - 1);
-            stack.push((span.start, end));
+            let depth = stacks[row].depth(span.id, span.parent, span.start, end);
+            let depth = (depth.min(usize::from(MAX_DEPTH - 1))) as u16;
             let lane = &mut layout.lanes[row];
             lane.depths = lane.depths.max(depth + 1);
             let (x0, x1) = (x(span.start), x(end));
@@ -775,5 +767,57 @@ mod tests {
         assert_eq!(cells[0].unwrap().rgb(), [60, 200, 80]);
         assert_eq!(cells[9].unwrap().rgb(), [90, 90, 90]);
         assert!(layout.lanes[1].cpu.is_none());
+    }
+
+    /// As the terminal draws them (the same spans in its timeline's
+    /// test): by parent, by time where a parent was lost.
+    #[test]
+    fn a_span_whose_parent_was_lost_sits_inside_the_span_that_holds_it() {
+        let mut chunk = Chunk::default();
+        let span = |id, parent, start: u64, end: u64| SpanRecord {
+            start,
+            duration: end - start,
+            arg: 0,
+            id,
+            parent,
+            name: 0,
+            lane: 0,
+            has_arg: false,
+            poll: false,
+        };
+        chunk.push_span(span(3, 99, 100, 200), 100);
+        chunk.push_span(span(1, 0, 50, 400), 350);
+        chunk.push_span(span(2, 5, 500, 600), 100);
+        let open = OpenSpan {
+            id: 5,
+            name: 0,
+            start: 450,
+        };
+        let inputs = TimelineInputs {
+            chunks: vec![Arc::new(chunk)],
+            lanes: vec![(0, "Main".into(), vec![open])],
+            now: 1_000,
+            ticks_per_second: 1_000_000_000,
+            marks: Vec::new(),
+            open_tasks: Vec::new(),
+            triggers: Vec::new(),
+        };
+        let layout = lay_out(
+            &inputs,
+            Window {
+                start: 0,
+                end: 1_000,
+            },
+            1_000.0,
+        );
+        let mut depths: Vec<(u64, u16)> = (layout.lanes[0].bars.iter())
+            .map(|bar| match bar.kind {
+                BarKind::Span(span) => (span.start, bar.depth),
+                BarKind::Open(open) => (open.start, bar.depth),
+                _ => (u64::MAX, bar.depth),
+            })
+            .collect();
+        depths.sort_unstable();
+        assert_eq!(depths, [(50, 0), (100, 1), (450, 0), (500, 1)]);
     }
 }

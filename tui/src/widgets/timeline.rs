@@ -12,12 +12,11 @@
 //! (asleep, blocked), blended where a column holds some of each.
 //!
 //! A span arrives when it ends, after its children, so its depth is not
-//! in the stream: it is worked out here, for the visible spans only, from
-//! their parent ids (a parent still open takes its place in the lane's
-//! open stack; one never seen makes a root). A span narrower than a cell
-//! is folded into a `·` mark.
+//! in the stream: the reader's [`Nesting`] gives it, for the visible
+//! spans only (by parent; by time where a parent was lost; a parent still
+//! open takes its place in the lane's open stack). A span narrower than a
+//! cell is folded into a `·` mark.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use ratatui::buffer::Buffer;
@@ -25,7 +24,7 @@ use ratatui::layout::Rect;
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::widgets::Widget;
 use typhon_live_core::OpenSpan;
-use typhon_live_reader::Names;
+use typhon_live_reader::{Names, Nesting};
 
 use typhon_live_model::cpu::{CpuCell, CpuIndex};
 use typhon_live_model::history::{Chunk, SpanRecord};
@@ -146,16 +145,20 @@ impl Timeline<'_> {
             }
             spans.extend(chunk.spans.iter().filter(|s| visible(s)));
         }
-        let parents: HashMap<u32, u32> = spans.iter().map(|s| (s.id, s.parent)).collect();
-        let mut depths: HashMap<u32, usize> = HashMap::new();
+        // Newest first, as the reader's nesting takes them.
+        let mut nesting = Nesting::with_open(lane.open);
         let mut bars: Vec<Bar> = spans
             .iter()
-            .map(|s| Bar {
-                start: s.start,
-                end: s.start.saturating_add(s.duration),
-                depth: depth_of(s.id, &parents, lane.open, &mut depths),
-                name: s.name,
-                open: false,
+            .rev()
+            .map(|s| {
+                let end = s.start.saturating_add(s.duration);
+                Bar {
+                    start: s.start,
+                    end,
+                    depth: nesting.depth(s.id, s.parent, s.start, end),
+                    name: s.name,
+                    open: false,
+                }
             })
             .collect();
         bars.extend(folded);
@@ -172,49 +175,6 @@ impl Timeline<'_> {
         }
         bars
     }
-}
-
-/// The depth of span `id`: its parent's plus one, following `parents`
-/// (the visible spans) up to a root, a span still open (its place in the
-/// lane's open stack), or a parent never seen (then it is a root).
-fn depth_of(
-    id: u32,
-    parents: &HashMap<u32, u32>,
-    open: &[OpenSpan],
-    known: &mut HashMap<u32, usize>,
-) -> usize {
-    // Spans whose depth is not known yet, innermost first.
-    let mut chain = Vec::new();
-    let mut at = id;
-    // The depth of the span above the outermost of `chain`; -1: none.
-    let above: i64 = loop {
-        if let Some(&d) = known.get(&at) {
-            break d as i64;
-        }
-        match parents.get(&at) {
-            Some(0) => {
-                known.insert(at, 0);
-                break 0;
-            }
-            Some(&parent) if chain.len() < 64 => {
-                chain.push(at);
-                at = parent;
-            }
-            Some(_) => break -1,
-            None => {
-                break open
-                    .iter()
-                    .position(|o| o.id == at)
-                    .map_or(-1, |i| i as i64)
-            }
-        }
-    };
-    let mut depth = above;
-    for &span in chain.iter().rev() {
-        depth += 1;
-        known.insert(span, depth as usize);
-    }
-    known.get(&id).copied().unwrap_or(0)
 }
 
 impl Widget for &Timeline<'_> {
@@ -750,30 +710,41 @@ mod tests {
     }
 
     #[test]
-    fn depth_follows_parents_open_spans_and_orphans() {
-        let parents: HashMap<u32, u32> = [(10, 0), (11, 10), (12, 11), (20, 99), (30, 5)]
-            .into_iter()
+    fn a_span_whose_parent_was_lost_sits_inside_the_span_that_holds_it() {
+        let mut chunk = Chunk::default();
+        // Children end first: 3's parent 99 was lost; 2's parent is open.
+        chunk.push_span(span(3, 99, 0, 100, 200), 100);
+        chunk.push_span(span(1, 0, 0, 50, 400), 350);
+        chunk.push_span(span(2, 5, 0, 500, 600), 100);
+        let chunks = [Arc::new(chunk)];
+        let open = [OpenSpan {
+            id: 5,
+            name: 0,
+            start: 450,
+        }];
+        let names = names_of(&[]);
+        let lane = TimelineLane {
+            id: 0,
+            name: "Main",
+            open: &open,
+        };
+        let timeline = Timeline {
+            chunks: &chunks,
+            lanes: &[],
+            names: &names,
+            start: 0,
+            end: 1_000,
+            now: 1_000,
+            open_tasks: &[],
+            triggers: &[],
+        };
+        let mut depths: Vec<(u64, usize)> = timeline
+            .bars(&lane, Rect::new(0, 0, 100, 5))
+            .iter()
+            .map(|b| (b.start, b.depth))
             .collect();
-        let open = [
-            OpenSpan {
-                id: 4,
-                name: 0,
-                start: 0,
-            },
-            OpenSpan {
-                id: 5,
-                name: 0,
-                start: 0,
-            },
-        ];
-        let mut known = HashMap::new();
-        assert_eq!(depth_of(12, &parents, &open, &mut known), 2);
-        assert_eq!(depth_of(11, &parents, &open, &mut known), 1);
-        assert_eq!(depth_of(10, &parents, &open, &mut known), 0);
-        // Parent 99 never seen: a root.
-        assert_eq!(depth_of(20, &parents, &open, &mut known), 0);
-        // Parent 5 is open, second in the stack: depth 2.
-        assert_eq!(depth_of(30, &parents, &open, &mut known), 2);
+        depths.sort_unstable();
+        assert_eq!(depths, [(50, 0), (100, 1), (450, 0), (500, 1)]);
     }
 
     #[test]
