@@ -202,7 +202,7 @@ impl State {
         self.unix_offset
     }
 
-    /// Ticks started and not ended yet, one a lane at most, by lane.
+    /// Ticks started and not ended yet, one a lane at most.
     pub fn open_ticks(&self) -> impl Iterator<Item = &OpenTick> {
         self.ticks.open()
     }

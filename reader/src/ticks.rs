@@ -3,7 +3,6 @@
 //! lane with the same number are one tick; a start or an end that finds
 //! no partner is a tick of which only that half arrived.
 
-use alloc::collections::BTreeMap;
 use alloc::vec::Vec;
 
 use typhon_live_core::LaneId;
@@ -52,16 +51,22 @@ pub struct OpenTick {
     pub start: u64,
 }
 
-/// Each lane's open tick.
+/// Each lane's open tick: a few lanes tick, so a list searched through
+/// costs less than a map (the reader pairs every tick of a stream).
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Ticks {
-    open: BTreeMap<LaneId, OpenTick>,
+    open: Vec<OpenTick>,
 }
 
 impl Ticks {
-    /// Ticks open now, by lane.
+    /// Ticks open now, in the order they started.
     pub(crate) fn open(&self) -> impl Iterator<Item = &OpenTick> {
-        self.open.values()
+        self.open.iter()
+    }
+
+    /// Where lane `lane`'s open tick is in the list.
+    fn of(&self, lane: LaneId) -> Option<usize> {
+        self.open.iter().position(|open| open.lane == lane)
     }
 
     /// Tick `tick` started on `lane` at `time`. The lane's open tick, if
@@ -69,15 +74,22 @@ impl Ticks {
     /// when [`MAX_LANES`] lanes have a tick open already (its end will
     /// read as a tick without a start).
     pub(crate) fn start(&mut self, lane: LaneId, tick: u64, time: u64) -> Result<Option<Tick>, ()> {
-        if self.open.len() >= MAX_LANES && !self.open.contains_key(&lane) {
-            return Err(());
-        }
         let started = OpenTick {
             lane,
             tick,
             start: time,
         };
-        Ok(self.open.insert(lane, started).map(unended))
+        match self.of(lane) {
+            Some(at) => Ok(Some(unended(core::mem::replace(
+                &mut self.open[at],
+                started,
+            )))),
+            None if self.open.len() >= MAX_LANES => Err(()),
+            None => {
+                self.open.push(started);
+                Ok(None)
+            }
+        }
     }
 
     /// Tick `tick` ended on `lane` at `time`: the tick it ends (whole
@@ -91,7 +103,8 @@ impl Ticks {
         time: u64,
         overrun: bool,
     ) -> (Option<Tick>, Tick) {
-        let (start, unended) = match self.open.remove(&lane) {
+        let open = self.of(lane).map(|at| self.open.swap_remove(at));
+        let (start, unended) = match open {
             Some(open) if open.tick == tick => (Some(open.start), None),
             other => (None, other.map(unended)),
         };
@@ -109,8 +122,8 @@ impl Ticks {
     /// new session or a restart): each lost its end, and is returned.
     pub(crate) fn forget(&mut self, mut keep: impl FnMut(LaneId) -> bool) -> Vec<Tick> {
         let mut lost = Vec::new();
-        self.open.retain(|&lane, open| {
-            let kept = keep(lane);
+        self.open.retain(|open| {
+            let kept = keep(open.lane);
             if !kept {
                 lost.push(unended(*open));
             }

@@ -13,6 +13,7 @@ mod perfetto_reader;
 use std::sync::Arc;
 use std::time::Duration;
 
+use opentelemetry_proto::tonic::trace::v1::Span as OtlpSpan;
 use typhon_live_core::block::block_scratch_len;
 use typhon_live_core::catchup::write_catchup_of;
 use typhon_live_core::init::write_init;
@@ -256,36 +257,12 @@ fn model(bytes: &[u8]) -> Ticks {
 }
 
 /// The relay's reading of the stream as a source: `/metrics` (Prometheus
-/// text) and the OTLP tracer's slow ticks.
+/// text) and the OTLP tracer's slow ticks' lengths.
 fn relay(bytes: &[u8]) -> (Ticks, Vec<u64>) {
-    let metrics = Arc::new(Metrics::new());
-    let mut source = SourceMetrics::new(Arc::clone(&metrics), "s");
-    let (sender, exports) = queue();
-    let mut tracer = TickTracer::new(
-        "s",
-        Duration::from_nanos(SLOW),
-        sender,
-        Arc::clone(&metrics),
-    );
-    let mut reader = owned::Reader::default();
-    each_frame(bytes, |frame| {
-        reader
-            // Every frame arrives at once, long after the Unix epoch.
-            .read(frame, 1_700_000_000 * 1_000_000_000, |update, state| {
-                source.update(&update, state.names());
-                tracer.update(&update, state);
-            })
-            .unwrap();
-    });
-    // A slow tick goes out with the next Block: the stream's last one
-    // ended well before its end.
-    let exported: Vec<u64> = exports
-        .try_iter()
-        .map(|export| {
-            let Export::Traces(request) = export;
-            let tick = &request.resource_spans[0].scope_spans[0].spans[0];
-            tick.end_time_unix_nano - tick.start_time_unix_nano
-        })
+    let (metrics, trees) = relay_reading(bytes);
+    // Each tree's root is its tick.
+    let exported: Vec<u64> = (trees.iter())
+        .map(|spans| spans[0].end_time_unix_nano - spans[0].start_time_unix_nano)
         .collect();
     let text = metrics.encode();
     let value = |series: &str| -> f64 {
@@ -311,6 +288,35 @@ fn relay(bytes: &[u8]) -> (Ticks, Vec<u64>) {
         slow: exported.len() as u64,
     };
     (ticks, exported)
+}
+
+/// The relay's reading of `bytes` as a source's stream: its metrics, and
+/// the OTLP tracer's slow-tick trees (each a tick's spans, the tick
+/// first). A slow tick goes out with the next Block.
+fn relay_reading(bytes: &[u8]) -> (Arc<Metrics>, Vec<Vec<OtlpSpan>>) {
+    let metrics = Arc::new(Metrics::new());
+    let mut source = SourceMetrics::new(Arc::clone(&metrics), "s");
+    let (sender, exports) = queue();
+    let slow = Duration::from_nanos(SLOW);
+    let mut tracer = TickTracer::new("s", slow, sender, Arc::clone(&metrics));
+    let mut reader = owned::Reader::default();
+    each_frame(bytes, |frame| {
+        reader
+            // Every frame arrives at once, long after the Unix epoch.
+            .read(frame, 1_700_000_000 * 1_000_000_000, |update, state| {
+                source.update(&update, state.names());
+                tracer.update(&update, state);
+            })
+            .unwrap();
+    });
+    let trees = exports
+        .try_iter()
+        .map(|export| {
+            let Export::Traces(mut request) = export;
+            std::mem::take(&mut request.resource_spans[0].scope_spans[0].spans)
+        })
+        .collect();
+    (metrics, trees)
 }
 
 /// `compare`'s and `check`'s reading of the stream as a trace.
@@ -485,4 +491,97 @@ fn every_consumer_ends_the_open_tick_of_a_restart_alike() {
 fn a_file_cut_without_its_shutdown_ends_its_open_tick_alike() {
     let (written, blocks) = lost_halves();
     agree(&stream(&[blocks], true), &written, &written, false);
+}
+
+/// Ticks of 3 ms (each overran, so that the OTLP tracer exports it) on
+/// "Main", each a `Frame` holding `Physics` holding `Collide`; in every
+/// other tick `Physics` was lost, and its `Collide` sits inside `Frame`
+/// by time. Every consumer that nests puts it there: one deeper than
+/// `Frame`, not a root.
+#[test]
+fn every_consumer_nests_a_span_whose_parent_was_lost_inside_the_span_that_holds_it() {
+    let mut names: NameTable<8, 128> = NameTable::new();
+    let main = names.intern("Main").unwrap();
+    let [frame, physics, collide] =
+        ["Frame", "Physics", "Collide"].map(|n| names.intern(n).unwrap());
+    let lane = LaneInfo {
+        id: 0,
+        name: main,
+        kind: LaneKind::Main,
+    };
+    let meta = Metadata {
+        ticks_per_second: 1_000_000_000,
+        session_id: 54,
+        ..Metadata::default()
+    };
+    let mut out = vec![0u8; 1 << 16];
+    let n = write_init(&mut out, 0, &meta, &names, [lane].into_iter()).unwrap();
+    let mut bytes = out[..n].to_vec();
+    let mut scratch = vec![0u8; block_scratch_len(64)];
+    let ticks = 10u64;
+    for t in 0..ticks {
+        let at = 10 * MS + t * 4 * MS;
+        let id = |k: u32| t as u32 * 3 + k;
+        let span = |name, id, parent, start: u64, length: u64| Event::Span {
+            start,
+            duration: length,
+            name,
+            id,
+            parent,
+            arg: None,
+        };
+        let lost = t % 2 == 1;
+        let mut block = BlockBuilder::new(&mut scratch);
+        block.push(0, &Event::TickStart { time: at, tick: t });
+        block.push(0, &span(collide, id(3), id(2), at + MS, MS / 2));
+        if !lost {
+            block.push(0, &span(physics, id(2), id(1), at + MS / 2, 2 * MS));
+        }
+        block.push(0, &span(frame, id(1), 0, at, 3 * MS));
+        let end = Event::TickEnd {
+            time: at + 3 * MS,
+            tick: t,
+            overrun: true,
+        };
+        block.push(0, &end);
+        let drops = if lost { vec![(0, 1)] } else { Vec::new() };
+        bytes.extend(block_frame(&block, t as u32, &drops, Compression::Lz4));
+    }
+    // Whole ticks' Collides: at depth 2 under Physics, at depth 1 under
+    // Frame where Physics was lost.
+    let want: Vec<usize> = (0..ticks).map(|t| if t % 2 == 1 { 1 } else { 2 }).collect();
+
+    let mut trace = Vec::new();
+    typhon_live_convert::perfetto::write_perfetto(&bytes, &mut trace).unwrap();
+    let read = perfetto_reader::read(&trace);
+    let mut collides: Vec<(u64, usize)> = (read.slices.iter())
+        .filter(|s| s.name == "Collide")
+        .map(|s| (s.start, s.depth))
+        .collect();
+    collides.sort_unstable();
+    let depths: Vec<usize> = collides.iter().map(|c| c.1).collect();
+    assert_eq!(depths, want, "Perfetto");
+
+    // OTLP: each tick's tree, its root the tick; a span's depth is its
+    // chain of parents below the root.
+    let (_, exported) = relay_reading(&bytes);
+    let depths: Vec<usize> = exported
+        .iter()
+        .map(|spans| {
+            let by_id: std::collections::HashMap<&[u8], &[u8]> = spans
+                .iter()
+                .map(|s| (s.span_id.as_slice(), s.parent_span_id.as_slice()))
+                .collect();
+            let collide = spans.iter().find(|s| s.name == "Collide").unwrap();
+            let mut depth = 0;
+            let mut at = collide.parent_span_id.as_slice();
+            while let Some(parent) = by_id.get(at).filter(|p| !p.is_empty()) {
+                depth += 1;
+                at = parent;
+            }
+            depth
+        })
+        .collect();
+    // The last tick's tree waits for a Block that never comes.
+    assert_eq!(depths, want[..want.len() - 1], "OTLP");
 }
