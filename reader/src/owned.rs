@@ -250,6 +250,7 @@ impl Reader {
         let mut switches = Vec::new();
         let parsed = frame.parse();
         let mut block = None;
+        let undefined_before = self.reader.state().tally().samples_undefined_lanes;
         match &parsed {
             Ok(Payload::Block(view)) => {
                 said.events.reserve_exact(view.records as usize);
@@ -290,8 +291,6 @@ impl Reader {
                     said.events.push((lane, event));
                 }
                 Read::Samples { time } => {
-                    // Only the lanes it may name, as the reader reads them.
-                    stated.retain(|lane| state.samples_may_name(lane.lane));
                     said.samples = Some(Samples {
                         time,
                         lanes: core::mem::take(&mut stated),
@@ -369,7 +368,14 @@ impl Reader {
                 state,
             );
         }
-        if let Some(samples) = said.samples {
+        if let Some(mut samples) = said.samples {
+            // Only the lanes it may name, as the reader read them (which
+            // it counts: looked up only when it did).
+            if state.tally().samples_undefined_lanes > undefined_before {
+                samples
+                    .lanes
+                    .retain(|lane| state.samples_may_name(lane.lane));
+            }
             take(Update::Samples(samples), state);
         }
         if said.block || said.unread > 0 {

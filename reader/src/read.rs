@@ -291,6 +291,7 @@ impl Reader {
             state.tally.sessions += 1;
             state.names.clear();
             state.lanes.clear();
+            state.lanes_removed();
             state.open_spans = 0;
             state.latest = None;
             state.unix_offset = None;
@@ -344,6 +345,7 @@ impl Reader {
         }
         listed.sort_unstable();
         state.lanes.retain(|id, _| listed.binary_search(id).is_ok());
+        state.lanes_removed();
         state.open_spans = state.lanes.values().map(|lane| lane.open.len()).sum();
         take(&self.state, Update::Lanes);
         // A lane freed with a tick open: the writer sent its events
@@ -407,14 +409,14 @@ impl Reader {
         }
         for switch in samples.switches() {
             let (lane, what) = (switch.lane, switch.what);
-            if !self.state.defines(lane) {
+            if !self.state.counted_samples_lane(lane) {
                 continue;
             }
             let time = clock.ns(switch.time);
             take(&self.state, Update::Switch { lane, time, what });
         }
         for lane in samples.lanes() {
-            if !self.state.defines(lane.lane) {
+            if !self.state.counted_samples_lane(lane.lane) {
                 continue;
             }
             if let Some(interval) = self.last_samples.interval(&lane, time) {

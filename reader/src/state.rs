@@ -153,6 +153,9 @@ pub struct State {
     pub(crate) clock: Clock,
     pub(crate) names: Names,
     pub(crate) lanes: BTreeMap<LaneId, Lane>,
+    /// `lanes`' ids as bits: a Samples frame's every entry is checked
+    /// against them (FORMAT.md, "Samples"), thousands a second.
+    pub(crate) lane_bits: Vec<u64>,
     /// Spans listed open over all lanes: while there are none (the usual
     /// case), an event costs no lane lookup.
     pub(crate) open_spans: usize,
@@ -226,14 +229,37 @@ impl State {
     /// Whether a Samples frame may name `lane`: it is in the lane table
     /// (FORMAT.md, "Samples"), or no Init gave a table to check against.
     pub fn samples_may_name(&self, lane: LaneId) -> bool {
-        self.session.is_none() || self.lanes.contains_key(&lane)
+        let (word, bit) = (usize::from(lane) / 64, lane % 64);
+        let defined = self
+            .lane_bits
+            .get(word)
+            .is_some_and(|w| w & (1 << bit) != 0);
+        defined || self.session.is_none()
     }
 
     /// [`State::samples_may_name`], a lane it may not counted.
-    pub(crate) fn defines(&mut self, lane: LaneId) -> bool {
-        let defined = self.samples_may_name(lane);
-        self.tally.samples_undefined_lanes += u64::from(!defined);
-        defined
+    pub(crate) fn counted_samples_lane(&mut self, lane: LaneId) -> bool {
+        let named = self.samples_may_name(lane);
+        if !named {
+            self.tally.samples_undefined_lanes += 1;
+        }
+        named
+    }
+
+    /// Lanes left the table: its ids' bits made again.
+    pub(crate) fn lanes_removed(&mut self) {
+        self.lane_bits.clear();
+        let ids: Vec<LaneId> = self.lanes.keys().copied().collect();
+        ids.into_iter().for_each(|id| self.lane_bit(id));
+    }
+
+    /// Lane `id`'s bit set.
+    fn lane_bit(&mut self, id: LaneId) {
+        let word = usize::from(id) / 64;
+        if self.lane_bits.len() <= word {
+            self.lane_bits.resize(word + 1, 0);
+        }
+        self.lane_bits[word] |= 1 << (id % 64);
     }
 
     /// Span `id` of `lane` ended: no longer open, whatever the last
@@ -261,6 +287,7 @@ impl State {
             self.tally.refused.lanes += 1;
             return None;
         }
+        self.lane_bit(info.id);
         let lane = self.lanes.entry(info.id).or_insert(Lane {
             info,
             open_depth: 0,

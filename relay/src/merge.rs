@@ -362,14 +362,26 @@ impl Merger {
     /// duration kept, and the source's later records keep their order
     /// with it. A span that ends after the clock began (open across the
     /// relay's start) moves nothing: its start is held to the clock.
-    fn placed(&mut self, source: usize, events: &[(LaneId, Event)], unix_offset: i128) -> Shift {
+    fn placed(
+        &mut self,
+        source: usize,
+        events: &[(LaneId, Event)],
+        packed: Option<&PackedEvents>,
+        unix_offset: i128,
+    ) -> Shift {
         let shift = self.shift(source, unix_offset);
-        // The most an event that ends before 0 starts before it.
-        let behind = events
-            .iter()
-            .filter(|(_, e)| i128::from(e.end_time()) + shift.0 < 0)
-            .map(|(_, e)| -(i128::from(earliest(e)) + shift.0))
-            .max();
+        // The most an event that ends before 0 starts before it; none when
+        // the Block's earliest time is on the clock (the usual case, told
+        // without reading every event).
+        let on_clock = packed.is_some_and(|p| i128::from(p.first_time) + shift.0 >= 0);
+        let behind = (!on_clock)
+            .then(|| {
+                (events.iter())
+                    .filter(|(_, e)| i128::from(e.end_time()) + shift.0 < 0)
+                    .map(|(_, e)| -(i128::from(earliest(e)) + shift.0))
+                    .max()
+            })
+            .flatten();
         let state = &mut self.sources[source];
         let first = state.lead == 0;
         if let Some(behind) = behind.filter(|&behind| behind > 0) {
@@ -759,7 +771,7 @@ impl Merger {
             self.definitions(emit);
         }
 
-        let shift = self.placed(source, events, unix_offset);
+        let shift = self.placed(source, events, packed, unix_offset);
         let state = &self.sources[source];
         let mut drops: Vec<(LaneId, u32)> = drops
             .iter()

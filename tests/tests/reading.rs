@@ -820,4 +820,18 @@ fn a_samples_frames_lane_not_defined_before_it_is_counted_and_skipped() {
     assert_eq!(switches, [0, 0], "lane 3's switches skipped");
     // Two frames, each a counter entry and a switch of lane 3.
     assert_eq!(reader.state().tally().samples_undefined_lanes, 4);
+    // Read a frame at a time, as the relay does: the same lanes.
+    let mut owned = typhon_live_reader::owned::Reader::default();
+    let mut stated = Vec::new();
+    let damage = typhon_live_reader::frames(&stream, |frame| {
+        owned.read(frame, 0, |update, _| {
+            if let typhon_live_reader::owned::Update::Samples(samples) = update {
+                let lanes = samples.lanes.iter().map(|l| l.lane);
+                let switches = samples.switches.iter().map(|s| s.0);
+                stated.push((lanes.collect::<Vec<_>>(), switches.collect::<Vec<_>>()));
+            }
+        })
+    });
+    assert_eq!(damage, []);
+    assert_eq!(stated, [(vec![0], vec![0]), (vec![0], vec![0])]);
 }
