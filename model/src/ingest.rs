@@ -109,9 +109,7 @@ impl Model {
         let duration = end.saturating_sub(start);
         self.ticks
             .push_back((tick.tick, start, duration, tick.overrun));
-        if self.chunk.records() >= history::CHUNK_RECORDS {
-            self.close_chunk();
-        }
+        self.close_chunk_if_full();
     }
 
     /// What a field read next on `lane` belongs to ([`FieldOwners`]).
@@ -220,6 +218,12 @@ impl Model {
             | Event::Allocated { .. }
             | Event::Unknown { .. } => {}
         }
+        self.close_chunk_if_full();
+    }
+
+    /// The chunk being filled goes into the history once it holds
+    /// [`history::CHUNK_RECORDS`].
+    fn close_chunk_if_full(&mut self) {
         if self.chunk.records() >= history::CHUNK_RECORDS {
             self.close_chunk();
         }

@@ -521,6 +521,9 @@ impl Reader {
                     state.ended(lane, id);
                 }
             }
+            // Tested here, not inside `read_tick`: every event passing
+            // through one call cost the model's reading 1.9 % more
+            // instructions (callgrind, model/examples/ingest).
             if let Event::TickStart { .. } | Event::TickEnd { .. } = event {
                 read_tick(state, lane, event, &mut *take);
             } else {

@@ -249,17 +249,9 @@ impl State {
     /// Lanes left the table: its ids' bits made again.
     pub(crate) fn lanes_removed(&mut self) {
         self.lane_bits.clear();
-        let ids: Vec<LaneId> = self.lanes.keys().copied().collect();
-        ids.into_iter().for_each(|id| self.lane_bit(id));
-    }
-
-    /// Lane `id`'s bit set.
-    fn lane_bit(&mut self, id: LaneId) {
-        let word = usize::from(id) / 64;
-        if self.lane_bits.len() <= word {
-            self.lane_bits.resize(word + 1, 0);
+        for &id in self.lanes.keys() {
+            set_lane_bit(&mut self.lane_bits, id);
         }
-        self.lane_bits[word] |= 1 << (id % 64);
     }
 
     /// Span `id` of `lane` ended: no longer open, whatever the last
@@ -287,7 +279,7 @@ impl State {
             self.tally.refused.lanes += 1;
             return None;
         }
-        self.lane_bit(info.id);
+        set_lane_bit(&mut self.lane_bits, info.id);
         let lane = self.lanes.entry(info.id).or_insert(Lane {
             info,
             open_depth: 0,
@@ -303,4 +295,13 @@ impl State {
         }
         Some(lane)
     }
+}
+
+/// Lane `id`'s bit set in `bits` (see `State::lane_bits`).
+fn set_lane_bit(bits: &mut Vec<u64>, id: LaneId) {
+    let word = usize::from(id) / 64;
+    if bits.len() <= word {
+        bits.resize(word + 1, 0);
+    }
+    bits[word] |= 1 << (id % 64);
 }
