@@ -769,3 +769,50 @@ fn each_lanes_cpu_reads_back_as_counter_tracks_and_its_switches_as_slices() {
         .collect();
     assert_eq!(switches, [("off-CPU (waiting)", 1_200_000, 1_450_000)]);
 }
+
+/// A writer's switch times that went back (two clocks read apart, a
+/// thread preempted between them): an In earlier than the Out before it
+/// ends its off-CPU slice where it began, never before, so that the
+/// trace still reads (seen once in CI from a live demo under load).
+#[test]
+fn a_switch_in_before_its_out_is_a_slice_that_ends_where_it_began() {
+    use typhon_live_core::samples::write_samples;
+    use typhon_live_core::{LaneInfo, SamplesBatch, Switch, SwitchRecord};
+    let mut names: NameTable<4, 64> = NameTable::new();
+    let main = names.intern("main").unwrap();
+    let lane = LaneInfo {
+        id: 0,
+        name: main,
+        kind: LaneKind::Main,
+    };
+    let meta = Metadata {
+        ticks_per_second: 1_000_000_000,
+        ..Metadata::default()
+    };
+    let mut out = vec![0u8; 4096];
+    let n = write_init(&mut out, 0, &meta, &names, [lane].into_iter()).unwrap();
+    let mut stream = out[..n].to_vec();
+    for (seq, frame_time, at, what) in [
+        (0, 5_000, 4_000, Switch::OutWaiting),
+        (1, 9_000, 3_000, Switch::In),
+    ] {
+        let switches = [SwitchRecord {
+            lane: 0,
+            time: at,
+            what,
+        }];
+        let batch = SamplesBatch {
+            time: frame_time,
+            switches: &switches,
+            ..SamplesBatch::default()
+        };
+        let n = write_samples(&mut out, seq, &batch).unwrap();
+        stream.extend_from_slice(&out[..n]);
+    }
+    let (bytes, _) = convert(&[&stream]);
+    let slices: Vec<(u64, u64)> = (read(&bytes).slices.iter())
+        .filter(|s| s.track.ends_with("switches"))
+        .map(|s| (s.start, s.end))
+        .collect();
+    assert_eq!(slices, [(4_000, 4_000)]);
+}

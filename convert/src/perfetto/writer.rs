@@ -1074,10 +1074,13 @@ impl TraceWriter {
             _ => OFF_CPU,
         };
         let name = || Cow::Borrowed(text);
+        // A writer whose switch times went back (its clocks read apart)
+        // would put the end before the begin: it ends where it began.
+        let end = time.max(from);
         self.seq
             .named(out, from, track, Kind::Begin, iid, name, &[]);
-        self.seq.named(out, time, track, Kind::End, iid, name, &[]);
-        self.last_time = self.last_time.max(time);
+        self.seq.named(out, end, track, Kind::End, iid, name, &[]);
+        self.last_time = self.last_time.max(end);
     }
 
     /// A lane's name as its tracks show it.

@@ -237,10 +237,8 @@ pub fn read(bytes: &[u8]) -> Read {
                 });
             }
             Type::TYPE_SLICE_END => {
-                let mut slice = open
-                    .get_mut(&track)
-                    .and_then(Vec::pop)
-                    .expect("an end has a begin");
+                let mut slice = (open.get_mut(&track).and_then(Vec::pop))
+                    .unwrap_or_else(|| panic!("an end has a begin: {track_name} at {time}"));
                 slice.end = time;
                 read.slices.push(slice);
             }
