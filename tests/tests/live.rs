@@ -591,7 +591,7 @@ fn a_ring_passing_half_full_wakes_the_exporter_before_it_overflows() {
     ));
     let path = std::env::temp_dir().join(format!("typhon-wake-{}.tlt", std::process::id()));
     // 1024-event rings and a drain every 5 s: 600 events a burst would
-    // overflow by the third burst if only the timer drained them.
+    // overflow by the second burst if only the timer drained them.
     let config = ProfilerConfig {
         ring_events: 1024,
         drain_interval: Duration::from_secs(5),
@@ -601,9 +601,17 @@ fn a_ring_passing_half_full_wakes_the_exporter_before_it_overflows() {
     let profiler = start(&config);
     let name = runtime::intern("burst").unwrap();
     let (bursts, per_burst) = (8u64, 600u64);
+    // A burst comes in chunks 2 ms apart: a wake at half full leaves the
+    // exporter half a ring of headroom, 512 pushes. Pushed at once they
+    // take some 50 µs, less than a loaded machine may take to run a woken
+    // thread (CI lost 77 events so); in chunks they take 10 ms.
+    let chunk = 100;
     for burst in 0..bursts {
         for i in 0..per_burst {
             runtime::instant(name, burst * per_burst + i);
+            if (i + 1) % chunk == 0 {
+                std::thread::sleep(Duration::from_millis(2));
+            }
         }
         std::thread::sleep(Duration::from_millis(150));
     }
