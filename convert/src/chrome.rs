@@ -8,10 +8,8 @@
 //! chrome://tracing and
 //! ui.perfetto.dev's legacy importer open.
 
-use std::collections::HashMap;
-
 use serde_json::{json, Value};
-use typhon_live_core::{Event, FieldValue, GaugeValue, Switch};
+use typhon_live_core::{Event, FieldValue, GaugeValue};
 use typhon_live_reader::{FieldOwners, Reader, State, Update};
 
 use crate::Converted;
@@ -34,7 +32,6 @@ pub fn chrome_trace(bytes: &[u8]) -> Converted<Value> {
     // read next belongs to.
     let mut owners: FieldOwners<usize> = FieldOwners::default();
     // Per lane, when its thread left the CPU and why, until it is back.
-    let mut switched_out: HashMap<u16, (u64, Switch)> = HashMap::new();
     let mut on_update = |state: &State, update: Update<'_>| match update {
         Update::NewSession { .. } => {
             let process = state.session().map_or("", |s| s.process_name.as_str());
@@ -171,16 +168,9 @@ pub fn chrome_trace(bytes: &[u8]) -> Converted<Value> {
             }
             out.push(json!({ "ph": "C", "name": format!("{lane}: CPU"), "ts": us(interval.from), "pid": pid(state), "args": args }));
         }
-        Update::Switch { lane, time, what } => match what {
-            Switch::In => {
-                if let Some((from, why)) = switched_out.remove(&lane) {
-                    out.push(json!({ "ph": "X", "cat": "cpu", "name": why.label(), "ts": us(from), "dur": us(time.saturating_sub(from)), "pid": pid(state), "tid": lane }));
-                }
-            }
-            out_what => {
-                switched_out.insert(lane, (time, out_what));
-            }
-        },
+        Update::OffCpu(slice) => {
+            out.push(json!({ "ph": "X", "cat": "cpu", "name": slice.label(), "ts": us(slice.from), "dur": us(slice.duration()), "pid": pid(state), "tid": slice.lane }));
+        }
         // A tick: whole, an `X` of category "tick" on its lane; with
         // a half lost, an instant there.
         Update::Tick(tick) => {

@@ -6,14 +6,13 @@
 //! apart: what a thread did inside one is known as sums, not moments. A
 //! range that covers part of an interval takes that part of its sums,
 //! which is an estimate, and says so. Where the thread's switches were
-//! traced one by one ([`Chunk::switches`]), a range is read from them
-//! instead: exact, between a switch out and the next in.
+//! traced one by one, a range is read from the reader's off-CPU slices
+//! instead ([`Chunk::off_cpu`], and the threads switched out now): exact.
 
 use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
-use typhon_live_core::{Switch, SwitchRecord};
-use typhon_live_reader::CpuInterval;
+use typhon_live_reader::{CpuInterval, OffCpu};
 
 use crate::history::{Chunk, SpanRecord};
 
@@ -142,12 +141,12 @@ fn duration_as(ns: u64, scale: u64) -> String {
     }
 }
 
-/// Each lane's intervals and switches over some chunks, in time order, to
-/// read many ranges from.
+/// Each lane's intervals and off-CPU slices over some chunks, in time
+/// order, to read many ranges from.
 #[derive(Clone, Debug, Default)]
 pub struct CpuIndex {
     lanes: HashMap<u16, Vec<CpuInterval>>,
-    switches: HashMap<u16, Vec<SwitchRecord>>,
+    off_cpu: HashMap<u16, Vec<OffCpu>>,
 }
 
 impl CpuIndex {
@@ -163,14 +162,31 @@ impl CpuIndex {
         for intervals in lanes.values_mut() {
             intervals.sort_by_key(|i| (i.to, i.from));
         }
-        let mut switches: HashMap<u16, Vec<SwitchRecord>> = HashMap::new();
-        for switch in chunks_again.flat_map(|c| c.switches.iter()) {
-            switches.entry(switch.lane).or_default().push(*switch);
+        let mut index = CpuIndex {
+            lanes,
+            off_cpu: HashMap::new(),
+        };
+        index.add_off_cpu(chunks_again.flat_map(|c| c.off_cpu.iter().copied()));
+        index
+    }
+
+    /// With the threads switched out now too (the reader's
+    /// [`State::off_cpu_open`], each as of now): a live stall's thread
+    /// asleep since it began has no slice in the chunks yet.
+    ///
+    /// [`State::off_cpu_open`]: typhon_live_reader::State::off_cpu_open
+    pub fn with_off_cpu_open(mut self, open: impl IntoIterator<Item = OffCpu>) -> CpuIndex {
+        self.add_off_cpu(open);
+        self
+    }
+
+    fn add_off_cpu(&mut self, slices: impl IntoIterator<Item = OffCpu>) {
+        for slice in slices {
+            self.off_cpu.entry(slice.lane).or_default().push(slice);
         }
-        for lane in switches.values_mut() {
-            lane.sort_by_key(|s| s.time);
+        for lane in self.off_cpu.values_mut() {
+            lane.sort_by_key(|s| s.from);
         }
-        CpuIndex { lanes, switches }
     }
 
     /// Whether any lane has an interval.
@@ -196,8 +212,8 @@ impl CpuIndex {
         // What the switches cover: the intervals' stretch of the range.
         let covered_from = overlapping().map(|i| i.from).min()?.max(from);
         let covered_to = overlapping().map(|i| i.to).max()?.min(to);
-        let switches = self.switches.get(&lane).map_or(&[][..], Vec::as_slice);
-        Some(exact(switches, covered_from, covered_to))
+        let slices = self.off_cpu.get(&lane).map_or(&[][..], Vec::as_slice);
+        Some(exact(slices, covered_from, covered_to))
     }
 
     /// The share of every span of name `name` in `spans`, summed, and of
@@ -234,46 +250,30 @@ impl CpuIndex {
     }
 }
 
-/// How `[from, to)` divides, from a thread's `switches` (in time order):
-/// off a CPU from a switch out to the next in, waiting for a core when it
-/// was preempted. Before the first switch in the range, the last one
-/// before it says where the thread was; none, and it was running (a span
-/// begins on a running thread).
-fn exact(switches: &[SwitchRecord], from: u64, to: u64) -> CpuShare {
-    let at = switches.partition_point(|s| s.time <= from);
-    let mut out = at
-        .checked_sub(1)
-        .map(|i| switches[i].what)
-        .filter(|w| *w != Switch::In);
-    let mut since = from;
-    let (mut on_cpu, mut waiting, mut voluntary, mut involuntary) = (0, 0, 0, 0);
-    let mut close = |out: Option<Switch>, since: u64, until: u64| {
-        let spent = until.saturating_sub(since);
-        match out {
-            None => on_cpu += spent,
-            Some(Switch::OutPreempted) => waiting += spent,
-            Some(_) => {}
+/// How `[from, to)` divides, from a thread's off-CPU `slices` (by their
+/// start; one lane's do not overlap): waiting for a core where it was
+/// preempted, off a CPU where it waited of its own accord, on a CPU
+/// elsewhere (a span begins on a running thread). The switches out
+/// counted are those after `from`: one at `from` left before the range.
+fn exact(slices: &[OffCpu], from: u64, to: u64) -> CpuShare {
+    // The last slice that began at or before `from` may reach into it.
+    let first = slices.partition_point(|s| s.from <= from).saturating_sub(1);
+    let (mut off, mut waiting, mut voluntary, mut involuntary) = (0, 0, 0, 0);
+    for slice in slices[first..].iter().take_while(|s| s.from < to) {
+        let spent = slice.to.min(to).saturating_sub(slice.from.max(from));
+        let began_inside = slice.from > from;
+        if slice.preempted {
+            waiting += spent;
+            involuntary += u64::from(began_inside);
+        } else {
+            off += spent;
+            voluntary += u64::from(began_inside);
         }
-    };
-    for switch in switches[at..].iter().take_while(|s| s.time < to) {
-        close(out, since, switch.time);
-        since = switch.time;
-        out = match switch.what {
-            Switch::In => None,
-            what => {
-                if what == Switch::OutPreempted {
-                    involuntary += 1;
-                } else {
-                    voluntary += 1;
-                }
-                Some(what)
-            }
-        };
     }
-    close(out, since, to);
+    let covered = to.saturating_sub(from);
     CpuShare {
-        covered: to.saturating_sub(from),
-        on_cpu,
+        covered,
+        on_cpu: covered.saturating_sub(off + waiting),
         waiting: Some(waiting),
         voluntary: Some(voluntary),
         involuntary: Some(involuntary),
@@ -499,16 +499,12 @@ mod tests {
             switches_traced: true,
         });
         // Out to wait 20..50 ms, preempted 70..80.
-        for (at, what) in [
-            (20, Switch::OutWaiting),
-            (50, Switch::In),
-            (70, Switch::OutPreempted),
-            (80, Switch::In),
-        ] {
-            chunk.push_switch(SwitchRecord {
+        for (from, to, preempted) in [(20, 50, false), (70, 80, true)] {
+            chunk.push_off_cpu(OffCpu {
                 lane: 1,
-                time: at * MS,
-                what,
+                from: from * MS,
+                to: to * MS,
+                preempted,
             });
         }
         let index = CpuIndex::of([chunk].iter());
@@ -535,6 +531,33 @@ mod tests {
         let on: Vec<f32> = cells.iter().map(|c| c.unwrap().on_cpu).collect();
         assert_eq!(on, [1.0, 1.0, 0.0, 0.0, 0.0, 1.0, 1.0, 0.0, 1.0, 1.0]);
         assert_eq!(cells[7].unwrap().waiting, 1.0);
+    }
+
+    #[test]
+    fn a_thread_switched_out_now_is_off_cpu_up_to_now() {
+        let mut chunk = chunk(0, &[3; 10], 0);
+        chunk.cpu.iter_mut().for_each(|i| i.switches_traced = true);
+        chunk.push_off_cpu(OffCpu {
+            lane: 1,
+            from: 10 * MS,
+            to: 20 * MS,
+            preempted: false,
+        });
+        let open = typhon_live_reader::OpenOffCpu {
+            lane: 1,
+            since: 70 * MS,
+            preempted: false,
+        };
+        // Without it, the stretch since its switch out reads as on a CPU.
+        let index = CpuIndex::of([chunk.clone()].iter());
+        let share = index.share(1, 50 * MS, 100 * MS).unwrap();
+        assert_eq!((share.on_cpu, share.off_cpu()), (50 * MS, 0));
+        let index = CpuIndex::of([chunk].iter()).with_off_cpu_open([open.until(120 * MS)]);
+        let share = index.share(1, 50 * MS, 100 * MS).unwrap();
+        assert_eq!((share.on_cpu, share.off_cpu()), (20 * MS, 30 * MS));
+        assert_eq!(share.voluntary, Some(1));
+        let share = index.share(1, 0, 100 * MS).unwrap();
+        assert_eq!((share.on_cpu, share.off_cpu()), (60 * MS, 40 * MS));
     }
 
     #[test]

@@ -10,8 +10,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use typhon_live_core::SwitchRecord;
-use typhon_live_reader::CpuInterval;
+use typhon_live_reader::{CpuInterval, OffCpu};
 
 use super::fields::FieldRecord;
 use super::memory::MemoryReading;
@@ -157,8 +156,9 @@ pub struct Chunk {
     /// What lanes' threads did between their CPU samples (read by
     /// [`crate::cpu`]).
     pub cpu: Vec<CpuInterval>,
-    /// Lanes' threads' switches, traced one by one (times in ns).
-    pub switches: Vec<SwitchRecord>,
+    /// Lanes' threads' stretches off a CPU, from switches traced one by
+    /// one (the reader's [`OffCpu`] slices).
+    pub off_cpu: Vec<OffCpu>,
     /// The process's memory, as read (the memory strip).
     pub memory: Vec<MemoryReading>,
     /// Per span name, its spans' and task spans' totals.
@@ -185,7 +185,7 @@ impl Chunk {
             fields: Vec::with_capacity(like.fields.len()),
             allocations: Vec::with_capacity(like.allocations.len()),
             cpu: Vec::with_capacity(like.cpu.len()),
-            switches: Vec::with_capacity(like.switches.len()),
+            off_cpu: Vec::with_capacity(like.off_cpu.len()),
             memory: Vec::with_capacity(like.memory.len()),
             ..Chunk::default()
         }
@@ -201,7 +201,7 @@ impl Chunk {
             + self.fields.len()
             + self.allocations.len()
             + self.cpu.len()
-            + self.switches.len()
+            + self.off_cpu.len()
             + self.memory.len()
     }
 
@@ -234,7 +234,7 @@ impl Chunk {
             + self.fields.capacity() * size_of::<FieldRecord>()
             + self.allocations.capacity() * size_of::<AllocationRecord>()
             + self.cpu.capacity() * size_of::<CpuInterval>()
-            + self.switches.capacity() * size_of::<SwitchRecord>()
+            + self.off_cpu.capacity() * size_of::<OffCpu>()
             + self.memory.capacity() * size_of::<MemoryReading>()
             + self.totals.capacity() * (size_of::<u32>() + size_of::<NameTotals>() + 1)
             + self.lanes.capacity() * size_of::<u16>()
@@ -318,10 +318,10 @@ impl Chunk {
         self.memory.push(reading);
     }
 
-    /// Adds a switch of a lane's thread.
-    pub fn push_switch(&mut self, switch: SwitchRecord) {
-        self.note_time(switch.time);
-        self.switches.push(switch);
+    /// Adds a stretch of a lane's thread off a CPU.
+    pub fn push_off_cpu(&mut self, slice: OffCpu) {
+        self.note_time(slice.to);
+        self.off_cpu.push(slice);
     }
 
     /// Adds a tick.
@@ -388,7 +388,7 @@ impl History {
         fit(&mut chunk.fields);
         fit(&mut chunk.allocations);
         fit(&mut chunk.cpu);
-        fit(&mut chunk.switches);
+        fit(&mut chunk.off_cpu);
         fit(&mut chunk.memory);
         chunk.totals.shrink_to_fit();
         chunk.lanes.shrink_to_fit();

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;
 
 // Seeded and fast: SipHash was a tenth of the model's time per event.
-use typhon_live_core::{DecodeError, Frame, OpenSpan, SwitchRecord};
+use typhon_live_core::{DecodeError, Frame, OpenSpan};
 use typhon_live_reader::{FieldOwners, Loss, Names, Reader, Session, State, Tally, Update};
 
 use crate::fields::Owner;
@@ -217,9 +217,7 @@ impl Model {
             }
             Update::Site(site) => self.memory.read_site(self.samples_time, &site),
             Update::Cpu(interval) => self.chunk.push_cpu(interval),
-            Update::Switch { lane, time, what } => {
-                (self.chunk).push_switch(SwitchRecord { lane, time, what })
-            }
+            Update::OffCpu(slice) => self.chunk.push_off_cpu(slice),
             Update::Text(text) => self.logs.push(&text),
             Update::Tick(tick) => self.tick_read(tick),
             Update::Lost(Loss::Texts { texts }) => {

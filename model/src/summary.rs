@@ -8,7 +8,7 @@ use std::time::Duration;
 use foldhash::HashMap;
 use serde::Serialize;
 use typhon_live_core::{LaneKind, OpenSpan};
-use typhon_live_reader::Tally;
+use typhon_live_reader::{OffCpu, Tally};
 
 use crate::cpu::{CpuIndex, CpuShare};
 use crate::history::Chunk;
@@ -143,7 +143,14 @@ impl Model {
         let earliest = starts.filter(stall).min()?;
         let held = self.history.chunks().iter().map(|c| &**c);
         let chunks = held.chain([&self.chunk]).filter(|c| c.last >= earliest);
-        Some(CpuIndex::of(chunks))
+        Some(CpuIndex::of(chunks).with_off_cpu_open(self.off_cpu_now(now)))
+    }
+
+    /// The threads switched out now, as slices ending `now`: a stalled
+    /// thread asleep since its stall began has no slice yet.
+    fn off_cpu_now(&self, now: u64) -> impl Iterator<Item = OffCpu> + '_ {
+        let open = self.reader.state().off_cpu_open();
+        open.map(move |open| open.until(now))
     }
 
     /// How lane `lane` spent `[start, now)` on the CPU, if that is a
@@ -162,8 +169,14 @@ impl Model {
     /// clock.
     pub fn timeline_inputs(&self, now: Duration) -> TimelineInputs {
         let mut chunks: Vec<Arc<Chunk>> = self.history.chunks().iter().cloned().collect();
-        if self.chunk.records() > 0 {
-            chunks.push(Arc::new(self.chunk.clone()));
+        let host_now = self.host_time(now);
+        let mut open = self.off_cpu_now(host_now).peekable();
+        if self.chunk.records() > 0 || open.peek().is_some() {
+            // The chunk being filled, as of now: with the threads
+            // switched out now, so that both timelines' strips show them.
+            let mut filling = self.chunk.clone();
+            open.for_each(|slice| filling.push_off_cpu(slice));
+            chunks.push(Arc::new(filling));
         }
         let order = |kind: Option<LaneKind>| match kind {
             Some(LaneKind::Main) => 0,
@@ -178,7 +191,7 @@ impl Model {
                 .into_iter()
                 .map(|(&id, lane)| (id, self.name(lane.name), self.open_spans(id).to_vec()))
                 .collect(),
-            now: self.host_time(now),
+            now: host_now,
             ticks_per_second: NS_PER_SECOND,
             marks: self.marks.iter().copied().collect(),
             open_tasks: self.open_tasks.iter().map(|(id, t)| (id, *t)).collect(),

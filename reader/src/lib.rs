@@ -24,6 +24,9 @@
 //! - [`Tick`]s are paired once, by lane and number, a lost half told
 //!   as such ([`Update::Tick`]); [`State::open_ticks`] are those still
 //!   open.
+//! - A lane's switch out and its next switch in are one [`OffCpu`]
+//!   slice ([`Update::OffCpu`]); [`State::off_cpu_open`] are the threads
+//!   switched out now.
 //! - [`Nesting`] gives a lane's spans their depths: by parent, by time
 //!   where a parent was lost.
 //! - [`FieldOwners`] tells which span or task span a field belongs to.
@@ -82,6 +85,7 @@ mod field_owners;
 mod frames;
 mod names;
 mod nesting;
+mod off_cpu;
 pub mod owned;
 mod read;
 mod start;
@@ -96,6 +100,7 @@ pub use field_owners::{FieldOwners, MAX_FIELDS_PER_SPAN};
 pub use frames::{frames, Damage};
 pub use names::{Defined, Names, MAX_NAMES, MAX_NAME_BYTES};
 pub use nesting::{Nesting, Place, MAX_DEPTH};
+pub use off_cpu::{OffCpu, OpenOffCpu};
 pub use read::Reader;
 pub use start::{Checkpoint, Start, START_TICKS_PER_SECOND};
 pub use state::{Lane, Refused, Session, State, Tally, MAX_LANES};

@@ -15,6 +15,7 @@ use crate::block_buffer::BlockBuffer;
 use crate::clock::Clock;
 use crate::cpu::LastSamples;
 use crate::names::Defined;
+use crate::off_cpu::Paired;
 use crate::state::{Session, State};
 use crate::ticks::Tick;
 use crate::update::{Loss, TextRecord, TotalsCheck, Update};
@@ -155,10 +156,11 @@ impl Reader {
 
     /// The stream ended without a Shutdown (a file read to its end, a
     /// capture's window): the ticks still open are told as ticks without
-    /// an end, as a Shutdown tells them. A reader that goes on reading
+    /// an end, as a Shutdown tells them, and the threads switched out are
+    /// forgotten (their slices have no end). A reader that goes on reading
     /// afterwards reads on as before.
     pub fn ended(&mut self, mut take: impl FnMut(&State, Update<'_>)) {
-        self.forget_ticks(|_| false, &mut take);
+        self.forget_open(|_| false, &mut take);
     }
 
     /// Whether it reads every kind of event ([`Reader::skim`] unset).
@@ -267,6 +269,9 @@ impl Reader {
         if let Some(stream) = &mut self.stream {
             stream.missed = stream.missed.saturating_add(frames);
         }
+        // The missing frames may have held a switch in: a thread
+        // switched out is unknown from here (FORMAT.md, "Samples").
+        self.state.switched_out.forget(|_| false);
         take(&self.state, Update::Lost(Loss::Gap { frames }));
     }
 
@@ -285,7 +290,7 @@ impl Reader {
             self.restart.arm();
             self.gap(missed, take);
         } else {
-            self.forget_ticks(|_| false, take);
+            self.forget_open(|_| false, take);
             self.restart.new_session();
             let state = &mut self.state;
             state.tally.sessions += 1;
@@ -350,13 +355,13 @@ impl Reader {
         take(&self.state, Update::Lanes);
         // A lane freed with a tick open: the writer sent its events
         // before freeing it, so that tick's end was lost.
-        self.forget_ticks(|lane| listed.binary_search(&lane).is_ok(), take);
+        self.forget_open(|lane| listed.binary_search(&lane).is_ok(), take);
     }
 
     /// The time `ticks` a frame states first tells a restart, after a
     /// repeated Init or a reconnect (`RestartCheck`).
     fn restarted(&mut self, first: u64, take: &mut impl FnMut(&State, Update<'_>)) {
-        self.forget_ticks(|_| false, take);
+        self.forget_open(|_| false, take);
         let state = &mut self.state;
         let to = state.clock.ns(first);
         let from = state.latest.unwrap_or(0);
@@ -368,13 +373,15 @@ impl Reader {
         take(&self.state, Update::Restarted { from, to });
     }
 
-    /// Forgets the open ticks of the lanes `keep` refuses, telling each
-    /// as a tick whose end was lost.
-    fn forget_ticks(
+    /// Forgets what is open on the lanes `keep` refuses: each open tick,
+    /// told as a tick whose end was lost, and each thread switched out
+    /// (its in will never come).
+    fn forget_open(
         &mut self,
-        keep: impl FnMut(u16) -> bool,
+        mut keep: impl FnMut(u16) -> bool,
         take: &mut impl FnMut(&State, Update<'_>),
     ) {
+        self.state.switched_out.forget(&mut keep);
         for lost in self.state.ticks.forget(keep) {
             tell_tick(&mut self.state, lost, take);
         }
@@ -414,6 +421,16 @@ impl Reader {
             }
             let time = clock.ns(switch.time);
             take(&self.state, Update::Switch { lane, time, what });
+            let tally = &mut self.state.tally;
+            match self.state.switched_out.switch(lane, time, what) {
+                Paired::Fine(None) => {}
+                Paired::Fine(Some(slice)) => {
+                    tally.off_cpu += 1;
+                    take(&self.state, Update::OffCpu(slice));
+                }
+                Paired::Unpaired => tally.switches_unpaired += 1,
+                Paired::Refused => tally.refused.off_cpu += 1,
+            }
         }
         for lane in samples.lanes() {
             if !self.state.counted_samples_lane(lane.lane) {
@@ -572,7 +589,7 @@ impl Reader {
 
     fn shutdown(&mut self, totals: Shutdown, take: &mut impl FnMut(&State, Update<'_>)) {
         // The session ended: a tick still open will never end.
-        self.forget_ticks(|_| false, take);
+        self.forget_open(|_| false, take);
         let check = match self.stream {
             Some(seen)
                 if seen.received == totals.frames_sent

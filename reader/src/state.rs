@@ -9,6 +9,7 @@ use typhon_live_core::{LaneId, LaneInfo, OpenSpan, SpanId};
 
 use crate::clock::Clock;
 use crate::names::Names;
+use crate::off_cpu::{OpenOffCpu, SwitchedOut};
 use crate::ticks::{OpenTick, Ticks};
 
 /// Lanes kept at most. A typhon-live process has at most 64, so this
@@ -59,6 +60,9 @@ pub struct Refused {
     /// Tick starts on a lane past the [`MAX_LANES`] that have a tick open
     /// (their ends read as ticks without a start).
     pub ticks: u64,
+    /// Switches out on a lane past the [`MAX_LANES`] that have a thread
+    /// switched out (their ins read as unpaired).
+    pub off_cpu: u64,
 }
 
 /// What the reader has read and lost since it was made, over every
@@ -100,6 +104,12 @@ pub struct Tally {
     pub ticks_without_end: u64,
     /// Ticks told overrunning their budget (whole, or without a start).
     pub ticks_overrun: u64,
+    /// Off-CPU slices told: a switch out and the next in of its lane.
+    pub off_cpu: u64,
+    /// Switches without a partner: an in with no out before it (lost, or
+    /// before the reader joined), an out followed by another out (its in
+    /// lost).
+    pub switches_unpaired: u64,
     /// Entries of Samples frames (a lane's counters, a switch) that named
     /// a lane the lane table did not hold: a writer's fault (FORMAT.md,
     /// "Samples"), skipped. Counted once an Init was read.
@@ -137,6 +147,8 @@ impl Tally {
             ticks_without_start: less(self.ticks_without_start, earlier.ticks_without_start),
             ticks_without_end: less(self.ticks_without_end, earlier.ticks_without_end),
             ticks_overrun: less(self.ticks_overrun, earlier.ticks_overrun),
+            off_cpu: less(self.off_cpu, earlier.off_cpu),
+            switches_unpaired: less(self.switches_unpaired, earlier.switches_unpaired),
             samples_undefined_lanes: less(
                 self.samples_undefined_lanes,
                 earlier.samples_undefined_lanes,
@@ -162,6 +174,7 @@ pub struct State {
     pub(crate) latest: Option<u64>,
     pub(crate) unix_offset: Option<i128>,
     pub(crate) ticks: Ticks,
+    pub(crate) switched_out: SwitchedOut,
     pub(crate) tally: Tally,
 }
 
@@ -208,6 +221,12 @@ impl State {
     /// Ticks started and not ended yet, one a lane at most.
     pub fn open_ticks(&self) -> impl Iterator<Item = &OpenTick> {
         self.ticks.open()
+    }
+
+    /// Lanes whose thread switched out and has not switched in yet, one
+    /// slice a lane at most: threads asleep, blocked or preempted now.
+    pub fn off_cpu_open(&self) -> impl Iterator<Item = &OpenOffCpu> {
+        self.switched_out.open()
     }
 
     /// What was read and lost so far.

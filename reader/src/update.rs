@@ -3,6 +3,7 @@
 use typhon_live_core::{Event, LaneId, Memory, NameId, Shutdown, SiteView, Switch};
 
 use crate::cpu::CpuInterval;
+use crate::off_cpu::OffCpu;
 use crate::ticks::Tick;
 
 /// One thing a frame said, resolved: times in ns of the session's clock
@@ -73,7 +74,8 @@ pub enum Update<'a> {
     Tick(Tick),
     /// A Samples frame, stated at `time` (ns): its process's memory
     /// ([`Update::Memory`]), its allocation sites ([`Update::Site`]), its
-    /// switches ([`Update::Switch`]) and its lanes' intervals
+    /// switches ([`Update::Switch`], each in followed by the
+    /// [`Update::OffCpu`] it ends) and its lanes' intervals
     /// ([`Update::Cpu`]) follow.
     Samples {
         /// The moment its counters were read, ns.
@@ -88,7 +90,8 @@ pub enum Update<'a> {
     /// How a lane's thread spent the time between two of its samples
     /// (a Samples frame's lane counters, against the lane's last).
     Cpu(CpuInterval),
-    /// A context switch of a lane's thread, its time in ns.
+    /// A context switch of a lane's thread, its time in ns, as the
+    /// Samples frame lists it.
     Switch {
         /// The lane.
         lane: LaneId,
@@ -97,6 +100,10 @@ pub enum Update<'a> {
         /// What it did.
         what: Switch,
     },
+    /// A stretch of a lane's thread off a CPU (FORMAT.md, "Reading a
+    /// stream": off-CPU slices), told right after the switch in that
+    /// ends it.
+    OffCpu(OffCpu),
     /// A log event's text (a Text frame's record), its time in ns. Its
     /// lane is `None` when the writer could no longer place it; its site
     /// is a name, defined before it.

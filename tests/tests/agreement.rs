@@ -585,3 +585,168 @@ fn every_consumer_nests_a_span_whose_parent_was_lost_inside_the_span_that_holds_
     // The last tick's tree waits for a Block that never comes.
     assert_eq!(depths, want[..want.len() - 1], "OTLP");
 }
+
+/// A lane's thread going off a CPU 3 times in each 10 ms between two
+/// Samples frames, once across the frames; one Block and one Samples
+/// frame lost on the way. The view model (its history's slices, and a
+/// CPU share read from them), Chrome's `cpu` slices and Perfetto's
+/// switches track tell the same slices: every stretch whose out and in
+/// both arrived with no frame lost between them, and no other.
+#[test]
+fn every_consumer_tells_the_same_off_cpu_slices_across_a_lost_block_and_samples_frame() {
+    use typhon_live_core::samples::write_samples;
+    use typhon_live_core::{Counters, LaneSample, SamplesBatch, Switch, SwitchRecord};
+
+    let mut names: NameTable<8, 128> = NameTable::new();
+    let main = names.intern("Main").unwrap();
+    let beat = names.intern("Beat").unwrap();
+    let lane = LaneInfo {
+        id: 0,
+        name: main,
+        kind: LaneKind::Main,
+    };
+    let meta = Metadata {
+        ticks_per_second: 1_000_000_000,
+        session_id: 55,
+        ..Metadata::default()
+    };
+    let mut out = vec![0u8; 1 << 16];
+    let n = write_init(&mut out, 0, &meta, &names, [lane].into_iter()).unwrap();
+    let mut bytes = out[..n].to_vec();
+    let mut scratch = vec![0u8; block_scratch_len(64)];
+    // Each stretch off a CPU: out, in, preempted, and the frames (by
+    // sequence number) its out and in are in.
+    let mut stretches: Vec<(u64, u64, bool, u32, u32)> = Vec::new();
+    let (frames, lost_block, lost_samples) = (12u32, 9, 16);
+    let mut pending: Option<(u64, bool, u32)> = None;
+    let mut seq = 1;
+    let mut on_cpu = 0;
+    for k in 0..frames {
+        let base = 10 * MS * u64::from(k + 1);
+        // A Block between Samples frames: a beat on the lane.
+        let mut block = BlockBuilder::new(&mut scratch);
+        let instant = Event::Instant {
+            time: base,
+            name: beat,
+            payload: 0,
+        };
+        block.push(0, &instant);
+        if seq != lost_block {
+            bytes.extend(block_frame(&block, seq, &[], Compression::Lz4));
+        }
+        seq += 1;
+        let mut switches = Vec::new();
+        let mut switch = |time, what| {
+            switches.push(SwitchRecord {
+                lane: 0,
+                time,
+                what,
+            })
+        };
+        if let Some((out, preempted, out_seq)) = pending.take() {
+            switch(base + MS, Switch::In);
+            stretches.push((out, base + MS, preempted, out_seq, seq));
+        }
+        let preempted = k % 3 == 1;
+        let what = if preempted {
+            Switch::OutPreempted
+        } else {
+            Switch::OutWaiting
+        };
+        switch(base + 2 * MS, what);
+        switch(base + 5 * MS, Switch::In);
+        stretches.push((base + 2 * MS, base + 5 * MS, preempted, seq, seq));
+        // Out across to the next frame.
+        switch(base + 9 * MS, Switch::OutWaiting);
+        pending = Some((base + 9 * MS, false, seq));
+        on_cpu += 5 * MS;
+        let lanes = [LaneSample {
+            lane: 0,
+            thread: 77,
+            switches_traced: true,
+            counters: Counters {
+                on_cpu_ns: Some(on_cpu),
+                waiting_ns: Some(0),
+                ..Counters::default()
+            },
+        }];
+        let batch = SamplesBatch {
+            time: base + 10 * MS - 1,
+            lanes: &lanes,
+            switches: &switches,
+            ..SamplesBatch::default()
+        };
+        let n = write_samples(&mut out, seq, &batch).unwrap();
+        if seq != lost_samples {
+            bytes.extend_from_slice(&out[..n]);
+        }
+        seq += 1;
+    }
+    // Told: both halves arrived, and every frame from the out's to the
+    // in's with them.
+    let lost = [lost_block, lost_samples];
+    let mut want: Vec<(u64, u64, bool)> = (stretches.iter())
+        .filter(|s| !lost.iter().any(|l| (s.3..=s.4).contains(l)))
+        .map(|s| (s.0, s.1, s.2))
+        .collect();
+    want.sort_unstable();
+    // The lost Block cuts one stretch across frames; the lost Samples
+    // frame its own and the two across its edges.
+    assert_eq!(want.len(), stretches.len() - 4);
+
+    // The model: its history's slices, and the share of lane 0's covered
+    // time it reads as waiting for a core and off a CPU from them.
+    let mut model = typhon_live_model::Model::default();
+    each_frame(&bytes, |frame| {
+        model.on_frame(frame, Duration::ZERO).unwrap();
+    });
+    model.flush_history();
+    let chunks = model.history().chunks();
+    let mut told: Vec<(u64, u64, bool)> = (chunks.iter().flat_map(|c| c.off_cpu.iter()))
+        .map(|s| (s.from, s.to, s.preempted))
+        .collect();
+    told.sort_unstable();
+    assert_eq!(told, want, "the view model");
+    let index = typhon_live_model::CpuIndex::of(chunks.iter().map(|c| &**c));
+    // The samples cover from the first frame's time to the last's.
+    let (from, to) = (20 * MS - 1, 10 * MS * u64::from(frames + 1) - 1);
+    let share = index.share(0, 0, u64::MAX).unwrap();
+    let sum = |preempted: bool| -> u64 {
+        (want.iter().filter(|s| s.2 == preempted))
+            .map(|s| s.1.min(to).saturating_sub(s.0.max(from)))
+            .sum()
+    };
+    assert!(share.exact, "read from the slices");
+    assert_eq!(share.covered, to - from);
+    assert_eq!(share.waiting, Some(sum(true)), "the model's time waiting");
+    assert_eq!(share.off_cpu(), sum(false), "the model's time off a CPU");
+
+    // Chrome: `X` events of category "cpu", µs.
+    let converted = typhon_live_convert::chrome::chrome_trace(&bytes);
+    let events = converted.output["traceEvents"].as_array().unwrap().clone();
+    let ns = |v: &serde_json::Value| (v.as_f64().unwrap() * 1e3).round() as u64;
+    let mut told: Vec<(u64, u64, bool)> = (events.iter())
+        .filter(|e| e["cat"] == "cpu" && e["ph"] == "X")
+        .map(|e| {
+            (
+                ns(&e["ts"]),
+                ns(&e["ts"]) + ns(&e["dur"]),
+                e["name"] == "preempted",
+            )
+        })
+        .collect();
+    told.sort_unstable();
+    assert_eq!(told, want, "Chrome");
+
+    // Perfetto, read back by an independent decoder: the lane's
+    // switches track.
+    let mut trace = Vec::new();
+    typhon_live_convert::perfetto::write_perfetto(&bytes, &mut trace).unwrap();
+    let read = perfetto_reader::read(&trace);
+    let mut told: Vec<(u64, u64, bool)> = (read.slices.iter())
+        .filter(|s| s.track.ends_with(": switches"))
+        .map(|s| (s.start, s.end, s.name == "preempted"))
+        .collect();
+    told.sort_unstable();
+    assert_eq!(told, want, "Perfetto");
+}

@@ -58,6 +58,109 @@ fn kinds(frames: &[(Emitted, Vec<u8>)]) -> Vec<FrameKind> {
     frames.iter().map(|(e, _)| e.kind).collect()
 }
 
+/// "Off-CPU slices": a lane's switch out and its next switch in are one
+/// slice; an in stated before its out ends where it began; an in with no
+/// out, or an out over an out, is unpaired; a gap forgets the open outs,
+/// as does a lane freed; the threads still out are listed open.
+#[test]
+fn a_switch_out_and_the_next_in_are_one_off_cpu_slice_and_a_gap_forgets_the_open_ones() {
+    use typhon_live_core::samples::write_samples;
+    use typhon_live_core::{LaneInfo, SamplesBatch, Switch, SwitchRecord};
+    use typhon_live_reader::{OffCpu, Reader, Update};
+
+    let (_, names) = writer_parts();
+    let lane = |id| LaneInfo {
+        id,
+        name: MAIN,
+        kind: LaneKind::Worker,
+    };
+    let mut out = vec![0u8; 4096];
+    let n = write_init(&mut out, 0, &meta(), &names, [lane(0), lane(1)].into_iter()).unwrap();
+    let mut stream = out[..n].to_vec();
+    let mut samples = |seq: u32, time: u64, switches: &[(u16, u64, Switch)]| {
+        let switches: Vec<SwitchRecord> = (switches.iter())
+            .map(|&(lane, time, what)| SwitchRecord { lane, time, what })
+            .collect();
+        let batch = SamplesBatch {
+            time,
+            switches: &switches,
+            ..SamplesBatch::default()
+        };
+        let n = write_samples(&mut out, seq, &batch).unwrap();
+        out[..n].to_vec()
+    };
+    use Switch::{In, OutPreempted as Preempted, OutWaiting as Waiting};
+    // µs. Lane 0 waits 10..30, is preempted 40..45; lane 1 comes in at 5
+    // (its out before the reader joined), goes out at 50 and again at 60
+    // (the in between lost), and its in at 58 comes before that out.
+    stream.extend(samples(
+        1,
+        100,
+        &[(1, 5, In), (0, 10, Waiting), (0, 30, In)],
+    ));
+    stream.extend(samples(
+        2,
+        200,
+        &[(0, 40, Preempted), (1, 50, Waiting), (1, 60, Waiting)],
+    ));
+    stream.extend(samples(
+        3,
+        300,
+        &[(0, 45, In), (1, 58, In), (0, 250, Waiting)],
+    ));
+    // Frame 4 lost: it held lane 0's in at 320 and its out at 330.
+    stream.extend(samples(5, 500, &[(0, 340, In), (1, 400, Waiting)]));
+    let read = |reader: &mut Reader, bytes: &[u8]| {
+        let mut slices = Vec::new();
+        let damage = typhon_live_reader::frames(bytes, |frame| {
+            reader.read(frame, |_, update| {
+                if let Update::OffCpu(slice) = update {
+                    slices.push(slice);
+                }
+            })
+        });
+        assert_eq!(damage, []);
+        slices
+    };
+    let mut reader = Reader::new();
+    let slices = read(&mut reader, &stream);
+    let slice = |lane, from: u64, to: u64, preempted| OffCpu {
+        lane,
+        from: from * 1_000,
+        to: to * 1_000,
+        preempted,
+    };
+    assert_eq!(
+        slices,
+        [
+            slice(0, 10, 30, false),
+            slice(0, 40, 45, true),
+            slice(1, 60, 60, false),
+        ]
+    );
+    let tally = *reader.state().tally();
+    // Lane 1's in at 5, its out at 50, lane 0's in at 340.
+    assert_eq!((tally.off_cpu, tally.switches_unpaired), (3, 3));
+    let open: Vec<_> = reader
+        .state()
+        .off_cpu_open()
+        .map(|o| (o.lane, o.since))
+        .collect();
+    assert_eq!(open, [(1, 400_000)], "lane 1, out since 400 µs");
+    // Lane 1 freed: its thread's in will never come.
+    let n = write_definitions(
+        &mut out,
+        6,
+        &names,
+        names.len() as u32,
+        [lane(0)].into_iter(),
+    )
+    .unwrap();
+    let freed = out[..n].to_vec();
+    assert_eq!(read(&mut reader, &freed), []);
+    assert_eq!(reader.state().off_cpu_open().count(), 0);
+}
+
 fn bytes_of(frames: &[(Emitted, Vec<u8>)]) -> Vec<u8> {
     frames.iter().flat_map(|(_, b)| b.iter().copied()).collect()
 }

@@ -181,6 +181,15 @@ fn report(path: &Path) -> Result<(String, bool), CliError> {
             state.open_ticks().count()
         );
     }
+    if tally.off_cpu + tally.switches_unpaired > 0 || state.off_cpu_open().next().is_some() {
+        let _ = writeln!(
+            out,
+            "off-CPU     {} slices, {} switches unpaired (a half lost, or before the start), {} threads out at the end",
+            tally.off_cpu,
+            tally.switches_unpaired,
+            state.off_cpu_open().count()
+        );
+    }
     if tally.samples_undefined_lanes > 0 {
         let _ = writeln!(
             out,

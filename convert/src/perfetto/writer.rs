@@ -11,7 +11,7 @@ use typhon_live_core::{
     Switch, TaskId,
 };
 use typhon_live_reader::{
-    CpuInterval, FieldOwners, Loss, Names, Reader, State, TextRecord, Tick, Update,
+    CpuInterval, FieldOwners, Loss, Names, OffCpu, Reader, State, TextRecord, Tick, Update,
 };
 
 use super::heap::HeapDumps;
@@ -202,8 +202,6 @@ struct LaneState {
     /// waiting for one, and the track of its switches' slices.
     cpu_tracks: Option<(u64, u64)>,
     switch_track: Option<u64>,
-    /// Its thread left the CPU: when, and why.
-    switched_out: Option<(u64, Switch)>,
 }
 
 /// A task span's end, held while its fields arrive.
@@ -508,7 +506,7 @@ impl TraceWriter {
             Update::Memory(memory) => self.memory(memory, out),
             Update::Site(site) => self.heap.site(&site),
             Update::Cpu(interval) => self.cpu(names, &interval, out),
-            Update::Switch { lane, time, what } => self.switch(names, lane, time, what, out),
+            Update::OffCpu(slice) => self.off_cpu(names, slice, out),
             Update::Text(text) => self.text(names, &text, out),
             Update::Tick(tick) => self.tick(names, tick, out),
             Update::Lost(Loss::Texts { texts }) => {
@@ -1045,16 +1043,10 @@ impl TraceWriter {
 
     /// A switch of a lane's thread: a switch in after one out is a slice
     /// "off-CPU (waiting)" or "preempted" on the lane's switches track.
-    fn switch(&mut self, names: &Names, lane: LaneId, time: u64, what: Switch, out: &mut Vec<u8>) {
+    fn off_cpu(&mut self, names: &Names, slice: OffCpu, out: &mut Vec<u8>) {
+        let lane = slice.lane;
         let Some(state) = self.lane(lane) else {
             self.stats.lane_events_refused += 1;
-            return;
-        };
-        let Switch::In = what else {
-            state.switched_out = Some((time, what));
-            return;
-        };
-        let Some((from, why)) = state.switched_out.take() else {
             return;
         };
         let track = match state.switch_track {
@@ -1069,18 +1061,12 @@ impl TraceWriter {
                 uuid
             }
         };
-        let (iid, text) = match why {
-            Switch::OutPreempted => PREEMPTED,
-            _ => OFF_CPU,
-        };
+        let (iid, text) = if slice.preempted { PREEMPTED } else { OFF_CPU };
         let name = || Cow::Borrowed(text);
-        // A writer whose switch times went back (its clocks read apart)
-        // would put the end before the begin: it ends where it began.
-        let end = time.max(from);
         self.seq
-            .named(out, from, track, Kind::Begin, iid, name, &[]);
-        self.seq.named(out, end, track, Kind::End, iid, name, &[]);
-        self.last_time = self.last_time.max(end);
+            .named(out, slice.from, track, Kind::Begin, iid, name, &[]);
+        (self.seq).named(out, slice.to, track, Kind::End, iid, name, &[]);
+        self.last_time = self.last_time.max(slice.to);
     }
 
     /// A lane's name as its tracks show it.
