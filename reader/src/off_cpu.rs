@@ -90,26 +90,45 @@ pub(crate) enum Paired {
 /// through, as the open ticks are.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct SwitchedOut {
-    open: Vec<OpenOffCpu>,
+    open: Vec<Open>,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Open {
+    slice: OpenOffCpu,
+    /// Frames were lost since its out: its in may have been in them,
+    /// until the lane's next sample says whether the thread ran.
+    in_doubt: bool,
 }
 
 impl SwitchedOut {
-    /// Slices open now, in the order their threads switched out.
+    /// Slices open now, in the order their threads switched out; not
+    /// those in doubt after a gap.
     pub(crate) fn open(&self) -> impl Iterator<Item = &OpenOffCpu> {
-        self.open.iter()
+        self.open.iter().filter(|o| !o.in_doubt).map(|o| &o.slice)
     }
 
     /// Lane `lane`'s thread switched as `what` says at `time`.
     pub(crate) fn switch(&mut self, lane: LaneId, time: u64, what: Switch) -> Paired {
-        let at = self.open.iter().position(|open| open.lane == lane);
+        let at = self.open.iter().position(|open| open.slice.lane == lane);
         match (what, at) {
-            (Switch::In, Some(at)) => Paired::Fine(Some(self.open.swap_remove(at).until(time))),
+            (Switch::In, Some(at)) => {
+                let open = self.open.swap_remove(at);
+                if open.in_doubt {
+                    // Its in may have been lost: this one may be another's.
+                    return Paired::Unpaired;
+                }
+                Paired::Fine(Some(open.slice.until(time)))
+            }
             (Switch::In, None) => Paired::Unpaired,
             (out, at) => {
-                let opened = OpenOffCpu {
-                    lane,
-                    since: time,
-                    preempted: out == Switch::OutPreempted,
+                let opened = Open {
+                    slice: OpenOffCpu {
+                        lane,
+                        since: time,
+                        preempted: out == Switch::OutPreempted,
+                    },
+                    in_doubt: false,
                 };
                 match at {
                     Some(at) => {
@@ -126,10 +145,35 @@ impl SwitchedOut {
         }
     }
 
+    /// Whether a slice is in doubt, waiting for its lane's next sample.
+    pub(crate) fn in_doubt(&self) -> bool {
+        self.open.iter().any(|open| open.in_doubt)
+    }
+
+    /// Frames were lost: every open slice's in may have been in them.
+    pub(crate) fn doubt(&mut self) {
+        self.open.iter_mut().for_each(|open| open.in_doubt = true);
+    }
+
+    /// A Samples frame was read, and `ran` says of each lane it measured
+    /// whether its thread was on a CPU since the lane's last sample read
+    /// (`None`: unknown). A slice in doubt stands where its thread did
+    /// not run, so its in was not lost; the other slices in doubt are
+    /// forgotten.
+    pub(crate) fn settle(&mut self, mut ran: impl FnMut(LaneId) -> Option<bool>) {
+        self.open.retain_mut(|open| {
+            if open.in_doubt {
+                open.in_doubt = ran(open.slice.lane) != Some(false);
+                return !open.in_doubt;
+            }
+            true
+        });
+    }
+
     /// Forgets the open slices of the lanes `keep` refuses: their ins are
-    /// lost or will never come (a gap, a restart, a lane freed, the end).
+    /// lost or will never come (a restart, a lane freed, the end).
     pub(crate) fn forget(&mut self, mut keep: impl FnMut(LaneId) -> bool) {
-        self.open.retain(|open| keep(open.lane));
+        self.open.retain(|open| keep(open.slice.lane));
     }
 }
 
@@ -180,6 +224,34 @@ mod tests {
         lanes.forget(|lane| lane == 3);
         assert_eq!(lanes.open().map(|o| o.lane).collect::<Vec<_>>(), [3]);
         assert_eq!(lanes.switch(4, 9, Switch::In), Paired::Unpaired);
+    }
+
+    #[test]
+    fn after_a_gap_a_slice_stands_only_where_its_thread_did_not_run() {
+        let mut lanes = SwitchedOut::default();
+        for lane in 0..3 {
+            lanes.switch(lane, 10, Switch::OutWaiting);
+        }
+        lanes.doubt();
+        assert!(lanes.in_doubt());
+        assert_eq!(lanes.open().count(), 0, "in doubt: not listed open");
+        // Lane 0's thread did not run: its out stands. Lane 1's ran (its
+        // in was in the lost frames); lane 2's is not measured.
+        lanes.settle(|lane| [Some(false), Some(true), None][usize::from(lane)]);
+        assert!(!lanes.in_doubt());
+        assert_eq!(lanes.open().map(|o| o.lane).collect::<Vec<_>>(), [0]);
+        let slice = OffCpu {
+            lane: 0,
+            from: 10,
+            to: 90,
+            preempted: false,
+        };
+        assert_eq!(lanes.switch(0, 90, Switch::In), Paired::Fine(Some(slice)));
+        // A switch in met while in doubt may be another out's: unpaired.
+        lanes.switch(1, 100, Switch::OutPreempted);
+        lanes.doubt();
+        assert_eq!(lanes.switch(1, 120, Switch::In), Paired::Unpaired);
+        assert_eq!(lanes.open().count(), 0);
     }
 
     proptest! {

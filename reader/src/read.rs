@@ -270,8 +270,8 @@ impl Reader {
             stream.missed = stream.missed.saturating_add(frames);
         }
         // The missing frames may have held a switch in: a thread
-        // switched out is unknown from here (FORMAT.md, "Samples").
-        self.state.switched_out.forget(|_| false);
+        // switched out is in doubt until its lane's next sample.
+        self.state.switched_out.doubt();
         take(&self.state, Update::Lost(Loss::Gap { frames }));
     }
 
@@ -432,13 +432,25 @@ impl Reader {
                 Paired::Refused => tally.refused.off_cpu += 1,
             }
         }
+        // After a gap: which lanes' threads ran since their last sample.
+        let mut ran = Vec::new();
+        let settle = self.state.switched_out.in_doubt() && samples.lanes().next().is_some();
         for lane in samples.lanes() {
             if !self.state.counted_samples_lane(lane.lane) {
                 continue;
             }
-            if let Some(interval) = self.last_samples.interval(&lane, time) {
+            let interval = self.last_samples.interval(&lane, time);
+            if settle {
+                let on_cpu = interval.and_then(|i| i.spent.on_cpu_ns);
+                ran.push((lane.lane, on_cpu.map(|ns| ns > 0)));
+            }
+            if let Some(interval) = interval {
                 take(&self.state, Update::Cpu(interval));
             }
+        }
+        if settle {
+            let ran_on = |lane| ran.iter().find(|r| r.0 == lane).and_then(|r| r.1);
+            self.state.switched_out.settle(ran_on);
         }
     }
 

@@ -586,12 +586,14 @@ fn every_consumer_nests_a_span_whose_parent_was_lost_inside_the_span_that_holds_
     assert_eq!(depths, want[..want.len() - 1], "OTLP");
 }
 
-/// A lane's thread going off a CPU 3 times in each 10 ms between two
+/// A lane's thread going off a CPU twice in each 10 ms between two
 /// Samples frames, once across the frames; one Block and one Samples
-/// frame lost on the way. The view model (its history's slices, and a
-/// CPU share read from them), Chrome's `cpu` slices and Perfetto's
-/// switches track tell the same slices: every stretch whose out and in
-/// both arrived with no frame lost between them, and no other.
+/// frame lost on the way; another lane's thread asleep across both. The
+/// view model (its history's slices, and a CPU share read from them),
+/// Chrome's `cpu` slices and Perfetto's switches track tell the same
+/// slices: every stretch whose out and in both arrived with no frame
+/// lost between them, and the sleeper's, whose samples say it did not
+/// run while the frames were lost; no other.
 #[test]
 fn every_consumer_tells_the_same_off_cpu_slices_across_a_lost_block_and_samples_frame() {
     use typhon_live_core::samples::write_samples;
@@ -599,21 +601,22 @@ fn every_consumer_tells_the_same_off_cpu_slices_across_a_lost_block_and_samples_
 
     let mut names: NameTable<8, 128> = NameTable::new();
     let main = names.intern("Main").unwrap();
+    let sleeper = names.intern("Sleeper").unwrap();
     let beat = names.intern("Beat").unwrap();
-    let lane = LaneInfo {
-        id: 0,
-        name: main,
-        kind: LaneKind::Main,
-    };
+    let lanes = [(0, main, LaneKind::Main), (1, sleeper, LaneKind::Worker)]
+        .map(|(id, name, kind)| LaneInfo { id, name, kind });
     let meta = Metadata {
         ticks_per_second: 1_000_000_000,
         session_id: 55,
         ..Metadata::default()
     };
     let mut out = vec![0u8; 1 << 16];
-    let n = write_init(&mut out, 0, &meta, &names, [lane].into_iter()).unwrap();
+    let n = write_init(&mut out, 0, &meta, &names, lanes.into_iter()).unwrap();
     let mut bytes = out[..n].to_vec();
     let mut scratch = vec![0u8; block_scratch_len(64)];
+    // The sleeper: out from frame 2's to frame 10's, its time on a CPU
+    // still from its out to its in, frames 2 to 9.
+    let slept = (35 * MS, 111 * MS);
     // Each stretch off a CPU: out, in, preempted, and the frames (by
     // sequence number) its out and in are in.
     let mut stretches: Vec<(u64, u64, bool, u32, u32)> = Vec::new();
@@ -636,6 +639,13 @@ fn every_consumer_tells_the_same_off_cpu_slices_across_a_lost_block_and_samples_
         }
         seq += 1;
         let mut switches = Vec::new();
+        if k == 2 {
+            switches.push(SwitchRecord {
+                lane: 1,
+                time: slept.0,
+                what: Switch::OutWaiting,
+            });
+        }
         let mut switch = |time, what| {
             switches.push(SwitchRecord {
                 lane: 0,
@@ -659,17 +669,26 @@ fn every_consumer_tells_the_same_off_cpu_slices_across_a_lost_block_and_samples_
         // Out across to the next frame.
         switch(base + 9 * MS, Switch::OutWaiting);
         pending = Some((base + 9 * MS, false, seq));
+        if k == 10 {
+            switches.push(SwitchRecord {
+                lane: 1,
+                time: slept.1,
+                what: Switch::In,
+            });
+        }
         on_cpu += 5 * MS;
-        let lanes = [LaneSample {
-            lane: 0,
-            thread: 77,
+        let sample = |lane: LaneId, on_cpu| LaneSample {
+            lane,
+            thread: 77 + u64::from(lane),
             switches_traced: true,
             counters: Counters {
                 on_cpu_ns: Some(on_cpu),
                 waiting_ns: Some(0),
                 ..Counters::default()
             },
-        }];
+        };
+        let sleeper_on_cpu = MS * u64::from(k.min(2) + k.saturating_sub(9));
+        let lanes = [sample(0, on_cpu), sample(1, sleeper_on_cpu)];
         let batch = SamplesBatch {
             time: base + 10 * MS - 1,
             lanes: &lanes,
@@ -689,10 +708,11 @@ fn every_consumer_tells_the_same_off_cpu_slices_across_a_lost_block_and_samples_
         .filter(|s| !lost.iter().any(|l| (s.3..=s.4).contains(l)))
         .map(|s| (s.0, s.1, s.2))
         .collect();
+    want.push((slept.0, slept.1, false));
     want.sort_unstable();
     // The lost Block cuts one stretch across frames; the lost Samples
     // frame its own and the two across its edges.
-    assert_eq!(want.len(), stretches.len() - 4);
+    assert_eq!(want.len(), stretches.len() - 4 + 1);
 
     // The model: its history's slices, and the share of lane 0's covered
     // time it reads as waiting for a core and off a CPU from them.
@@ -707,12 +727,13 @@ fn every_consumer_tells_the_same_off_cpu_slices_across_a_lost_block_and_samples_
         .collect();
     told.sort_unstable();
     assert_eq!(told, want, "the view model");
+    let main_only: Vec<_> = want.iter().filter(|s| s.0 != slept.0).collect();
     let index = typhon_live_model::CpuIndex::of(chunks.iter().map(|c| &**c));
     // The samples cover from the first frame's time to the last's.
     let (from, to) = (20 * MS - 1, 10 * MS * u64::from(frames + 1) - 1);
     let share = index.share(0, 0, u64::MAX).unwrap();
     let sum = |preempted: bool| -> u64 {
-        (want.iter().filter(|s| s.2 == preempted))
+        (main_only.iter().filter(|s| s.2 == preempted))
             .map(|s| s.1.min(to).saturating_sub(s.0.max(from)))
             .sum()
     };

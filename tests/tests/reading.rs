@@ -60,8 +60,9 @@ fn kinds(frames: &[(Emitted, Vec<u8>)]) -> Vec<FrameKind> {
 
 /// "Off-CPU slices": a lane's switch out and its next switch in are one
 /// slice; an in stated before its out ends where it began; an in with no
-/// out, or an out over an out, is unpaired; a gap forgets the open outs,
-/// as does a lane freed; the threads still out are listed open.
+/// out, or an out over an out, is unpaired; after a gap an open out is in
+/// doubt, and an in that meets it unpaired; a lane freed forgets its
+/// out; the threads still out are listed open.
 #[test]
 fn a_switch_out_and_the_next_in_are_one_off_cpu_slice_and_a_gap_forgets_the_open_ones() {
     use typhon_live_core::samples::write_samples;
@@ -108,7 +109,9 @@ fn a_switch_out_and_the_next_in_are_one_off_cpu_slice_and_a_gap_forgets_the_open
         300,
         &[(0, 45, In), (1, 58, In), (0, 250, Waiting)],
     ));
-    // Frame 4 lost: it held lane 0's in at 320 and its out at 330.
+    // Frame 4 lost: it held lane 0's in at 320 and its out at 330. Frame
+    // 5 lists no lane counters to settle the doubt: the in at 340 is
+    // unpaired.
     stream.extend(samples(5, 500, &[(0, 340, In), (1, 400, Waiting)]));
     let read = |reader: &mut Reader, bytes: &[u8]| {
         let mut slices = Vec::new();
