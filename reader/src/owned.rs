@@ -197,10 +197,19 @@ pub struct OpenLane {
     pub open: Vec<OpenSpan>,
 }
 
-/// Reads a source's frames into updates, across its connections.
-#[derive(Default)]
+/// Reads a source's frames into updates, across its connections. It
+/// hands a Samples frame's switches on as stated, unpaired
+/// ([`crate::Reader::forward_switches`]): its consumers forward them.
 pub struct Reader {
     reader: crate::Reader,
+}
+
+impl Default for Reader {
+    fn default() -> Self {
+        let mut reader = crate::Reader::new();
+        reader.forward_switches();
+        Reader { reader }
+    }
 }
 
 /// What one frame said, gathered for the updates made at its end.

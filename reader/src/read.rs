@@ -47,6 +47,8 @@ pub struct Reader {
     wanted: EventKinds,
     /// Each lane's last Samples counters, to measure the next against.
     last_samples: LastSamples,
+    /// It pairs switches into off-CPU slices ([`Reader::forward_switches`]).
+    pairs_switches: bool,
 }
 
 /// What a reader saw of one stream since its first Init.
@@ -75,7 +77,19 @@ impl Reader {
             stream: None,
             wanted: EventKinds::ALL,
             last_samples: LastSamples::default(),
+            pairs_switches: true,
         }
+    }
+
+    /// From now on, hands on a Samples frame's switches as they are
+    /// ([`Update::Switch`]) without pairing them: no [`Update::OffCpu`],
+    /// nothing in [`State::off_cpu_open`], no off-CPU counts in the tally.
+    /// For a consumer that forwards switches to readers that pair them
+    /// (the relay, whose viewers do): pairing cost the relay 3.6 % more
+    /// instructions on the demo's trace (`bench/scripts/relay-instructions`).
+    pub fn forward_switches(&mut self) {
+        self.pairs_switches = false;
+        self.state.switched_out.forget(|_| false);
     }
 
     /// From now on, reads of each Block only the lane groups that hold an
@@ -421,6 +435,9 @@ impl Reader {
             }
             let time = clock.ns(switch.time);
             take(&self.state, Update::Switch { lane, time, what });
+            if !self.pairs_switches {
+                continue;
+            }
             let tally = &mut self.state.tally;
             match self.state.switched_out.switch(lane, time, what) {
                 Paired::Fine(None) => {}

@@ -162,6 +162,23 @@ fn a_switch_out_and_the_next_in_are_one_off_cpu_slice_and_a_gap_forgets_the_open
     let freed = out[..n].to_vec();
     assert_eq!(read(&mut reader, &freed), []);
     assert_eq!(reader.state().off_cpu_open().count(), 0);
+    // A forwarding reader (the relay's) hands every switch on, unpaired.
+    let (mut forwarding, mut forwarded) = (typhon_live_reader::owned::Reader::default(), 0);
+    let damage = typhon_live_reader::frames(&stream, |frame| {
+        forwarding.read(frame, 0, |update, _| {
+            if let typhon_live_reader::owned::Update::Samples(samples) = update {
+                forwarded += samples.switches.len();
+            }
+        })
+    });
+    assert_eq!(damage, []);
+    assert_eq!(forwarded, 11);
+    let mut plain = Reader::new();
+    plain.forward_switches();
+    assert_eq!(read(&mut plain, &stream), []);
+    let tally = plain.state().tally();
+    assert_eq!((tally.off_cpu, tally.switches_unpaired), (0, 0));
+    assert_eq!(plain.state().off_cpu_open().count(), 0);
 }
 
 fn bytes_of(frames: &[(Emitted, Vec<u8>)]) -> Vec<u8> {
