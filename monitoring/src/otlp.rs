@@ -32,7 +32,7 @@ use opentelemetry_proto::tonic::resource::v1::Resource;
 use opentelemetry_proto::tonic::trace::v1::{span, ResourceSpans, ScopeSpans, Span};
 use prost::Message;
 use typhon_live_core::{Event, LaneId, NameId};
-use typhon_live_reader::{Nesting, State, Tick};
+use typhon_live_reader::{Nesting, Placement, State, Tick};
 
 use crate::failures::Failures;
 use crate::metrics::{DurationsSnapshot, Metrics, SourceSnapshot, BOUNDS};
@@ -363,8 +363,9 @@ pub struct TickTracer {
     session: Option<u64>,
     recent: VecDeque<Kept>,
     pending: Vec<SlowTick>,
-    /// Unix ns minus source ns, as the latest Block's update placed it.
-    unix_offset: i128,
+    /// The source's times on the Unix clock, as the latest Block's update
+    /// placed them.
+    unix: Placement,
     ids: std::collections::hash_map::RandomState,
 }
 
@@ -385,7 +386,7 @@ impl TickTracer {
             session: None,
             recent: VecDeque::new(),
             pending: Vec::new(),
-            unix_offset: 0,
+            unix: Placement::unix(0),
             ids: std::collections::hash_map::RandomState::new(),
         }
     }
@@ -407,7 +408,7 @@ impl TickTracer {
                 unix_offset,
                 ..
             } => {
-                self.unix_offset = *unix_offset;
+                self.unix = Placement::unix(*unix_offset);
                 // The ticks found in the last update: their other lanes'
                 // spans have had a Block to arrive in.
                 for tick in std::mem::take(&mut self.pending) {
@@ -485,8 +486,7 @@ impl TickTracer {
     /// under the innermost of its lane's that holds it in time, else
     /// under the root.
     fn export(&self, tick: SlowTick, state: &State) {
-        let unix =
-            |ns: u64| u64::try_from((i128::from(ns) + self.unix_offset).max(0)).unwrap_or(u64::MAX);
+        let unix = |ns: u64| self.unix.place(ns);
         let trace_id: Vec<u8> = [
             self.id(("trace", tick.tick, 0)),
             self.id(("trace", tick.tick, 1)),

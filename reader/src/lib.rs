@@ -27,6 +27,8 @@
 //! - A lane's switch out and its next switch in are one [`OffCpu`]
 //!   slice ([`Update::OffCpu`]); [`State::off_cpu_open`] are the threads
 //!   switched out now.
+//! - A [`Placement`] puts a session's time on the Unix clock, or on a
+//!   clock that began at a Unix time (the relay's), and back.
 //! - [`Nesting`] gives a lane's spans their depths: by parent, by time
 //!   where a parent was lost.
 //! - [`FieldOwners`] tells which span or task span a field belongs to.
@@ -87,6 +89,7 @@ mod names;
 mod nesting;
 mod off_cpu;
 pub mod owned;
+mod placement;
 mod read;
 mod start;
 mod state;
@@ -101,6 +104,7 @@ pub use frames::{frames, Damage};
 pub use names::{Defined, Names, MAX_NAMES, MAX_NAME_BYTES};
 pub use nesting::{Nesting, Place, MAX_DEPTH};
 pub use off_cpu::{OffCpu, OpenOffCpu};
+pub use placement::Placement;
 pub use read::Reader;
 pub use start::{Checkpoint, Start, START_TICKS_PER_SECOND};
 pub use state::{Lane, Refused, Session, State, Tally, MAX_LANES};

@@ -12,9 +12,10 @@ use alloc::vec::Vec;
 
 use typhon_live_core::{OpenSpan, SpanId};
 
-/// Depths deeper than this are told as this: as deep as a writer tracks
-/// open spans (`MAX_OPEN_SPANS`), whatever a peer sends.
-pub const MAX_DEPTH: usize = typhon_live_core::MAX_OPEN_SPANS;
+/// Depths deeper than this are told as this, whatever a peer sends: as
+/// deep as a writer counts a lane's open spans (it lists the outermost
+/// `MAX_OPEN_SPANS` of them, and counts 4095 at most).
+pub const MAX_DEPTH: usize = 4095;
 
 /// The depths of one lane's spans, given newest-ended first.
 #[derive(Clone, Debug, Default)]

@@ -10,6 +10,7 @@ use typhon_live_core::{LaneId, LaneInfo, OpenSpan, SpanId};
 use crate::clock::Clock;
 use crate::names::Names;
 use crate::off_cpu::{OpenOffCpu, SwitchedOut};
+use crate::placement::Placement;
 use crate::ticks::{OpenTick, Ticks};
 
 /// Lanes kept at most. A typhon-live process has at most 64, so this
@@ -216,6 +217,12 @@ impl State {
     /// It is estimated afresh for a new session or a restart.
     pub fn unix_offset(&self) -> Option<i128> {
         self.unix_offset
+    }
+
+    /// The session's times on the Unix clock, as [`State::unix_offset`]
+    /// places them.
+    pub fn unix(&self) -> Option<Placement> {
+        self.unix_offset.map(Placement::unix)
     }
 
     /// Ticks started and not ended yet, one a lane at most.

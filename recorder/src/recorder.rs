@@ -207,11 +207,8 @@ impl Recorder {
     /// `now` moves the stream's time on only if that reader was given
     /// frames' arrival times, in the same clock as `now`.
     pub fn now_with(&mut self, now: u64, state: &State) {
-        if let Some(offset) = state.unix_offset() {
-            let stream = i128::from(now) - offset;
-            if let Ok(stream) = u64::try_from(stream) {
-                self.clock = self.clock.max(stream);
-            }
+        if let Some(stream) = state.unix().and_then(|unix| unix.back(now)) {
+            self.clock = self.clock.max(stream);
         }
         let mut fired = Vec::new();
         self.open_ticks(state, &mut fired);

@@ -54,7 +54,7 @@ use typhon_live_core::{
 };
 
 use typhon_live_reader::owned::{self, PackedEvents, Update};
-use typhon_live_reader::{MAX_LANES, MAX_NAMES};
+use typhon_live_reader::{Placement, MAX_LANES, MAX_NAMES};
 
 use crate::ids::Ids;
 
@@ -241,24 +241,6 @@ impl Open {
     }
 }
 
-/// A source's ns to the relay's: its Unix offset (an [`Update`]'s), less
-/// the relay's start.
-#[derive(Clone, Copy)]
-struct Shift(i128);
-
-impl Shift {
-    /// `t` on the relay's clock, held to it: a time before the relay
-    /// started is 0.
-    fn at(self, t: u64) -> u64 {
-        u64::try_from((i128::from(t) + self.0).max(0)).unwrap_or(u64::MAX)
-    }
-
-    /// `t` on the relay's clock, if it lies on it as it is.
-    fn exactly(self, t: u64) -> Option<u64> {
-        u64::try_from(i128::from(t) + self.0).ok()
-    }
-}
-
 /// Merges the sources' updates into the relay's stream.
 pub struct Merger {
     session_id: u64,
@@ -349,11 +331,13 @@ impl Merger {
         merger
     }
 
-    /// How `unix_offset` moves source `source`'s times onto the relay's
-    /// clock, with the lead it took (see [`Moved`]).
-    fn shift(&self, source: usize, unix_offset: i128) -> Shift {
-        let lead = i128::from(self.sources[source].lead);
-        Shift(unix_offset - i128::from(self.created_unix_ns) + lead)
+    /// How `unix_offset` (an [`Update`]'s) places source `source`'s
+    /// times on the relay's clock, with the lead it took (see [`Moved`]).
+    fn shift(&self, source: usize, unix_offset: i128) -> Placement {
+        let lead = self.sources[source].lead;
+        Placement::unix(unix_offset)
+            .from(self.created_unix_ns)
+            .later(lead)
     }
 
     /// [`Merger::shift`] for `events` of source `source`: its lead grown
@@ -368,24 +352,24 @@ impl Merger {
         events: &[(LaneId, Event)],
         packed: Option<&PackedEvents>,
         unix_offset: i128,
-    ) -> Shift {
+    ) -> Placement {
         let shift = self.shift(source, unix_offset);
         // The most an event that ends before 0 starts before it; none when
         // the Block's earliest time is on the clock (the usual case, told
         // without reading every event).
-        let on_clock = packed.is_some_and(|p| i128::from(p.first_time) + shift.0 >= 0);
+        let on_clock = packed.is_some_and(|p| shift.before_start(p.first_time) == 0);
         let behind = (!on_clock)
             .then(|| {
                 (events.iter())
-                    .filter(|(_, e)| i128::from(e.end_time()) + shift.0 < 0)
-                    .map(|(_, e)| -(i128::from(earliest(e)) + shift.0))
+                    .filter(|(_, e)| shift.before_start(e.end_time()) > 0)
+                    .map(|(_, e)| shift.before_start(earliest(e)))
                     .max()
             })
             .flatten();
         let state = &mut self.sources[source];
         let first = state.lead == 0;
         if let Some(behind) = behind.filter(|&behind| behind > 0) {
-            state.lead = u64::try_from(i128::from(state.lead) + behind).unwrap_or(u64::MAX);
+            state.lead = state.lead.saturating_add(behind);
         }
         if state.lead > 0 && !events.is_empty() {
             self.moved.push(Moved {
@@ -646,7 +630,7 @@ impl Merger {
         }
         let state = &self.sources[source];
         let shift = self.shift(source, unix_offset);
-        let at = |t: u64| shift.at(t);
+        let at = |t: u64| shift.place(t);
         let mut listed = Vec::with_capacity(lanes.len());
         for lane in lanes {
             let Some(relay) = state.lanes.get(lane.info.id) else {
@@ -783,7 +767,7 @@ impl Merger {
             }
         }
         let state = &self.sources[source];
-        let at = |t: u64| shift.at(t);
+        let at = |t: u64| shift.place(t);
         let name_of = |id: NameId| state.names.get(id).unwrap_or(0);
         let task_of = |task: TaskId| relay_task(source, task);
         let out = &mut self.out;
@@ -832,7 +816,7 @@ impl Merger {
         events: &[(LaneId, Event)],
         drops: &[(LaneId, u32)],
         packed: &PackedEvents,
-        shift: Shift,
+        shift: Placement,
         emit: &mut impl FnMut(MergedFrame),
     ) -> bool {
         // Moved as one, every event's start and end stays where encoding
@@ -900,7 +884,7 @@ impl Merger {
                 }
             }
         }
-        self.latest = self.latest.max(shift.at(latest));
+        self.latest = self.latest.max(shift.place(latest));
         self.forwarded_blocks += 1;
         emit(frame_of(&self.out[..len]));
         true
@@ -938,7 +922,7 @@ impl Merger {
         };
         for text in texts {
             let moved = typhon_live_core::Text {
-                time: shift.at(text.time),
+                time: shift.place(text.time),
                 lane: text.lane.and_then(|lane| state.lanes.get(lane)),
                 site: state.names.get(text.site).unwrap_or(0),
                 ..text.as_core()
@@ -979,7 +963,7 @@ impl Merger {
         }
         let state = &self.sources[source];
         let shift = self.shift(source, samples.unix_offset);
-        let time = shift.at(samples.time);
+        let time = shift.place(samples.time);
         let lanes: Vec<LaneSample> = (samples.lanes.iter())
             .filter_map(|sample| {
                 let lane = state.lanes.get(sample.lane)?;
@@ -989,7 +973,7 @@ impl Merger {
         let switches: Vec<SwitchRecord> = (samples.switches.iter())
             .filter_map(|&(lane, at, what)| {
                 let lane = state.lanes.get(lane)?;
-                let time = shift.at(at).min(time);
+                let time = shift.place(at).min(time);
                 Some(SwitchRecord { lane, time, what })
             })
             .collect();
