@@ -14,6 +14,7 @@
 //! - [`history`]: every record of the last stretch, in chunks within a
 //!   byte budget;
 //! - [`stats`]: per-name totals and exact distributions;
+//! - [`name_detail`]: what both viewers show of the selected name;
 //! - [`logs`]: log events' texts, and the search both viewers run;
 //! - [`marks`]: where the stream lost something or started over;
 //! - [`triggers`]: a capture's triggers, where a view opens it;
@@ -32,6 +33,7 @@ pub mod logs;
 pub mod marks;
 pub mod memory;
 pub mod model;
+pub mod name_detail;
 pub mod session;
 pub mod stats;
 pub mod summary;
@@ -47,6 +49,7 @@ pub use limits::{
 pub use logs::{LogLine, LogQuery, LogRow, LogSearch, Logs};
 pub use memory::{MemoryReading, MemorySummary, SiteSummary};
 pub use model::Model;
+pub use name_detail::NameDetail;
 pub use session::Connection;
 pub use summary::{
     GaugeSummary, HistorySummary, LaneSummary, OpenSummary, SpanCpu, SpanStats, SpanTotal, Summary,

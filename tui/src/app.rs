@@ -4,7 +4,6 @@
 //! only state keys change is the view's.
 
 use std::borrow::Cow;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ratatui::crossterm::event::{self, Event};
@@ -18,59 +17,24 @@ use crate::widgets::span_stats::SpanDetail;
 use crate::widgets::span_table::SpanTable;
 use crate::widgets::timeline::{lanes_of, Timeline};
 use typhon_live_core::Level;
-use typhon_live_model::history::{self, Chunk};
-use typhon_live_model::stats::Distribution;
-use typhon_live_model::{fields, CpuIndex, FieldSummary, LogSearch, Model, NameCpu, SpanStats};
+use typhon_live_model::history;
+use typhon_live_model::{LogSearch, Model, NameDetail, SpanStats};
 
 use crate::widgets::log::LogPane;
 use crate::widgets::sites::SitesPane;
 
-/// While live, the selected name's distribution is read again at most
-/// this often: it reads every span of the name in the history.
-const DISTRIBUTION_REFRESH: Duration = Duration::from_secs(1);
 /// A string field's values shown, most frequent first.
 const FIELD_VALUES: usize = 3;
 /// Log rows prepared for the log pane: more than a terminal shows.
 const LOG_ROWS: usize = 200;
-
-/// The selected name's distribution, and what it was computed over.
-struct Computed {
-    name: u32,
-    /// The first and last chunk (held, so that their addresses stay
-    /// theirs) and the count: the same set of chunks again.
-    first: Option<Arc<Chunk>>,
-    last: Option<Arc<Chunk>>,
-    chunks: usize,
-    at: Instant,
-    distribution: Distribution,
-    /// Its fields: by value, or their numbers.
-    fields: Vec<FieldSummary>,
-    /// Its share of CPU, where samples cover it.
-    cpu: Option<NameCpu>,
-}
-
-impl Computed {
-    /// Still right for `name` over `chunks`: the same chunks, or, live, a
-    /// reading under [`DISTRIBUTION_REFRESH`] old.
-    fn fits(&self, name: u32, chunks: &[Arc<Chunk>], live: bool) -> bool {
-        let same = |held: &Option<Arc<Chunk>>, now: Option<&Arc<Chunk>>| match (held, now) {
-            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
-            (None, None) => true,
-            _ => false,
-        };
-        let same_chunks = self.chunks == chunks.len()
-            && same(&self.first, chunks.first())
-            && same(&self.last, chunks.last());
-        self.name == name && (same_chunks || live && self.at.elapsed() < DISTRIBUTION_REFRESH)
-    }
-}
 
 /// The full-screen terminal UI.
 pub struct Screen {
     terminal: DefaultTerminal,
     /// Live or paused, and the window.
     pub ui: UiState,
-    computed: Option<Computed>,
+    /// The selected name's detail, and what it was computed over.
+    detail: Option<NameDetail>,
     /// The log's lines that match its query, kept up to date.
     log_search: LogSearch,
 }
@@ -82,7 +46,7 @@ impl Screen {
         Ok(Screen {
             terminal,
             ui: UiState::default(),
-            computed: None,
+            detail: None,
             log_search: LogSearch::default(),
         })
     }
@@ -102,31 +66,14 @@ impl Screen {
         if let Some(row) = selected {
             let name = list[row].id;
             let live = matches!(self.ui.mode, Mode::Live);
-            if !self
-                .computed
-                .as_ref()
-                .is_some_and(|c| c.fits(name, chunks, live))
-            {
-                self.computed = Some(Computed {
-                    name,
-                    first: chunks.first().cloned(),
-                    last: chunks.last().cloned(),
-                    chunks: chunks.len(),
-                    at: Instant::now(),
-                    distribution: history::distribution(chunks.iter().map(|c| &**c), name),
-                    fields: fields::summaries(
-                        chunks.iter().map(|c| &**c),
-                        name,
-                        model.names(),
-                        FIELD_VALUES,
-                    ),
-                    cpu: CpuIndex::of(chunks.iter().map(|c| &**c))
-                        .of_name(chunks.iter().flat_map(|c| c.spans.iter()), name),
-                });
+            let at = crate::uptime::at(now);
+            if !(self.detail.as_ref()).is_some_and(|d| d.stands(name, chunks, live, at)) {
+                let names = model.names();
+                self.detail = Some(NameDetail::of(name, chunks, names, FIELD_VALUES, at));
             }
         }
-        let distribution = selected.and_then(|_| self.computed.as_ref().map(|c| &c.distribution));
-        let field_summaries = self.computed.as_ref().map_or(&[][..], |c| &c.fields);
+        let distribution = selected.and_then(|_| self.detail.as_ref().map(|d| &d.distribution));
+        let field_summaries = self.detail.as_ref().map_or(&[][..], |d| &d.fields);
         let max_tick = distribution
             .as_ref()
             .and_then(|d| history::tick_at(chunks.iter().map(|c| &**c), d.max_at).map(|t| t.tick));
@@ -168,7 +115,7 @@ impl Screen {
                     ticks_per_second: inputs.ticks_per_second,
                     max_tick,
                     fields: field_summaries,
-                    cpu: self.computed.as_ref().and_then(|c| c.cpu.as_ref()),
+                    cpu: self.detail.as_ref().and_then(|d| d.cpu.as_ref()),
                 }),
             sites: self.ui.sites.then_some(SitesPane {
                 memory: summary.memory.as_ref(),
@@ -244,7 +191,6 @@ impl Screen {
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
-    use std::time::Instant;
 
     use ratatui::buffer::Buffer;
     use ratatui::layout::Rect;
@@ -261,38 +207,6 @@ mod tests {
     use crate::ui_state::{Scene, UiState};
     use crate::widgets::timeline::{lanes_of, Timeline};
     use typhon_live_model::Model;
-
-    #[test]
-    fn a_computed_distribution_is_kept_for_the_same_chunks_and_briefly_while_live() {
-        use super::Computed;
-        use typhon_live_model::history::Chunk;
-        use typhon_live_model::stats::Distribution;
-        let (a, b) = (Arc::new(Chunk::default()), Arc::new(Chunk::default()));
-        let computed = Computed {
-            name: 7,
-            first: Some(Arc::clone(&a)),
-            last: Some(Arc::clone(&b)),
-            chunks: 2,
-            at: Instant::now(),
-            distribution: Distribution::default(),
-            fields: Vec::new(),
-            cpu: None,
-        };
-        let same = [Arc::clone(&a), Arc::clone(&b)];
-        let moved_on = [Arc::clone(&b), Arc::new(Chunk::default())];
-        assert!(computed.fits(7, &same, false));
-        assert!(!computed.fits(8, &same, false), "another name");
-        assert!(!computed.fits(7, &moved_on, false), "paused elsewhere");
-        assert!(
-            computed.fits(7, &moved_on, true),
-            "live, under a second old"
-        );
-        let old = Computed {
-            at: Instant::now() - std::time::Duration::from_secs(2),
-            ..computed
-        };
-        assert!(!old.fits(7, &moved_on, true), "live, stale");
-    }
 
     /// A xorshift generator: the same "random" stream every run.
     struct Dice(u64);

@@ -6,8 +6,8 @@
 //! bytes go through [`feed`] into the same reader and model as the
 //! terminal's, and [`source`] keeps the [`view`] (the window, pause, the
 //! selected name, the searches), lays out the visible window
-//! ([`timeline`]) and computes the selected name's statistics
-//! ([`selection`]). The main thread's [`page`] draws what the worker
+//! ([`timeline`]) and asks the model for the selected name's detail
+//! (`typhon_live_model::NameDetail`). The main thread's [`page`] draws what the worker
 //! sends ([`scene`]) with egui, and sends back what the person did. Only
 //! the runners (`browser`, wasm32) touch the browser: natively, both
 //! halves run headless under test, speaking the same bytes.
@@ -17,7 +17,6 @@
 pub mod feed;
 pub mod page;
 pub mod scene;
-pub mod selection;
 pub mod source;
 pub mod timeline;
 pub mod view;

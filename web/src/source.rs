@@ -12,13 +12,12 @@ use serde::Serialize;
 use typhon_live_core::Level;
 use typhon_live_model::history;
 use typhon_live_model::{
-    Connection, LogQuery, LogRow, LogSearch, Model, SpanStats, Summary, TimelineInputs,
+    Connection, LogQuery, LogRow, LogSearch, Model, NameDetail, SpanStats, Summary, TimelineInputs,
 };
 use typhon_live_recorder::{Recorder, Settings};
 
 use crate::feed::Feed;
 use crate::scene::{Action, Ask, Header, Hovered, Listed, LogFigures, Scene, Selected};
-use crate::selection::Selection;
 use crate::timeline::{self, Layout};
 use crate::view::View;
 
@@ -27,8 +26,8 @@ use crate::view::View;
 pub const DEFAULT_HISTORY_BYTES: usize = 256 << 20;
 /// The figures in the header are taken this often.
 const SUMMARY_EVERY: Duration = Duration::from_millis(250);
-/// Live, the selected name's statistics are computed again this often.
-const RESELECT_EVERY: Duration = Duration::from_secs(1);
+/// A string field's values listed, most frequent first.
+const FIELD_VALUES: usize = 8;
 /// Log rows the panel holds: the latest matching lines up to the view.
 const LOG_ROWS: usize = 1000;
 /// Names listed at most: the most time first, of those the search finds.
@@ -51,8 +50,7 @@ pub struct Source {
     feed: Feed,
     /// What is shown.
     pub view: View,
-    selection: Option<Selection>,
-    selected_at: Duration,
+    selection: Option<NameDetail>,
     summary: Option<(Duration, Summary)>,
     /// Paused: the names' statistics over the history the pause pinned
     /// (as the selected name's are), and which pin (its chunks and time).
@@ -99,7 +97,6 @@ impl Source {
             feed: Feed::new(),
             view: View::default(),
             selection: None,
-            selected_at: Duration::ZERO,
             summary: None,
             paused_stats: None,
             first_bytes_at: None,
@@ -260,28 +257,25 @@ impl Source {
         }
     }
 
-    /// The selected name's statistics, over what the view draws: live,
-    /// the history moves every frame, and they follow it at most every
-    /// [`RESELECT_EVERY`].
+    /// The selected name's detail, over what the view draws: live, the
+    /// history moves every frame, and it follows at most every
+    /// [`NameDetail::REFRESH`].
     fn reselect(&mut self, live: &TimelineInputs, now: Duration) {
         let Some(name) = self.view.selected else {
             self.selection = None;
             return;
         };
-        let chunks = &self.view.pinned().unwrap_or(live).chunks;
-        let stale = match &self.selection {
-            Some(s) if s.name == name => {
-                !s.is_for(name, chunks) && now.saturating_sub(self.selected_at) >= RESELECT_EVERY
-            }
-            _ => true,
-        };
-        if stale {
-            self.selection = Some(Selection::of(name, chunks, self.model.names()));
-            self.selected_at = now;
+        let pinned = self.view.pinned();
+        let chunks = &pinned.unwrap_or(live).chunks;
+        let stands = (self.selection.as_ref())
+            .is_some_and(|s| s.stands(name, chunks, pinned.is_none(), now));
+        if !stands {
+            let names = self.model.names();
+            self.selection = Some(NameDetail::of(name, chunks, names, FIELD_VALUES, now));
         }
     }
 
-    fn selected(&self, s: &Selection) -> Selected {
+    fn selected(&self, s: &NameDetail) -> Selected {
         let name = self.model.name(s.name);
         Selected {
             id: s.name,
