@@ -548,7 +548,7 @@ impl Sinks {
         // one time for all can be.
         let time = clock.now();
         let cpu = alongside.cpu.as_mut();
-        let lanes_due = cpu.and_then(|cpu| cpu.due(Instant::now(), time));
+        let lanes_due = cpu.and_then(|cpu| cpu.due(Instant::now(), time, || clock.now()));
         let memory_due = alongside.memory.due();
         if lanes_due.is_some() || memory_due.is_some() {
             let (lanes, switches) = lanes_due.map_or((&[][..], &[][..]), |d| (d.lanes, d.switches));
