@@ -487,6 +487,23 @@ fn every_consumer_ends_the_open_tick_of_a_restart_alike() {
     agree(&bytes, &written, &last_run, true);
 }
 
+/// The same ticks as [`lost_halves`], a second before the session's
+/// clock runs out (u64 ns, 584 years): a peer's far-future times
+/// overflow nothing, and every consumer still agrees.
+#[test]
+fn every_consumer_reads_far_future_ticks_alike() {
+    let (written, blocks) = lost_halves();
+    let far = |t: Written| Written {
+        start: t.start + (u64::MAX - 1_000 * MS),
+        ..t
+    };
+    let written: Vec<Written> = written.into_iter().map(far).collect();
+    let blocks: Vec<Vec<Written>> = (blocks.into_iter())
+        .map(|b| b.into_iter().map(far).collect())
+        .collect();
+    agree(&stream(&[blocks], false), &written, &written, true);
+}
+
 #[test]
 fn a_file_cut_without_its_shutdown_ends_its_open_tick_alike() {
     let (written, blocks) = lost_halves();
