@@ -31,7 +31,6 @@ pub fn chrome_trace(bytes: &[u8]) -> Converted<Value> {
     // Per lane, where its last span or task end is in `out`: what a field
     // read next belongs to.
     let mut owners: FieldOwners<usize> = FieldOwners::default();
-    // Per lane, when its thread left the CPU and why, until it is back.
     let mut on_update = |state: &State, update: Update<'_>| match update {
         Update::NewSession { .. } => {
             let process = state.session().map_or("", |s| s.process_name.as_str());

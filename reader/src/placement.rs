@@ -21,7 +21,7 @@ impl Placement {
 
     /// The same times on a clock that began at Unix time `start` (ns):
     /// the relay's, whose 0 is when it started.
-    pub const fn from(self, start: u64) -> Placement {
+    pub const fn since(self, start: u64) -> Placement {
         Placement {
             shift: self.shift - start as i128,
         }
@@ -69,7 +69,7 @@ mod tests {
     fn a_time_before_the_clock_is_held_to_its_start_and_said_how_far() {
         // A session that began 5 s after the epoch's 0, on a relay that
         // started 7 s after it.
-        let relay = Placement::unix(5_000).from(7_000);
+        let relay = Placement::unix(5_000).since(7_000);
         assert_eq!(relay.place(2_500), 500);
         assert_eq!(relay.place(1_000), 0);
         assert_eq!(relay.exactly(1_000), None);
@@ -89,7 +89,7 @@ mod tests {
         fn back_undoes_place_on_the_clock(
             t in any::<u64>(), offset in any::<i64>(), start in any::<u64>(), lead in 0u64..1 << 40
         ) {
-            let placement = Placement::unix(i128::from(offset)).from(start).later(lead);
+            let placement = Placement::unix(i128::from(offset)).since(start).later(lead);
             match placement.exactly(t) {
                 Some(at) => {
                     prop_assert_eq!(placement.back(at), Some(t));

@@ -336,7 +336,7 @@ impl Merger {
     fn shift(&self, source: usize, unix_offset: i128) -> Placement {
         let lead = self.sources[source].lead;
         Placement::unix(unix_offset)
-            .from(self.created_unix_ns)
+            .since(self.created_unix_ns)
             .later(lead)
     }
 
