@@ -272,79 +272,83 @@ impl Reader {
             }
             _ => {}
         }
+        // Every update but a switch, the most frequent and the least work
+        // (a Samples frame holds hundreds): that one is taken inline.
+        let mut said_of = |state: &State, update: Read<'_>| match update {
+            Read::NewSession { .. } | Read::SessionRepeated => {
+                said.session = state.session().map(|s| s.id);
+            }
+            Read::Name { id, text } => said.names.push((id, text.to_owned())),
+            Read::Lanes => said.lanes = Some(state.lanes().values().map(|l| l.info).collect()),
+            Read::Restarted { .. } => take(Update::Restarted, state),
+            Read::Lost(Loss::Gap { frames }) => take(Update::Gap { frames }, state),
+            Read::Lost(Loss::Dropped { lane, events }) => {
+                said.block = true;
+                said.drops.push((lane, events));
+            }
+            Read::Lost(Loss::Damaged { events }) => said.unread = events,
+            Read::Lost(Loss::Texts { texts }) => {
+                said.texts.get_or_insert_with(Default::default).1 = texts
+            }
+            Read::Text(text) => said
+                .texts
+                .get_or_insert_with(Default::default)
+                .0
+                .push(Text::of(&text)),
+            Read::Event { lane, event } => {
+                said.block = true;
+                said.events.push((lane, event));
+            }
+            Read::Samples { time } => {
+                said.samples = Some(Samples {
+                    time,
+                    lanes: core::mem::take(&mut stated),
+                    switches: Vec::new(),
+                    intervals: Vec::new(),
+                    memory: None,
+                    sites: Vec::new(),
+                    unix_offset: state.unix_offset().unwrap_or(0),
+                })
+            }
+            Read::Memory(memory) => {
+                if let Some(samples) = &mut said.samples {
+                    samples.memory = Some(memory);
+                }
+            }
+            Read::Site(site) => {
+                if let Some(samples) = &mut said.samples {
+                    samples.sites.push(Site {
+                        site: site.site,
+                        frames: site.frames.iter().collect(),
+                        totals: site.totals,
+                    });
+                }
+            }
+            Read::Tick(tick) => said.ticks.push(tick),
+            Read::Cpu(interval) => {
+                if let Some(samples) = &mut said.samples {
+                    samples.intervals.push(interval);
+                }
+            }
+            Read::CatchUp { time } => take(
+                Update::CatchUp {
+                    time,
+                    lanes: open_lanes(state),
+                    unix_offset: state.unix_offset().unwrap_or(0),
+                },
+                state,
+            ),
+            _ => {}
+        };
         let result = self
             .reader
             .read_parsed_at(frame, parsed, received, |state, update| match update {
-                Read::NewSession { .. } | Read::SessionRepeated => {
-                    said.session = state.session().map(|s| s.id);
-                }
-                Read::Name { id, text } => said.names.push((id, text.to_owned())),
-                Read::Lanes => said.lanes = Some(state.lanes().values().map(|l| l.info).collect()),
-                Read::Restarted { .. } => take(Update::Restarted, state),
-                Read::Lost(Loss::Gap { frames }) => take(Update::Gap { frames }, state),
-                Read::Lost(Loss::Dropped { lane, events }) => {
-                    said.block = true;
-                    said.drops.push((lane, events));
-                }
-                Read::Lost(Loss::Damaged { events }) => said.unread = events,
-                Read::Lost(Loss::Texts { texts }) => {
-                    said.texts.get_or_insert_with(Default::default).1 = texts
-                }
-                Read::Text(text) => said
-                    .texts
-                    .get_or_insert_with(Default::default)
-                    .0
-                    .push(Text::of(&text)),
-                Read::Event { lane, event } => {
-                    said.block = true;
-                    said.events.push((lane, event));
-                }
-                Read::Samples { time } => {
-                    said.samples = Some(Samples {
-                        time,
-                        lanes: core::mem::take(&mut stated),
-                        switches: core::mem::take(&mut switches),
-                        intervals: Vec::new(),
-                        memory: None,
-                        sites: Vec::new(),
-                        unix_offset: state.unix_offset().unwrap_or(0),
-                    })
-                }
-                Read::Switch { lane, time, what } => {
-                    if let Some(samples) = &mut said.samples {
-                        samples.switches.push((lane, time, what));
-                    }
-                }
-                Read::Memory(memory) => {
-                    if let Some(samples) = &mut said.samples {
-                        samples.memory = Some(memory);
-                    }
-                }
-                Read::Site(site) => {
-                    if let Some(samples) = &mut said.samples {
-                        samples.sites.push(Site {
-                            site: site.site,
-                            frames: site.frames.iter().collect(),
-                            totals: site.totals,
-                        });
-                    }
-                }
-                Read::Tick(tick) => said.ticks.push(tick),
-                Read::Cpu(interval) => {
-                    if let Some(samples) = &mut said.samples {
-                        samples.intervals.push(interval);
-                    }
-                }
-                Read::CatchUp { time } => take(
-                    Update::CatchUp {
-                        time,
-                        lanes: open_lanes(state),
-                        unix_offset: state.unix_offset().unwrap_or(0),
-                    },
-                    state,
-                ),
-                _ => {}
+                Read::Switch { lane, time, what } => switches.push((lane, time, what)),
+                other => said_of(state, other),
             });
+        if let Some(samples) = &mut said.samples {
+            samples.switches = switches;
+        }
         let state = self.reader.state();
         if let Some(id) = said.session {
             take(

@@ -15,12 +15,14 @@ pub struct Placement {
 impl Placement {
     /// Session times on the Unix clock: `offset` is Unix ns less session
     /// ns ([`State::unix_offset`](crate::State::unix_offset)).
+    #[inline]
     pub const fn unix(offset: i128) -> Placement {
         Placement { shift: offset }
     }
 
     /// The same times on a clock that began at Unix time `start` (ns):
     /// the relay's, whose 0 is when it started.
+    #[inline]
     pub const fn since(self, start: u64) -> Placement {
         Placement {
             shift: self.shift - start as i128,
@@ -29,6 +31,7 @@ impl Placement {
 
     /// Every time `ns` later: a source moved on, so that what it sent
     /// before the clock began lies on it whole.
+    #[inline]
     pub const fn later(self, ns: u64) -> Placement {
         Placement {
             shift: self.shift + ns as i128,
@@ -38,16 +41,19 @@ impl Placement {
     /// `t` on the clock, held to it: a time before its 0 is 0 (a span
     /// that began before the relay did starts at its start), one past its
     /// end is `u64::MAX`.
+    #[inline]
     pub fn place(self, t: u64) -> u64 {
         u64::try_from((i128::from(t) + self.shift).max(0)).unwrap_or(u64::MAX)
     }
 
     /// `t` on the clock, if it lies on it as it is.
+    #[inline]
     pub fn exactly(self, t: u64) -> Option<u64> {
         u64::try_from(i128::from(t) + self.shift).ok()
     }
 
     /// How far before the clock's 0 `t` lies, ns: 0 when it lies on it.
+    #[inline]
     pub fn before_start(self, t: u64) -> u64 {
         let before = -(i128::from(t) + self.shift);
         u64::try_from(before.max(0)).unwrap_or(u64::MAX)
@@ -55,6 +61,7 @@ impl Placement {
 
     /// The session time of `at`, a time on this clock: `None` before the
     /// session's clock began (or past its end).
+    #[inline]
     pub fn back(self, at: u64) -> Option<u64> {
         u64::try_from(i128::from(at) - self.shift).ok()
     }

@@ -254,6 +254,7 @@ impl State {
 
     /// Whether a Samples frame may name `lane`: it is in the lane table
     /// (FORMAT.md, "Samples"), or no Init gave a table to check against.
+    #[inline]
     pub fn samples_may_name(&self, lane: LaneId) -> bool {
         let (word, bit) = (usize::from(lane) / 64, lane % 64);
         let defined = self
@@ -264,6 +265,7 @@ impl State {
     }
 
     /// [`State::samples_may_name`], a lane it may not counted.
+    #[inline]
     pub(crate) fn counted_samples_lane(&mut self, lane: LaneId) -> bool {
         let named = self.samples_may_name(lane);
         if !named {

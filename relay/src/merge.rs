@@ -487,11 +487,16 @@ impl Merger {
                 self.sources[source].lead = 0;
                 self.close_spans_of(source);
             }
-            // Counted in the metrics; a gap upstream has no events to say.
-            // Ticks go on as the events that told them, each viewer's
-            // reader pairing them again.
             Update::Gap { .. } | Update::Ticks(_) => {}
         }
+    }
+
+    /// Whether `update` changes what the merger writes: a source's
+    /// thread need not hand it the others. A gap upstream is counted in
+    /// the metrics and has no events to say; ticks go on as the events
+    /// that told them, each viewer's reader pairing them again.
+    pub fn takes(update: &Update) -> bool {
+        !matches!(update, Update::Gap { .. } | Update::Ticks(_))
     }
 
     /// The one source shown as itself restarted (a new session id): so

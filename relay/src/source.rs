@@ -9,6 +9,7 @@ use typhon_live_core::{DecodeError, Frame};
 use typhon_live_std::attach::{self, Backoff, Consumer, End, Flow};
 
 use crate::fanout::Input;
+use crate::merge::Merger;
 use typhon_live_monitoring::metrics::SourceMetrics;
 use typhon_live_monitoring::otlp::{unix_ns, TickTracer};
 use typhon_live_reader::owned::Reader;
@@ -110,7 +111,7 @@ impl Consumer for Feed<'_> {
             if let Some(tracer) = &mut sinks.tracer {
                 tracer.update(&update, state);
             }
-            if let Some(to) = &sinks.merger {
+            if let Some(to) = sinks.merger.as_ref().filter(|_| Merger::takes(&update)) {
                 // Waits while the merger is behind: the source's exporter
                 // then drops for us, and says so.
                 let _ = to.inbox.send(Input::Update {
