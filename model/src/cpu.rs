@@ -180,12 +180,19 @@ impl CpuIndex {
         self
     }
 
+    /// Adds `slices`, each lane they join kept in order of start.
     fn add_off_cpu(&mut self, slices: impl IntoIterator<Item = OffCpu>) {
+        let mut joined = Vec::new();
         for slice in slices {
             self.off_cpu.entry(slice.lane).or_default().push(slice);
+            if !joined.contains(&slice.lane) {
+                joined.push(slice.lane);
+            }
         }
-        for lane in self.off_cpu.values_mut() {
-            lane.sort_by_key(|s| s.from);
+        for lane in joined {
+            if let Some(slices) = self.off_cpu.get_mut(&lane) {
+                slices.sort_by_key(|s| s.from);
+            }
         }
     }
 

@@ -227,6 +227,23 @@ fn restarted() -> (Vec<Written>, Vec<Vec<Vec<Written>>>) {
     (written, vec![first, second])
 }
 
+/// A crafted stream's start: an Init of session `session` naming `names`
+/// and `lanes` (id, name, kind), its clock in ns.
+fn init(names: &NameTable<8, 128>, lanes: &[(LaneId, u32, LaneKind)], session: u64) -> Vec<u8> {
+    let meta = Metadata {
+        ticks_per_second: 1_000_000_000,
+        session_id: session,
+        ..Metadata::default()
+    };
+    let lanes = lanes
+        .iter()
+        .map(|&(id, name, kind)| LaneInfo { id, name, kind });
+    let mut out = vec![0u8; 1 << 16];
+    let n = write_init(&mut out, 0, &meta, names, lanes).unwrap();
+    out.truncate(n);
+    out
+}
+
 /// The view model's reading (`view --json`'s `ticks`).
 fn model(bytes: &[u8]) -> Ticks {
     let mut model = typhon_live_model::Model::default();
@@ -521,19 +538,7 @@ fn every_consumer_nests_a_span_whose_parent_was_lost_inside_the_span_that_holds_
     let main = names.intern("Main").unwrap();
     let [frame, physics, collide] =
         ["Frame", "Physics", "Collide"].map(|n| names.intern(n).unwrap());
-    let lane = LaneInfo {
-        id: 0,
-        name: main,
-        kind: LaneKind::Main,
-    };
-    let meta = Metadata {
-        ticks_per_second: 1_000_000_000,
-        session_id: 54,
-        ..Metadata::default()
-    };
-    let mut out = vec![0u8; 1 << 16];
-    let n = write_init(&mut out, 0, &meta, &names, [lane].into_iter()).unwrap();
-    let mut bytes = out[..n].to_vec();
+    let mut bytes = init(&names, &[(0, main, LaneKind::Main)], 54);
     let mut scratch = vec![0u8; block_scratch_len(64)];
     let ticks = 10u64;
     for t in 0..ticks {
@@ -620,16 +625,9 @@ fn every_consumer_tells_the_same_off_cpu_slices_across_a_lost_block_and_samples_
     let main = names.intern("Main").unwrap();
     let sleeper = names.intern("Sleeper").unwrap();
     let beat = names.intern("Beat").unwrap();
-    let lanes = [(0, main, LaneKind::Main), (1, sleeper, LaneKind::Worker)]
-        .map(|(id, name, kind)| LaneInfo { id, name, kind });
-    let meta = Metadata {
-        ticks_per_second: 1_000_000_000,
-        session_id: 55,
-        ..Metadata::default()
-    };
+    let lanes = [(0, main, LaneKind::Main), (1, sleeper, LaneKind::Worker)];
+    let mut bytes = init(&names, &lanes, 55);
     let mut out = vec![0u8; 1 << 16];
-    let n = write_init(&mut out, 0, &meta, &names, lanes.into_iter()).unwrap();
-    let mut bytes = out[..n].to_vec();
     let mut scratch = vec![0u8; block_scratch_len(64)];
     // The sleeper: out from frame 2's to frame 10's, its time on a CPU
     // still from its out to its in, frames 2 to 9.
