@@ -93,8 +93,17 @@ fn a_thread_that_spins_and_one_that_sleeps_read_apart() {
     }
     let ms = |ns: u64| ns / 1_000_000;
     let (on, waiting, _, _) = spent["spinner"];
-    // 300 ms spun: on a CPU or waiting for one, on a loaded 2-core machine.
-    assert!(ms(on + waiting) >= 200, "spinner: {spent:?}");
+    if cfg!(target_os = "linux") {
+        // 300 ms spun: on a CPU or waiting for one, on a loaded 2-core
+        // machine.
+        assert!(ms(on + waiting) >= 200, "spinner: {spent:?}");
+    } else {
+        // Windows does not say how long a thread waited for a CPU, so a
+        // spinner the machine's load held off reads as off: under wine in
+        // CI it read 180 ms on a CPU of 300. It still reads apart from the
+        // sleeper, which the checks below hold under 60 ms.
+        assert!(ms(on) >= 100, "spinner: {spent:?}");
+    }
     let (on, _, off, voluntary) = spent["sleeper"];
     assert!(ms(on) < 60, "sleeper on a CPU: {spent:?}");
     assert!(ms(off) >= 200, "sleeper off a CPU: {spent:?}");
