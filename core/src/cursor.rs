@@ -153,7 +153,7 @@ const fn varint_len(v: u64) -> usize {
     bits.div_ceil(7)
 }
 
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Debug)]
 pub(crate) struct Reader<'a> {
     bytes: &'a [u8],
 }

@@ -3,13 +3,15 @@
 //! receives: it is sent before the first Block that uses what it defines.
 //!
 //! Payload: a names section (ids `first..first + count`) and a lanes section
-//! (the whole current lane table), both as in Init.
+//! (the whole current lane table), both as in Init; or the stack nodes and
+//! frame symbols learnt since (sections 9 and 10, [`crate::stacks`]).
 
 use crate::error::{DecodeError, EncodeError};
 use crate::frame::{write_frame, FrameKind};
 use crate::lane::LaneInfo;
 use crate::names::NameSource;
 use crate::section::{self, tag, LaneTable, Names, Sections};
+use crate::stacks::{self, FrameSymbols, StackNodes};
 
 /// Writes a Definitions frame with names `first..names.count()` and the lanes.
 pub fn write_definitions(
@@ -23,6 +25,29 @@ pub fn write_definitions(
     write_frame(out, FrameKind::Definitions, seq, |w| {
         section::write_names(w, first, count, |id| names.get(id))?;
         section::write_lanes(w, lanes)
+    })
+}
+
+/// Writes a Definitions frame of stack nodes `nodes` and frame symbols
+/// `symbols` of `source`, and no names or lanes: each section only if its
+/// range is not empty.
+pub fn write_stack_definitions(
+    out: &mut [u8],
+    seq: u32,
+    source: &impl NameSource,
+    nodes: core::ops::Range<u32>,
+    symbols: core::ops::Range<u32>,
+) -> Result<usize, EncodeError> {
+    write_frame(out, FrameKind::Definitions, seq, |w| {
+        if !nodes.is_empty() {
+            let count = nodes.end - nodes.start;
+            stacks::write_nodes(w, nodes.start, count, |id| source.stack_node(id))?;
+        }
+        if !symbols.is_empty() {
+            let count = symbols.end - symbols.start;
+            stacks::write_symbols(w, symbols.start, count, |i| source.frame_symbol(i))?;
+        }
+        Ok(())
     })
 }
 
@@ -58,10 +83,29 @@ impl<'a> DefinitionsView<'a> {
                     Names::parse(body)?;
                 }
                 tag::LANES => section::check_lane_table(body)?,
+                tag::STACK_NODES => {
+                    StackNodes::parse(body)?;
+                }
+                tag::FRAME_SYMBOLS => {
+                    FrameSymbols::parse(body)?;
+                }
                 _ => {}
             }
         }
         Ok(DefinitionsView { payload })
+    }
+
+    /// The stack nodes defined, as `(id, node)`: none without a stack
+    /// nodes section.
+    pub fn stack_nodes(&self) -> StackNodes<'a> {
+        let body = Sections::find(self.payload, tag::STACK_NODES);
+        StackNodes::parse(body).unwrap_or(StackNodes::EMPTY)
+    }
+
+    /// The frame symbols learnt: none without a frame symbols section.
+    pub fn frame_symbols(&self) -> FrameSymbols<'a> {
+        let body = Sections::find(self.payload, tag::FRAME_SYMBOLS);
+        FrameSymbols::parse(body).unwrap_or(FrameSymbols::EMPTY)
     }
 
     /// The names defined, as `(id, name)`: none without a names section.

@@ -53,7 +53,7 @@ use crate::block::{
 };
 use crate::catchup::write_catchup;
 use crate::codec::{Compression, Lz4Table};
-use crate::definitions::write_definitions;
+use crate::definitions::{write_definitions, write_stack_definitions};
 use crate::error::EncodeError;
 use crate::event::LaneId;
 use crate::frame::FrameKind;
@@ -62,6 +62,7 @@ use crate::lane::Lanes;
 use crate::names::NameSource;
 use crate::samples::{write_samples, SamplesBatch};
 use crate::shutdown::Shutdown;
+use crate::stacks::{MAX_NODES_PER_FRAME, MAX_SYMBOLS_PER_FRAME};
 use crate::text::{write_texts, TextBatch};
 
 /// One reader of an exporter: a slot from [`Exporter::attach`].
@@ -104,8 +105,38 @@ struct Last {
     kind: FrameKind,
     /// A Block's events; a Text frame's texts and the losses it told.
     events: u32,
-    names_before: u32,
-    lanes_before: Option<u32>,
+    /// A Definitions frame's: what the reader had been told before it.
+    told_before: Told,
+}
+
+/// What a reader has been told of the definitions: the names and stack
+/// nodes below these counts, the frame symbols before this one, the lane
+/// table of this epoch.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Told {
+    names: u32,
+    lanes: Option<u32>,
+    nodes: u32,
+    symbols: u32,
+}
+
+impl Told {
+    /// What a source holds now: every name and lane, and of its stacks
+    /// only as many as one frame carries after what was told (the rest
+    /// follow in Definitions frames of their own).
+    fn now<const L: usize, const N: usize>(
+        &self,
+        names: &impl NameSource,
+        lanes: &Lanes<L, N>,
+    ) -> Told {
+        Told {
+            names: names.count(),
+            lanes: Some(lanes.epoch()),
+            nodes: (names.stack_node_count()).min(self.nodes.saturating_add(MAX_NODES_PER_FRAME)),
+            symbols: (names.frame_symbol_count())
+                .min(self.symbols.saturating_add(MAX_SYMBOLS_PER_FRAME)),
+        }
+    }
 }
 
 /// One reader's running totals, as its Shutdown reports them.
@@ -127,8 +158,7 @@ struct Reader<const L: usize> {
     attached: bool,
     need_init: bool,
     seq: u32,
-    names_sent: u32,
-    lanes_sent: Option<u32>,
+    told: Told,
     last_catchup: Option<u64>,
     /// It has yet to be handed the ready Block.
     owes_block: bool,
@@ -149,8 +179,12 @@ impl<const L: usize> Reader<L> {
         attached: false,
         need_init: false,
         seq: 0,
-        names_sent: 0,
-        lanes_sent: None,
+        told: Told {
+            names: 0,
+            lanes: None,
+            nodes: 0,
+            symbols: 0,
+        },
         last_catchup: None,
         owes_block: false,
         may_report_drops: false,
@@ -314,8 +348,7 @@ impl<'a, const L: usize, const R: usize> Exporter<'a, L, R> {
         let index = reader.index();
         if let Some(r) = self.readers.get_mut(index).filter(|r| r.attached) {
             r.need_init = true;
-            r.names_sent = 0;
-            r.lanes_sent = None;
+            r.told = Told::default();
             r.last_catchup = None;
             self.forget_last(index);
         }
@@ -413,10 +446,7 @@ impl<'a, const L: usize, const R: usize> Exporter<'a, L, R> {
                     *pending = pending.saturating_add(*carried);
                 }
             }
-            FrameKind::Definitions => {
-                reader.names_sent = last.names_before;
-                reader.lanes_sent = last.lanes_before;
-            }
+            FrameKind::Definitions => reader.told = last.told_before,
             // Counters are cumulative: the next Samples frame makes good.
             FrameKind::CatchUp | FrameKind::Samples => {}
             // Its texts, and the losses it told, are told in the next one.
@@ -431,19 +461,18 @@ impl<'a, const L: usize, const R: usize> Exporter<'a, L, R> {
 
     /// Books a frame handed to reader `index`.
     fn emitted(&mut self, index: usize, kind: FrameKind, len: usize, events: u32) -> Emitted {
-        self.emitted_undoable(index, kind, len, events, 0, None)
+        self.emitted_undoable(index, kind, len, events, Told::default())
     }
 
-    /// Books a frame, keeping what a drop report must restore (a
-    /// Definitions frame's names and lanes told before it).
+    /// Books a frame, keeping what a drop report must restore (what the
+    /// reader had been told before a Definitions frame).
     fn emitted_undoable(
         &mut self,
         index: usize,
         kind: FrameKind,
         len: usize,
         events: u32,
-        names_before: u32,
-        lanes_before: Option<u32>,
+        told_before: Told,
     ) -> Emitted {
         let reader = &mut self.readers[index];
         let seq = reader.seq;
@@ -455,8 +484,7 @@ impl<'a, const L: usize, const R: usize> Exporter<'a, L, R> {
             reader: index,
             kind,
             events,
-            names_before,
-            lanes_before,
+            told_before,
         });
         Emitted {
             reader: ReaderId(index as u8),
@@ -549,13 +577,12 @@ impl<'a, const L: usize, const R: usize> Exporter<'a, L, R> {
         }
         for index in 0..R {
             if self.readers[index].attached && self.readers[index].need_init {
-                let (names_count, epoch) = (names.count(), lanes.epoch());
+                let told = Told::default().now(names, lanes);
                 let seq = self.readers[index].seq;
                 let len = write_init(out, seq, &self.meta, names, lanes.iter())?;
                 let reader = &mut self.readers[index];
                 reader.need_init = false;
-                reader.names_sent = names_count;
-                reader.lanes_sent = Some(epoch);
+                reader.told = told;
                 return Ok(Some(self.emitted(index, FrameKind::Init, len, 0)));
             }
         }
@@ -604,24 +631,33 @@ impl<'a, const L: usize, const R: usize> Exporter<'a, L, R> {
         names: &impl NameSource,
         out: &mut [u8],
     ) -> Result<Option<Emitted>, EncodeError> {
-        let epoch = lanes.epoch();
-        let names_count = names.count();
         let reader = self.readers[index];
         if reader.shutdown_sent {
             return Ok(None);
         }
-        if names_count > reader.names_sent || reader.lanes_sent != Some(epoch) {
-            let len = write_definitions(out, reader.seq, names, reader.names_sent, lanes.iter())?;
-            let r = &mut self.readers[index];
-            r.names_sent = names_count;
-            r.lanes_sent = Some(epoch);
+        let (told, now) = (reader.told, reader.told.now(names, lanes));
+        if now != told {
+            // Names and lanes first: a frame symbol names frames by them.
+            let len = if (now.names, now.lanes) != (told.names, told.lanes) {
+                let len = write_definitions(out, reader.seq, names, told.names, lanes.iter())?;
+                self.readers[index].told = Told {
+                    names: now.names,
+                    lanes: now.lanes,
+                    ..told
+                };
+                len
+            } else {
+                let (nodes, symbols) = (told.nodes..now.nodes, told.symbols..now.symbols);
+                let len = write_stack_definitions(out, reader.seq, names, nodes, symbols)?;
+                self.readers[index].told = now;
+                len
+            };
             return Ok(Some(self.emitted_undoable(
                 index,
                 FrameKind::Definitions,
                 len,
                 0,
-                reader.names_sent,
-                reader.lanes_sent,
+                told,
             )));
         }
         // The Catch-up after an Init comes before any Block: a reader that
@@ -700,7 +736,7 @@ impl<'a, const L: usize, const R: usize> Exporter<'a, L, R> {
         out: &mut [u8],
     ) -> Result<Emitted, EncodeError> {
         let reader = &self.readers[index];
-        let len = write_catchup(out, reader.seq, self.now, reader.names_sent, lanes, names)?;
+        let len = write_catchup(out, reader.seq, self.now, reader.told.names, lanes, names)?;
         self.readers[index].last_catchup = Some(self.now);
         Ok(self.emitted(index, FrameKind::CatchUp, len, 0))
     }

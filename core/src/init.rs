@@ -11,6 +11,7 @@ use crate::frame::{write_frame, FrameKind};
 use crate::lane::LaneInfo;
 use crate::names::NameSource;
 use crate::section::{self, tag, Count, Entries, LaneTable, Names, Sections};
+use crate::stacks::{self, FrameSymbols, StackNodes, MAX_NODES_PER_FRAME, MAX_SYMBOLS_PER_FRAME};
 
 /// The format version this crate writes.
 pub const FORMAT_VERSION: u16 = 4;
@@ -201,7 +202,17 @@ pub fn write_init(
             w.str(r.kind);
         })?;
         section::write_names(w, 0, names.count(), |id| names.get(id))?;
-        section::write_lanes(w, lanes)
+        section::write_lanes(w, lanes)?;
+        // The stacks' first frame's worth: the rest follow in Definitions.
+        let nodes = names.stack_node_count().min(MAX_NODES_PER_FRAME);
+        if nodes > 0 {
+            stacks::write_nodes(w, 0, nodes, |id| names.stack_node(id))?;
+        }
+        let symbols = names.frame_symbol_count().min(MAX_SYMBOLS_PER_FRAME);
+        if symbols > 0 {
+            stacks::write_symbols(w, 0, symbols, |i| names.frame_symbol(i))?;
+        }
+        Ok(())
     })
 }
 
@@ -392,6 +403,12 @@ impl<'a> InitView<'a> {
                     Names::parse(body)?;
                 }
                 tag::LANES => section::check_lane_table(body)?,
+                tag::STACK_NODES => {
+                    StackNodes::parse(body)?;
+                }
+                tag::FRAME_SYMBOLS => {
+                    FrameSymbols::parse(body)?;
+                }
                 _ => {} // a newer writer's section: skipped
             }
         }
@@ -444,5 +461,17 @@ impl<'a> InitView<'a> {
     /// Every lane claimed when the Init was written.
     pub fn lanes(&self) -> LaneTable<'a> {
         section::lane_table(Sections::find(self.sections, tag::LANES))
+    }
+
+    /// The first stack nodes interned (the rest follow in Definitions).
+    pub fn stack_nodes(&self) -> StackNodes<'a> {
+        let body = Sections::find(self.sections, tag::STACK_NODES);
+        StackNodes::parse(body).unwrap_or(StackNodes::EMPTY)
+    }
+
+    /// The first frame symbols learnt (the rest follow in Definitions).
+    pub fn frame_symbols(&self) -> FrameSymbols<'a> {
+        let body = Sections::find(self.sections, tag::FRAME_SYMBOLS);
+        FrameSymbols::parse(body).unwrap_or(FrameSymbols::EMPTY)
     }
 }

@@ -6,7 +6,7 @@
 //! - [`lane`] and [`ring`]: per-thread lanes with wait-free, fixed-capacity
 //!   event rings that can live in a `static`; [`names`]: string interning.
 //! - [`frame`], [`init`], [`block`], [`definitions`], [`catchup`],
-//!   [`shutdown`], [`text`]: the wire format, encoded into caller buffers. The format
+//!   [`shutdown`], [`text`], [`stacks`]: the wire format, encoded into caller buffers. The format
 //!   is specified byte by byte in `docs/FORMAT.md`. [`codec`]: LZ4
 //!   (`lz4_flex`'s block format, safe code, no allocation) over a Block's
 //!   packed columns, when a writer's [`Compression`] setting says so.
@@ -108,6 +108,7 @@ pub mod ring;
 pub mod samples;
 pub mod sequence;
 pub mod shutdown;
+pub mod stacks;
 pub mod text;
 
 pub use block::{BlockBuilder, BlockEvents, BlockView, MAX_BLOCK_RECORDS};
@@ -134,4 +135,8 @@ pub use samples::{
 pub use section::{Entries, LaneTable, Names};
 pub use sequence::SequenceCheck;
 pub use shutdown::Shutdown;
+pub use stacks::{
+    FrameSymbol, FrameSymbolView, FrameSymbols, NodeId, StackNode, StackNodes, StackSample,
+    Unwinding,
+};
 pub use text::{Level, Text, TextBatch, TextsView, MAX_TEXTS_PER_FRAME, MAX_TEXT_BYTES};

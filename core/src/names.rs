@@ -17,13 +17,35 @@ use core::fmt;
 use heapless::{String, Vec};
 
 use crate::event::NameId;
+use crate::stacks::{FrameSymbol, NodeId, StackNode};
 
-/// Read access to interned names, as the exporter needs it.
+/// Read access to what a session interned, as the exporter needs it: its
+/// names, and the stack tree and frame symbols that name code (a source
+/// without stacks keeps the provided methods: none).
 pub trait NameSource {
     /// Number of names interned so far; ids are `0..count`.
     fn count(&self) -> u32;
     /// The name with id `id`.
     fn get(&self, id: NameId) -> Option<&str>;
+    /// Number of stack nodes interned so far; ids are `0..count`.
+    fn stack_node_count(&self) -> u32 {
+        0
+    }
+    /// The stack node with id `id`.
+    fn stack_node(&self, id: NodeId) -> Option<StackNode> {
+        let _ = id;
+        None
+    }
+    /// Number of frame symbols known so far, in the order they were
+    /// learnt.
+    fn frame_symbol_count(&self) -> u32 {
+        0
+    }
+    /// The `index`th frame symbol learnt.
+    fn frame_symbol(&self, index: u32) -> Option<FrameSymbol<'_>> {
+        let _ = index;
+        None
+    }
 }
 
 /// Why a name could not be interned.

@@ -27,6 +27,7 @@
 //!           v count, then per site: v site id, u8 frame count, then v
 //!           name id each (innermost first), v bytes allocated, v bytes
 //!           freed (estimates), v allocations sampled, v frees seen
+//! tag 5, stack samples: see [`stacks`](crate::stacks)
 //! ```
 //!
 //! Memory, like the counters, is cumulative: a site's totals are sent
@@ -38,6 +39,7 @@ use crate::error::{DecodeError, EncodeError};
 use crate::event::{LaneId, NameId};
 use crate::frame::{write_frame, FrameKind};
 use crate::section::{write_section, Sections};
+use crate::stacks::{self, StackSample, MAX_STACK_SAMPLES_PER_FRAME};
 
 /// Section tags of a Samples frame (their own: not Init's).
 mod tag {
@@ -45,6 +47,7 @@ mod tag {
     pub const SWITCHES: u8 = 2;
     pub const MEMORY: u8 = 3;
     pub const SITES: u8 = 4;
+    pub const STACKS: u8 = 5;
 }
 
 /// Counters of one lane at most: a bound on what a peer can make a
@@ -263,6 +266,19 @@ pub struct StackFrames<'a> {
 }
 
 impl<'a> StackFrames<'a> {
+    /// Reads `count` name ids from `r`, checking each.
+    pub(crate) fn read(r: &mut Reader<'a>, count: u8) -> Result<Self, DecodeError> {
+        let bytes = r.rest();
+        let before = bytes.len();
+        for _ in 0..count {
+            r.varint_u32("frame name")?;
+        }
+        Ok(StackFrames {
+            bytes: &bytes[..before - r.rest().len()],
+            count,
+        })
+    }
+
     /// The frames' name ids.
     pub fn iter(&self) -> impl Iterator<Item = NameId> + 'a {
         let mut r = Reader::new(self.bytes);
@@ -294,6 +310,9 @@ pub struct SamplesBatch<'a> {
     pub memory: Option<Memory>,
     /// Allocation sites whose totals are told.
     pub sites: &'a [SiteSample<'a>],
+    /// Stacks sampled, each at or before `time`, each lane's in the order
+    /// taken; their nodes defined before the frame.
+    pub stacks: &'a [StackSample],
 }
 
 impl SamplesBatch<'_> {
@@ -303,6 +322,7 @@ impl SamplesBatch<'_> {
             && self.switches.is_empty()
             && self.memory.is_none()
             && self.sites.is_empty()
+            && self.stacks.is_empty()
     }
 
     /// The largest whole frame this batch can make: a buffer this long
@@ -316,6 +336,9 @@ impl SamplesBatch<'_> {
             + 10
             + self.sites.len() * MAX_SITE_BYTES
             + frames * 5
+            + 5
+            + 10
+            + self.stacks.len() * stacks::MAX_STACK_SAMPLE_BYTES
     }
 }
 
@@ -360,6 +383,7 @@ pub fn write_samples(
         switches,
         memory,
         sites,
+        stacks,
     } = *batch;
     if lanes.len() > MAX_SAMPLED_LANES {
         return Err(EncodeError::TooManyItems {
@@ -375,6 +399,7 @@ pub fn write_samples(
             what: "allocation sites",
         });
     }
+    stacks::check_stack_samples(time, stacks)?;
     write_frame(out, FrameKind::Samples, seq, |w| {
         w.u64(time);
         if !lanes.is_empty() {
@@ -419,6 +444,11 @@ pub fn write_samples(
                 }
             })?;
         }
+        if !stacks.is_empty() {
+            write_section(w, tag::STACKS, |w| {
+                stacks::write_stack_samples(w, time, stacks)
+            })?;
+        }
         Ok(())
     })
 }
@@ -451,6 +481,8 @@ pub struct SamplesView<'a> {
     pub memory: Option<Memory>,
     sites: &'a [u8],
     site_count: u16,
+    stacks: &'a [u8],
+    stack_count: u32,
 }
 
 impl<'a> SamplesView<'a> {
@@ -469,8 +501,10 @@ impl<'a> SamplesView<'a> {
             memory: None,
             sites: &[],
             site_count: 0,
+            stacks: &[],
+            stack_count: 0,
         };
-        let mut seen = [false; 4];
+        let mut seen = [false; 5];
         let mut sections = Sections::new(r.rest());
         while let Some((tag, body)) = sections.next_section()? {
             let Some(seen) = seen.get_mut(usize::from(tag).wrapping_sub(1)) else {
@@ -510,6 +544,16 @@ impl<'a> SamplesView<'a> {
                     next_site(&mut r)?;
                 }
                 r.expect_end("sites have trailing bytes")?;
+            } else if tag == tag::STACKS {
+                let count = r.varint("stack sample count")?;
+                let bound = MAX_STACK_SAMPLES_PER_FRAME as u64;
+                DecodeError::at_most("stack sample count", count, bound)?;
+                view.stack_count = count as u32;
+                view.stacks = r.rest();
+                for _ in 0..count {
+                    stacks::next_stack_sample(&mut r, time)?;
+                }
+                r.expect_end("stack samples have trailing bytes")?;
             } else {
                 let count = r.varint("switch count")?;
                 DecodeError::at_most("switch count", count, MAX_SWITCHES_PER_FRAME as u64)?;
@@ -541,6 +585,17 @@ impl<'a> SamplesView<'a> {
     pub fn sites(&self) -> impl Iterator<Item = SiteView<'a>> + 'a {
         let mut r = Reader::new(self.sites);
         (0..self.site_count).map_while(move |_| next_site(&mut r).ok())
+    }
+
+    /// The stacks sampled, in the order written.
+    pub fn stack_samples(&self) -> impl Iterator<Item = StackSample> + 'a {
+        let (mut r, time) = (Reader::new(self.stacks), self.time);
+        (0..self.stack_count).map_while(move |_| stacks::next_stack_sample(&mut r, time).ok())
+    }
+
+    /// Stacks sampled.
+    pub fn stack_sample_count(&self) -> usize {
+        self.stack_count as usize
     }
 
     /// Allocation sites told.
@@ -591,15 +646,7 @@ fn next_site<'a>(r: &mut Reader<'a>) -> Result<SiteView<'a>, DecodeError> {
         u64::from(count),
         MAX_STACK_FRAMES as u64,
     )?;
-    let bytes = r.rest();
-    let before = bytes.len();
-    for _ in 0..count {
-        r.varint_u32("frame name")?;
-    }
-    let frames = StackFrames {
-        bytes: &bytes[..before - r.rest().len()],
-        count,
-    };
+    let frames = StackFrames::read(r, count)?;
     let mut next = || r.varint("site totals");
     let totals = SiteTotals {
         allocated: next()?,
@@ -710,6 +757,13 @@ mod tests {
                 missed: u64::MAX,
             }),
             sites: &sites,
+            stacks: &[StackSample {
+                lane: u16::MAX,
+                time: 0,
+                node: u32::MAX >> 14,
+                unwinding: crate::stacks::Unwinding::UnwindTables,
+                cut: true,
+            }],
             ..batch(u64::MAX, &lanes, &switches)
         };
         let bound = batch.max_frame_len();

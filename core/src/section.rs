@@ -13,7 +13,7 @@ use crate::error::{DecodeError, EncodeError};
 use crate::event::{LaneKind, NameId};
 use crate::lane::LaneInfo;
 
-/// Section tags of format version 1.
+/// Section tags of Init and Definitions (1 to 8 since format version 1).
 pub(crate) mod tag {
     pub const COMPONENTS: u8 = 1;
     pub const ARCHETYPES: u8 = 2;
@@ -23,6 +23,8 @@ pub(crate) mod tag {
     pub const RESOURCES: u8 = 6;
     pub const NAMES: u8 = 7;
     pub const LANES: u8 = 8;
+    pub const STACK_NODES: u8 = 9;
+    pub const FRAME_SYMBOLS: u8 = 10;
 }
 
 /// Writes one section whose body `body` writes.

@@ -6,8 +6,11 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
+use typhon_live_core::stacks::{MAX_STACK_DEPTH, MAX_STACK_NODES};
 use typhon_live_core::{Decoder, MAX_OPEN_SPANS};
-use typhon_live_reader::{Reader, State, MAX_LANES, MAX_NAMES, MAX_NAME_BYTES};
+use typhon_live_reader::{
+    Reader, State, Update, MAX_FRAME_SYMBOLS, MAX_LANES, MAX_NAMES, MAX_NAME_BYTES,
+};
 
 fn read(reader: &mut Reader, stream: &[u8], reconnects: u8) -> usize {
     let mut buf = vec![0u8; 64 << 10];
@@ -24,7 +27,15 @@ fn read(reader: &mut Reader, stream: &[u8], reconnects: u8) -> usize {
                         reader.reconnected();
                     }
                     frames += 1;
-                    let _ = reader.read(&frame, |state, _| bounded(state));
+                    let _ = reader.read(&frame, |state, update| {
+                        bounded(state);
+                        // A sample's node is held, and its stack within
+                        // the depth bound.
+                        if let Update::StackSample(sample) = update {
+                            let depth = state.stacks().addresses(sample.node).count();
+                            assert!((1..=MAX_STACK_DEPTH).contains(&depth));
+                        }
+                    });
                 }
                 Ok(None) => break,
                 Err(_) => {}
@@ -39,6 +50,8 @@ fn bounded(state: &State) {
     assert!(state.names().bytes() <= MAX_NAME_BYTES);
     assert!(state.lanes().len() <= MAX_LANES);
     assert!(state.lanes().values().all(|l| l.open.len() <= MAX_OPEN_SPANS));
+    assert!(state.stacks().len() <= MAX_STACK_NODES as usize);
+    assert!(state.stacks().symbols() <= MAX_FRAME_SYMBOLS);
 }
 
 fuzz_target!(|data: &[u8]| {

@@ -1,6 +1,7 @@
 //! Arbitrary event batches through Block encode (packed, LZ4, or LZ4 when
 //! it pays), then the stream decoder (fed in arbitrary chunks), must come
-//! back equal, float bits included.
+//! back equal, float bits included; and arbitrary stacks (nodes, frame
+//! symbols, samples) through their Definitions and Samples frames.
 #![no_main]
 
 use arbitrary::Arbitrary;
@@ -8,8 +9,12 @@ use libfuzzer_sys::fuzz_target;
 use typhon_live_core::block::{
     encode_events, encoding_buffer_len, max_compressed_block_frame_len, write_block_encoded,
 };
+use typhon_live_core::definitions::write_stack_definitions;
+use typhon_live_core::samples::write_samples;
+use typhon_live_core::stacks::{MAX_INLINED_FRAMES, MAX_STACK_NODES};
 use typhon_live_core::{
-    BlockBuilder, Compression, Decoder, Event, FieldOwner, FieldValue, GaugeValue, Lz4Table, Payload,
+    BlockBuilder, Compression, Decoder, Event, FieldOwner, FieldValue, FrameSymbol, GaugeValue,
+    Lz4Table, NameSource, NodeId, Payload, SamplesBatch, StackNode, StackSample, Unwinding,
 };
 
 #[derive(Arbitrary, Debug)]
@@ -80,6 +85,103 @@ struct Case {
     compression: u8,
     drops: Vec<(u16, u32)>,
     events: Vec<(u16, Input)>,
+    stacks: Stacks,
+}
+
+/// Stack definitions and samples: a node's parent as a distance back,
+/// a sample's time as ticks before its frame's.
+#[derive(Arbitrary, Debug)]
+struct Stacks {
+    first: u16,
+    nodes: Vec<(Option<u16>, u64)>,
+    symbols: Vec<(u64, Vec<u32>)>,
+    time: u64,
+    samples: Vec<(u16, u64, u32, bool, bool)>,
+}
+
+struct Source {
+    first: NodeId,
+    nodes: Vec<StackNode>,
+    symbols: Vec<(u64, Vec<u32>)>,
+}
+
+impl NameSource for Source {
+    fn count(&self) -> u32 {
+        0
+    }
+    fn get(&self, _: u32) -> Option<&str> {
+        None
+    }
+    fn stack_node_count(&self) -> u32 {
+        self.first + self.nodes.len() as u32
+    }
+    fn stack_node(&self, id: NodeId) -> Option<StackNode> {
+        self.nodes.get(id.checked_sub(self.first)? as usize).copied()
+    }
+    fn frame_symbol_count(&self) -> u32 {
+        self.symbols.len() as u32
+    }
+    fn frame_symbol(&self, index: u32) -> Option<FrameSymbol<'_>> {
+        let (address, frames) = self.symbols.get(index as usize)?;
+        Some(FrameSymbol { address: *address, frames })
+    }
+}
+
+fn stacks_round_trip(stacks: &Stacks) {
+    let first = NodeId::from(stacks.first);
+    let nodes: Vec<StackNode> = (stacks.nodes.iter().take(512).enumerate())
+        .map(|(i, &(back, address))| {
+            let id = first + i as u32;
+            let parent = back.and_then(|b| id.checked_sub(u32::from(b) + 1));
+            StackNode { parent, address }
+        })
+        .collect();
+    let symbols: Vec<(u64, Vec<u32>)> = (stacks.symbols.iter().take(128))
+        .map(|(address, frames)| {
+            let mut frames = frames.clone();
+            frames.truncate(MAX_INLINED_FRAMES);
+            if frames.is_empty() {
+                frames.push(0);
+            }
+            (*address, frames)
+        })
+        .collect();
+    let source = Source { first, nodes, symbols };
+    let end = source.stack_node_count();
+    let mut out = vec![0u8; 64 + 20 * 512 + 128 * (11 + 5 * MAX_INLINED_FRAMES)];
+    let len = write_stack_definitions(&mut out, 1, &source, first..end, 0..source.frame_symbol_count())
+        .expect("fits its bound");
+    let samples: Vec<StackSample> = (stacks.samples.iter().take(256))
+        .map(|&(lane, before, node, tables, cut)| StackSample {
+            lane,
+            time: stacks.time.saturating_sub(before),
+            node: node % MAX_STACK_NODES,
+            unwinding: if tables { Unwinding::UnwindTables } else { Unwinding::FramePointers },
+            cut,
+        })
+        .collect();
+    let batch = SamplesBatch { time: stacks.time, stacks: &samples, ..SamplesBatch::default() };
+    let mut frame = vec![0u8; batch.max_frame_len()];
+    let samples_len = write_samples(&mut frame, 2, &batch).expect("fits its bound");
+    out.truncate(len);
+    out.extend_from_slice(&frame[..samples_len]);
+
+    let mut buf = vec![0u8; out.len()];
+    let mut decoder = Decoder::new(&mut buf);
+    assert_eq!(decoder.feed(&out), out.len());
+    let f = decoder.next().expect("own output decodes").expect("whole");
+    let Payload::Definitions(defs) = f.parse().expect("own output parses") else { panic!("not Definitions") };
+    let read: Vec<(NodeId, StackNode)> = defs.stack_nodes().collect();
+    assert_eq!(read.len(), source.nodes.len());
+    for ((id, node), (i, want)) in read.iter().zip(source.nodes.iter().enumerate()) {
+        assert_eq!((*id, node), (first + i as u32, want));
+    }
+    let read: Vec<(u64, Vec<u32>)> =
+        defs.frame_symbols().map(|s| (s.address, s.frames.iter().collect())).collect();
+    assert_eq!(read, source.symbols);
+    let f = decoder.next().expect("own output decodes").expect("whole");
+    let Payload::Samples(view) = f.parse().expect("own output parses") else { panic!("not Samples") };
+    assert!(view.stack_samples().eq(samples.iter().copied()));
 }
 
 fuzz_target!(|case: Case| {
@@ -134,4 +236,5 @@ fuzz_target!(|case: Case| {
     }
     assert!(found);
     decoder.finish().expect("nothing left over");
+    stacks_round_trip(&case.stacks);
 });

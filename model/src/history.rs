@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 use std::sync::Arc;
 
+use typhon_live_core::StackSample;
 use typhon_live_reader::{CpuInterval, OffCpu};
 
 use super::fields::FieldRecord;
@@ -159,6 +160,8 @@ pub struct Chunk {
     /// Lanes' threads' stretches off a CPU, from switches traced one by
     /// one (the reader's [`OffCpu`] slices).
     pub off_cpu: Vec<OffCpu>,
+    /// Lanes' threads' stacks, sampled (read by [`crate::profile`]).
+    pub stacks: Vec<StackSample>,
     /// The process's memory, as read (the memory strip).
     pub memory: Vec<MemoryReading>,
     /// Per span name, its spans' and task spans' totals.
@@ -186,6 +189,7 @@ impl Chunk {
             allocations: Vec::with_capacity(like.allocations.len()),
             cpu: Vec::with_capacity(like.cpu.len()),
             off_cpu: Vec::with_capacity(like.off_cpu.len()),
+            stacks: Vec::with_capacity(like.stacks.len()),
             memory: Vec::with_capacity(like.memory.len()),
             ..Chunk::default()
         }
@@ -202,6 +206,7 @@ impl Chunk {
             + self.allocations.len()
             + self.cpu.len()
             + self.off_cpu.len()
+            + self.stacks.len()
             + self.memory.len()
     }
 
@@ -235,6 +240,7 @@ impl Chunk {
             + self.allocations.capacity() * size_of::<AllocationRecord>()
             + self.cpu.capacity() * size_of::<CpuInterval>()
             + self.off_cpu.capacity() * size_of::<OffCpu>()
+            + self.stacks.capacity() * size_of::<StackSample>()
             + self.memory.capacity() * size_of::<MemoryReading>()
             + self.totals.capacity() * (size_of::<u32>() + size_of::<NameTotals>() + 1)
             + self.lanes.capacity() * size_of::<u16>()
@@ -324,6 +330,12 @@ impl Chunk {
         self.off_cpu.push(slice);
     }
 
+    /// Adds a sampled stack.
+    pub fn push_stack(&mut self, sample: StackSample) {
+        self.note_time(sample.time);
+        self.stacks.push(sample);
+    }
+
     /// Adds a tick.
     pub fn push_tick(&mut self, tick: TickRecord) {
         self.note_time(tick.end);
@@ -389,6 +401,7 @@ impl History {
         fit(&mut chunk.allocations);
         fit(&mut chunk.cpu);
         fit(&mut chunk.off_cpu);
+        fit(&mut chunk.stacks);
         fit(&mut chunk.memory);
         chunk.totals.shrink_to_fit();
         chunk.lanes.shrink_to_fit();

@@ -14,6 +14,8 @@
 //! - [`history`]: every record of the last stretch, in chunks within a
 //!   byte budget;
 //! - [`stats`]: per-name totals and exact distributions;
+//! - [`profile`]: which code ran in a selection, its sampled stacks
+//!   folded into a call tree;
 //! - [`name_detail`]: what both viewers show of the selected name;
 //! - [`logs`]: log events' texts, and the search both viewers run;
 //! - [`marks`]: where the stream lost something or started over;
@@ -34,6 +36,7 @@ pub mod marks;
 pub mod memory;
 pub mod model;
 pub mod name_detail;
+pub mod profile;
 pub mod session;
 pub mod stats;
 pub mod summary;
@@ -50,6 +53,7 @@ pub use logs::{LogLine, LogQuery, LogRow, LogSearch, Logs};
 pub use memory::{MemoryReading, MemorySummary, SiteSummary};
 pub use model::Model;
 pub use name_detail::NameDetail;
+pub use profile::{CallNode, Frame, FunctionSamples, Profile, Selection};
 pub use session::Connection;
 pub use summary::{
     GaugeSummary, HistorySummary, LaneSummary, OpenSummary, SpanCpu, SpanStats, SpanTotal, Summary,

@@ -218,6 +218,7 @@ impl Model {
             Update::Site(site) => self.memory.read_site(self.samples_time, &site),
             Update::Cpu(interval) => self.chunk.push_cpu(interval),
             Update::OffCpu(slice) => self.chunk.push_off_cpu(slice),
+            Update::StackSample(sample) => self.chunk.push_stack(sample),
             Update::Text(text) => self.logs.push(&text),
             Update::Tick(tick) => self.tick_read(tick),
             Update::Lost(Loss::Texts { texts }) => {

@@ -31,6 +31,9 @@
 //!   clock that began at a Unix time (the relay's), and back.
 //! - [`Nesting`] gives a lane's spans their depths: by parent, by time
 //!   where a parent was lost.
+//! - [`Stacks`] holds the session's call stacks, a tree of nodes and the
+//!   frames at their addresses; each sample names a node held
+//!   ([`Update::StackSample`]).
 //! - [`FieldOwners`] tells which span or task span a field belongs to.
 //! - [`BlockBuffer`] decompresses Blocks, for the few who read events
 //!   without a reader (benchmarks, the exporter's tests).
@@ -91,6 +94,7 @@ mod off_cpu;
 pub mod owned;
 mod placement;
 mod read;
+mod stacks;
 mod start;
 mod state;
 mod ticks;
@@ -106,6 +110,7 @@ pub use nesting::{Nesting, Place, MAX_DEPTH};
 pub use off_cpu::{OffCpu, OpenOffCpu};
 pub use placement::Placement;
 pub use read::Reader;
+pub use stacks::{Learnt, Stacks, MAX_FRAME_SYMBOLS};
 pub use start::{Checkpoint, Start, START_TICKS_PER_SECOND};
 pub use state::{Lane, Refused, Session, State, Tally, MAX_LANES};
 pub use ticks::{OpenTick, Tick};

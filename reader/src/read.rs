@@ -7,8 +7,9 @@ use alloc::vec::Vec;
 use typhon_live_core::catchup::begun_by;
 
 use typhon_live_core::{
-    BlockView, CatchUpView, DecodeError, Event, EventKinds, Frame, InitView, LaneInfo, Payload,
-    RestartCheck, SamplesView, SequenceCheck, Shutdown, TextsView, MAX_OPEN_SPANS,
+    BlockView, CatchUpView, DecodeError, Event, EventKinds, Frame, FrameSymbols, InitView,
+    LaneInfo, Payload, RestartCheck, SamplesView, SequenceCheck, Shutdown, StackNodes, StackSample,
+    TextsView, MAX_OPEN_SPANS,
 };
 
 use crate::block_buffer::BlockBuffer;
@@ -16,6 +17,7 @@ use crate::clock::Clock;
 use crate::cpu::LastSamples;
 use crate::names::Defined;
 use crate::off_cpu::Paired;
+use crate::stacks::Learnt;
 use crate::state::{Session, State};
 use crate::ticks::Tick;
 use crate::update::{Loss, TextRecord, TotalsCheck, Update};
@@ -232,6 +234,7 @@ impl Reader {
                 for (id, text) in defs.names() {
                     self.define(id, text, &mut take);
                 }
+                self.define_stacks(defs.stack_nodes(), defs.frame_symbols(), &mut take);
                 if let Some(lanes) = defs.lanes() {
                     self.set_lanes(lanes, &mut take);
                 }
@@ -309,6 +312,7 @@ impl Reader {
             let state = &mut self.state;
             state.tally.sessions += 1;
             state.names.clear();
+            state.stacks.clear();
             state.lanes.clear();
             state.lanes_removed();
             state.open_spans = 0;
@@ -339,6 +343,30 @@ impl Reader {
             self.define(id, text, take);
         }
         self.set_lanes(init.lanes(), take);
+        self.define_stacks(init.stack_nodes(), init.frame_symbols(), take);
+    }
+
+    fn define_stacks(
+        &mut self,
+        nodes: StackNodes<'_>,
+        symbols: FrameSymbols<'_>,
+        take: &mut impl FnMut(&State, Update<'_>),
+    ) {
+        for (id, node) in nodes {
+            match self.state.stacks.define(id, node) {
+                Learnt::New => take(&self.state, Update::StackNode { id, node }),
+                Learnt::Same => {}
+                Learnt::Refused => self.state.tally.refused.stack_nodes += 1,
+            }
+        }
+        for symbol in symbols {
+            let (address, frames) = (symbol.address, symbol.frames);
+            match self.state.stacks.learn(address, frames.iter()) {
+                Learnt::New => take(&self.state, Update::FrameSymbol { address, frames }),
+                Learnt::Same => {}
+                Learnt::Refused => self.state.tally.refused.frame_symbols += 1,
+            }
+        }
     }
 
     fn define(&mut self, id: u32, text: &str, take: &mut impl FnMut(&State, Update<'_>)) {
@@ -448,6 +476,22 @@ impl Reader {
                 Paired::Unpaired => tally.switches_unpaired += 1,
                 Paired::Refused => tally.refused.off_cpu += 1,
             }
+        }
+        for sample in samples.stack_samples() {
+            if !self.state.counted_samples_lane(sample.lane) {
+                continue;
+            }
+            let tally = &mut self.state.tally;
+            if !self.state.stacks.holds(sample.node) {
+                tally.stack_samples_undefined += 1;
+                continue;
+            }
+            tally.stack_samples += 1;
+            let time = clock.ns(sample.time);
+            take(
+                &self.state,
+                Update::StackSample(StackSample { time, ..sample }),
+            );
         }
         // After a gap: which lanes' threads ran since their last sample.
         let mut ran = Vec::new();

@@ -11,6 +11,7 @@ use crate::clock::Clock;
 use crate::names::Names;
 use crate::off_cpu::{OpenOffCpu, SwitchedOut};
 use crate::placement::Placement;
+use crate::stacks::Stacks;
 use crate::ticks::{OpenTick, Ticks};
 
 /// Lanes kept at most. A typhon-live process has at most 64, so this
@@ -64,6 +65,11 @@ pub struct Refused {
     /// Switches out on a lane past the [`MAX_LANES`] that have a thread
     /// switched out (their ins read as unpaired).
     pub off_cpu: u64,
+    /// Stack nodes whose parent was not held, or that stood deeper than
+    /// [`MAX_STACK_DEPTH`](typhon_live_core::stacks::MAX_STACK_DEPTH).
+    pub stack_nodes: u64,
+    /// Frame symbols past [`MAX_FRAME_SYMBOLS`](crate::MAX_FRAME_SYMBOLS).
+    pub frame_symbols: u64,
 }
 
 /// What the reader has read and lost since it was made, over every
@@ -115,6 +121,11 @@ pub struct Tally {
     /// a lane the lane table did not hold: a writer's fault (FORMAT.md,
     /// "Samples"), skipped. Counted once an Init was read.
     pub samples_undefined_lanes: u64,
+    /// Stacks sampled, read.
+    pub stack_samples: u64,
+    /// Stack samples that named a node this reader does not hold (never
+    /// defined, or refused), skipped.
+    pub stack_samples_undefined: u64,
     /// Sessions read: Inits with a session id other than the last one's.
     pub sessions: u64,
     /// Sessions that started over under their own id.
@@ -154,6 +165,11 @@ impl Tally {
                 self.samples_undefined_lanes,
                 earlier.samples_undefined_lanes,
             ),
+            stack_samples: less(self.stack_samples, earlier.stack_samples),
+            stack_samples_undefined: less(
+                self.stack_samples_undefined,
+                earlier.stack_samples_undefined,
+            ),
             ..*self
         }
     }
@@ -165,6 +181,7 @@ pub struct State {
     pub(crate) session: Option<Session>,
     pub(crate) clock: Clock,
     pub(crate) names: Names,
+    pub(crate) stacks: Stacks,
     pub(crate) lanes: BTreeMap<LaneId, Lane>,
     /// `lanes`' ids as bits: a Samples frame's every entry is checked
     /// against them (FORMAT.md, "Samples"), thousands a second.
@@ -193,6 +210,12 @@ impl State {
     /// The names defined this session.
     pub fn names(&self) -> &Names {
         &self.names
+    }
+
+    /// The session's call stacks: its nodes, and the frames at their
+    /// addresses.
+    pub fn stacks(&self) -> &Stacks {
+        &self.stacks
     }
 
     /// The current lane table, by lane id.

@@ -1,6 +1,9 @@
 //! What a [`Reader`](crate::Reader) tells its consumer, frame by frame.
 
-use typhon_live_core::{Event, LaneId, Memory, NameId, Shutdown, SiteView, Switch};
+use typhon_live_core::{
+    Event, LaneId, Memory, NameId, NodeId, Shutdown, SiteView, StackFrames, StackNode, StackSample,
+    Switch,
+};
 
 use crate::cpu::CpuInterval;
 use crate::off_cpu::OffCpu;
@@ -51,6 +54,22 @@ pub enum Update<'a> {
         /// Its text.
         text: &'a str,
     },
+    /// A stack node defined by an Init or Definitions: new, or new for its
+    /// id. Its parent is held (FORMAT.md, "Stacks").
+    StackNode {
+        /// Its id.
+        id: NodeId,
+        /// Its parent and address.
+        node: StackNode,
+    },
+    /// The frames at an address, learnt from an Init or Definitions: new,
+    /// or new for its address.
+    FrameSymbol {
+        /// The address.
+        address: u64,
+        /// Its frames' names, innermost (inlined) first.
+        frames: StackFrames<'a>,
+    },
     /// An Init or Definitions set the lane table: the state's lanes are
     /// the ones it lists (a lane missing from it was freed).
     Lanes,
@@ -75,8 +94,8 @@ pub enum Update<'a> {
     /// A Samples frame, stated at `time` (ns): its process's memory
     /// ([`Update::Memory`]), its allocation sites ([`Update::Site`]), its
     /// switches ([`Update::Switch`], each in followed by the
-    /// [`Update::OffCpu`] it ends) and its lanes' intervals
-    /// ([`Update::Cpu`]) follow.
+    /// [`Update::OffCpu`] it ends), its stacks ([`Update::StackSample`])
+    /// and its lanes' intervals ([`Update::Cpu`]) follow.
     Samples {
         /// The moment its counters were read, ns.
         time: u64,
@@ -100,6 +119,9 @@ pub enum Update<'a> {
         /// What it did.
         what: Switch,
     },
+    /// A stack a Samples frame says was sampled, its time in ns; its lane
+    /// and node are held ([`State::stacks`](crate::State::stacks)).
+    StackSample(StackSample),
     /// A stretch of a lane's thread off a CPU (FORMAT.md, "Reading a
     /// stream": off-CPU slices), told right after the switch in that
     /// ends it.

@@ -995,6 +995,8 @@ impl Merger {
             switches: &switches,
             memory,
             sites: &sites,
+            // Not merged yet: the relay defines no stack nodes of its own.
+            stacks: &[],
         };
         if batch.is_empty() {
             return;

@@ -9,6 +9,7 @@ fn main() {
         Some("tasks") => typhon_live_tests::task_example(),
         Some("fields") => typhon_live_tests::fields_example(),
         Some("text") => typhon_live_tests::text_example(),
+        Some("stacks") => typhon_live_tests::stacks_example(),
         _ => typhon_live_tests::format_example(),
     };
     let mut at = 0;

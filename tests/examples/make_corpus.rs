@@ -53,6 +53,9 @@ fn main() -> std::io::Result<()> {
         ("memory-sites.tlt", typhon_live_tests::memory_stream()),
         // Spans' allocated bytes (kind 13).
         ("span-allocated.tlt", typhon_live_tests::allocated_stream()),
+        // Call stacks: nodes and frame symbols (Definitions' sections 9
+        // and 10), and stack samples (kind 6's section 5).
+        ("stack-samples.tlt", typhon_live_tests::stacks_stream()),
     ];
     for (name, bytes) in seeds {
         fs::write(dir.join(name), &bytes)?;

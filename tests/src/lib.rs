@@ -926,6 +926,136 @@ pub fn samples_stream() -> Vec<u8> {
     stream_of_frames(&["main", "worker"], &frames)
 }
 
+/// The stacks of FORMAT.md's worked example: three nodes, `main` at
+/// 0x401000, `run` at 0x401230 under it, and the sampled instruction at
+/// 0x4015a0 under that.
+pub fn stacks_example_nodes() -> [typhon_live_core::StackNode; 3] {
+    use typhon_live_core::StackNode;
+    [
+        StackNode {
+            parent: None,
+            address: 0x40_1000,
+        },
+        StackNode {
+            parent: Some(0),
+            address: 0x40_1230,
+        },
+        StackNode {
+            parent: Some(1),
+            address: 0x40_15a0,
+        },
+    ]
+}
+
+/// The frame symbols of FORMAT.md's worked example: 0x4015a0 is `hash`
+/// (name 5) inlined into `spin` (name 4); 0x401230 is `run` (name 3).
+pub const STACKS_EXAMPLE_SYMBOLS: [(u64, &[u32]); 2] = [(0x40_15a0, &[5, 4]), (0x40_1230, &[3])];
+
+/// The stack samples of FORMAT.md's worked example, in a frame at 5 000:
+/// lane 0 at 4 000 in node 2, walked with unwind tables; at 4 900 in
+/// node 1, by frame pointers, cut.
+pub fn stacks_example_samples() -> [typhon_live_core::StackSample; 2] {
+    use typhon_live_core::{StackSample, Unwinding};
+    [
+        StackSample {
+            lane: 0,
+            time: 4_000,
+            node: 2,
+            unwinding: Unwinding::UnwindTables,
+            cut: false,
+        },
+        StackSample {
+            lane: 0,
+            time: 4_900,
+            node: 1,
+            unwinding: Unwinding::FramePointers,
+            cut: true,
+        },
+    ]
+}
+
+/// FORMAT.md's worked example of stacks: a Definitions frame (sequence
+/// number 3) of [`stacks_example_nodes`] and [`STACKS_EXAMPLE_SYMBOLS`],
+/// then a Samples frame (4) at 5 000 of [`stacks_example_samples`].
+pub fn stacks_example() -> Vec<u8> {
+    use typhon_live_core::definitions::write_stack_definitions;
+    use typhon_live_core::samples::write_samples;
+    use typhon_live_core::{FrameSymbol, NameSource, NodeId, SamplesBatch, StackNode};
+    struct Example;
+    impl NameSource for Example {
+        fn count(&self) -> u32 {
+            0
+        }
+        fn get(&self, _: u32) -> Option<&str> {
+            None
+        }
+        fn stack_node_count(&self) -> u32 {
+            3
+        }
+        fn stack_node(&self, id: NodeId) -> Option<StackNode> {
+            stacks_example_nodes().get(id as usize).copied()
+        }
+        fn frame_symbol_count(&self) -> u32 {
+            2
+        }
+        fn frame_symbol(&self, index: u32) -> Option<FrameSymbol<'_>> {
+            let &(address, frames) = STACKS_EXAMPLE_SYMBOLS.get(index as usize)?;
+            Some(FrameSymbol { address, frames })
+        }
+    }
+    let mut out = vec![0u8; 256];
+    let n = write_stack_definitions(&mut out, 3, &Example, 0..3, 0..2).expect("fits");
+    let mut stream = out[..n].to_vec();
+    let samples = stacks_example_samples();
+    let batch = SamplesBatch {
+        time: 5_000,
+        stacks: &samples,
+        ..SamplesBatch::default()
+    };
+    let n = write_samples(&mut out, 4, &batch).expect("fits");
+    stream.extend_from_slice(&out[..n]);
+    stream
+}
+
+/// A whole stream with call stacks (FORMAT.md, "Stacks"), on a 1 MHz
+/// clock: an Init naming lane 0 and the example's frames; a Block of a
+/// span of `run` (name 3) on lane 0 from 3 500 to 4 500; then
+/// [`stacks_example`]'s frames, numbered on, and a Shutdown. The first
+/// sample falls in the span, the second after it.
+pub fn stacks_stream() -> Vec<u8> {
+    let example = stacks_example();
+    let mut scratch = vec![0u8; 4096];
+    let mut block = typhon_live_core::BlockBuilder::new(&mut scratch);
+    let span = Event::Span {
+        start: 3_500,
+        duration: 1_000,
+        name: 3,
+        id: 1,
+        parent: 0,
+        arg: None,
+    };
+    assert!(block.push(0, &span));
+    let block = block_frame(&block, 0, &[], typhon_live_core::Compression::Off);
+    // Its two frames, renumbered 1 and 2.
+    let defs_len = u32::from_le_bytes(example[8..12].try_into().expect("4 bytes")) as usize + 20;
+    let (defs, samples) = example.split_at(defs_len);
+    let renumbered = [block, renumber(defs, 1), renumber(samples, 2)];
+    stream_of_frames(
+        &["main", "worker", "idle", "run", "spin", "hash"],
+        &renumbered,
+    )
+}
+
+/// `frame` with sequence number `seq`, its checks made again.
+fn renumber(frame: &[u8], seq: u32) -> Vec<u8> {
+    use typhon_live_core::frame::{HEADER_LEN, TRAILER_LEN};
+    let (kind, flags) = (frame[2], frame[3]);
+    let payload = &frame[HEADER_LEN..frame.len() - TRAILER_LEN];
+    let (header, trailer) =
+        typhon_live_core::frame::frame_around(kind, flags, seq, payload).expect("fits");
+    [&header[..], payload, &trailer[..]].concat()
+}
+
 /// A whole stream with the process's memory and two allocation sites
 /// (FORMAT.md, "Samples", "Memory"), a Samples frame a second for 10 s:
 /// site 1 (`demo::cache_replay_frame`, below `demo::simulate`, its

@@ -111,3 +111,42 @@ fn the_worked_example_is_what_the_encoder_writes() {
     );
     assert_eq!(totals.events_dropped, 3);
 }
+
+#[test]
+fn the_stacks_example_is_what_the_encoder_writes_and_reads_back() {
+    use typhon_live_reader::{Reader, Update};
+    use typhon_live_tests::{stacks_example, stacks_example_samples, STACKS_EXAMPLE_SYMBOLS};
+    let written = stacks_example();
+    assert_eq!(
+        documented("stacks-example"),
+        written,
+        "FORMAT.md's stacks example is stale: regenerate it with `cargo run -p typhon-live-tests --example format_example -- stacks`"
+    );
+    let mut reader = Reader::new();
+    let (mut nodes, mut symbols, mut samples) = (Vec::new(), Vec::new(), Vec::new());
+    let damage = typhon_live_reader::frames(&written, |frame| {
+        reader.read(frame, |_, update| match update {
+            Update::StackNode { id, node } => nodes.push((id, node)),
+            Update::FrameSymbol { address, frames } => {
+                symbols.push((address, frames.iter().collect::<Vec<_>>()))
+            }
+            Update::StackSample(sample) => samples.push(sample),
+            _ => {}
+        })
+    });
+    assert!(damage.is_empty(), "{damage:?}");
+    let want: Vec<_> = typhon_live_tests::stacks_example_nodes()
+        .into_iter()
+        .enumerate()
+        .map(|(id, node)| (id as u32, node))
+        .collect();
+    assert_eq!(nodes, want);
+    let want: Vec<_> = (STACKS_EXAMPLE_SYMBOLS.iter())
+        .map(|&(address, frames)| (address, frames.to_vec()))
+        .collect();
+    assert_eq!(symbols, want);
+    // No Init: the reader's clock is in ns, as the ticks are.
+    assert_eq!(samples, stacks_example_samples());
+    let stacks = reader.state().stacks();
+    assert!(stacks.addresses(2).eq([0x40_15a0, 0x40_1230, 0x40_1000]));
+}

@@ -13,6 +13,7 @@
 //! | `RingEvents` | `TYPHON__PROFILER__RINGEVENTS` | `--ring-events <n>` | `16384` | events each recording thread's ring holds between drains: a power of two from 1024 to 65536, 40 bytes each |
 //! | `CpuSampleMs` | `TYPHON__PROFILER__CPUSAMPLEMS` | `--cpu-sample-ms <ms>` | `10` | how often the exporter thread reads each lane's thread's CPU time and switches (Samples frames; Linux and Windows); 0: never |
 //! | `CpuSwitches` | `TYPHON__PROFILER__CPUSWITCHES` | `--cpu-switches <on\|off>` | `true` | each lane's thread's context switches traced one by one, where the system allows it (Linux `perf_event_open`), sent with the samples |
+//! | `StackSampleHz` | `TYPHON__PROFILER__STACKSAMPLEHZ` | `--stack-sample-hz <hz>` | `0` | how often each lane's thread's call stack is sampled, per second of its time on a CPU (Linux `perf_event_open`; up to 10 000); 0: never |
 //! | `AllocationSampleBytes` | `TYPHON__PROFILER__ALLOCATIONSAMPLEBYTES` | `--allocation-sample-bytes <n>` | `524288` | with [`Tracking`](crate::Tracking) as the global allocator, one allocation in this many bytes (on average) is sampled with its stack, for the sites that hold memory; 0: none |
 //! | `Recorder.Dir` | `TYPHON__PROFILER__RECORDER__DIR` | `--capture-dir <dir>` | off | the flight recorder on: captures go to this directory (docs/RECORDER.md) |
 //! | `Recorder.On` (a string or a list) | `TYPHON__PROFILER__RECORDER__ON` (`;` between triggers) | `--capture-on <trigger>` (repeated) | none | the triggers; SIGUSR1 and `Profiler::capture` ask for a capture at once |
@@ -66,6 +67,9 @@ pub struct ProfilerConfig {
     /// Each lane's thread's switches are traced one by one, where the
     /// system allows it (with the samples only).
     pub cpu_switches: bool,
+    /// Each lane's thread's call stack is sampled this many times a
+    /// second of its time on a CPU (FORMAT.md, "Stacks"); 0: never.
+    pub stack_sample_hz: u32,
     /// With [`Tracking`](crate::Tracking) as the global allocator: the
     /// mean bytes between two sampled allocations; 0: none sampled.
     pub allocation_sample_bytes: u64,
@@ -90,6 +94,7 @@ impl Default for ProfilerConfig {
             ring_events: DEFAULT_RING_EVENTS,
             cpu_samples: Some(crate::cpu_samples::DEFAULT_EVERY),
             cpu_switches: true,
+            stack_sample_hz: 0,
             allocation_sample_bytes: crate::allocation_sites::DEFAULT_MEAN,
             capture_dir: None,
             recorder: Vec::new(),
@@ -188,6 +193,8 @@ pub struct ConfigLayer {
     pub cpu_sample_ms: Option<u64>,
     /// `CpuSwitches`.
     pub cpu_switches: Option<bool>,
+    /// `StackSampleHz` (0: never).
+    pub stack_sample_hz: Option<u32>,
     /// `AllocationSampleBytes` (0: none).
     pub allocation_sample_bytes: Option<u64>,
     /// `Recorder.Dir`.
@@ -262,6 +269,9 @@ impl ConfigLayer {
                                 self.cpu_sample_ms = Some(wait_value(&name, &json_text(value))?)
                             }
                             "CpuSwitches" => self.cpu_switches = Some(bool_value(&name, value)?),
+                            "StackSampleHz" => {
+                                self.stack_sample_hz = Some(hz_value(&name, &json_text(value))?)
+                            }
                             "AllocationSampleBytes" => {
                                 self.allocation_sample_bytes =
                                     Some(bytes_value(&name, &json_text(value))?)
@@ -348,6 +358,7 @@ impl ConfigLayer {
                 "LIVEWAITMS" => layer.live_wait_ms = Some(wait_value(key, value)?),
                 "CPUSAMPLEMS" => layer.cpu_sample_ms = Some(wait_value(key, value)?),
                 "CPUSWITCHES" => layer.cpu_switches = Some(bool_text(key, value)?),
+                "STACKSAMPLEHZ" => layer.stack_sample_hz = Some(hz_value(key, value)?),
                 "ALLOCATIONSAMPLEBYTES" => {
                     layer.allocation_sample_bytes = Some(bytes_value(key, value)?)
                 }
@@ -424,6 +435,11 @@ impl ConfigLayer {
                     let value =
                         next_value(&mut i).ok_or_else(|| missing("--cpu-switches", "on or off"))?;
                     layer.cpu_switches = Some(bool_text("--cpu-switches", &value)?);
+                }
+                "--stack-sample-hz" => {
+                    let value = next_value(&mut i)
+                        .ok_or_else(|| missing("--stack-sample-hz", "samples a second"))?;
+                    layer.stack_sample_hz = Some(hz_value("--stack-sample-hz", &value)?);
                 }
                 "--allocation-sample-bytes" => {
                     let value = next_value(&mut i)
@@ -502,6 +518,9 @@ impl ProfilerConfig {
             }
             if let Some(switches) = layer.cpu_switches {
                 config.cpu_switches = switches;
+            }
+            if let Some(hz) = layer.stack_sample_hz {
+                config.stack_sample_hz = hz;
             }
             if let Some(bytes) = layer.allocation_sample_bytes {
                 config.allocation_sample_bytes = bytes;
@@ -678,6 +697,19 @@ fn compression_value(key: &str, value: &str) -> Result<Compression, ConfigError>
     })
 }
 
+fn hz_value(key: &str, value: &str) -> Result<u32, ConfigError> {
+    let value = value.trim();
+    value
+        .parse::<u32>()
+        .ok()
+        .filter(|&hz| hz <= crate::stack_samples::MAX_HZ)
+        .ok_or_else(|| ConfigError::Invalid {
+            key: key.into(),
+            value: value.into(),
+            expected: "samples a second, from 0 to 10000",
+        })
+}
+
 fn ring_value(key: &str, value: &str) -> Result<usize, ConfigError> {
     let value = value.trim();
     value
@@ -812,6 +844,28 @@ mod tests {
             err.to_string(),
             "--allocation-sample-bytes = \"-1\" is invalid: expected a whole number of bytes, 0 or more"
         );
+    }
+
+    #[test]
+    fn the_stack_sampling_rate_layers_like_every_key_and_refuses_what_is_not_a_rate() {
+        assert_eq!(ProfilerConfig::default().stack_sample_hz, 0);
+        let from_file =
+            file(json!({ "Typhon": { "Telemetry": { "Profiler": { "StackSampleHz": 99 } } } }));
+        let env = ConfigLayer::from_env([("TYPHON__PROFILER__STACKSAMPLEHZ", "1000")]).unwrap();
+        let args = ConfigLayer::from_args(["--stack-sample-hz=0"]).unwrap();
+        let hz = |layers: &[&ConfigLayer]| {
+            ProfilerConfig::layered(layers.iter().copied()).stack_sample_hz
+        };
+        assert_eq!(hz(&[&from_file]), 99);
+        assert_eq!(hz(&[&from_file, &env]), 1000);
+        assert_eq!(hz(&[&from_file, &env, &args]), 0);
+        for bad in ["10001", "-5", "fast"] {
+            let err = ConfigLayer::from_args(["--stack-sample-hz", bad]).unwrap_err();
+            assert_eq!(
+                err.to_string(),
+                format!("--stack-sample-hz = \"{bad}\" is invalid: expected samples a second, from 0 to 10000")
+            );
+        }
     }
 
     #[test]

@@ -8,6 +8,11 @@
 //! clock; refused, that is said once and counted, and the samples stand
 //! alone.
 //!
+//! Where asked ([`ThreadStacks`], `StackSampleHz`), each lane's thread's
+//! stacks sampled since go in the same frame too: walked by the
+//! [`Unwinder`], interned in the session's [`StackTree`], placed on the
+//! session's clock.
+//!
 //! A lane whose counters did not move since it was last sent (a thread
 //! asleep, waiting for work) is sent again only after [`QUIET_EVERY`]:
 //! its counters are cumulative, so the reader's next interval covers the
@@ -16,12 +21,16 @@
 use std::time::{Duration, Instant};
 
 use typhon_live_core::samples::MAX_SWITCHES_PER_FRAME;
-use typhon_live_core::{Counters, LaneSample, SwitchRecord};
+use typhon_live_core::stacks::MAX_STACK_SAMPLES_PER_FRAME;
+use typhon_live_core::{Counters, LaneSample, StackSample, SwitchRecord};
 
 use crate::runtime::{LANES, MAX_LANES};
+use crate::stack_samples::ThreadStacks;
+use crate::stack_tree::StackTree;
 use crate::switches::{monotonic_ns, ThreadSwitches};
 use crate::thread_times::{thread_of, ThreadTimes};
 use crate::tracking;
+use crate::unwinding::Unwinder;
 
 /// How often each lane's thread is sampled, unless configured.
 pub(crate) const DEFAULT_EVERY: Duration = Duration::from_millis(10);
@@ -29,13 +38,21 @@ pub(crate) const DEFAULT_EVERY: Duration = Duration::from_millis(10);
 /// viewer still sees a thread asleep while it sleeps.
 pub(crate) const QUIET_EVERY: Duration = Duration::from_millis(100);
 
+/// A lane's thread, open: its counters, its switches traced and its
+/// stacks sampled where allowed.
+struct OpenThread {
+    thread: u64,
+    times: ThreadTimes,
+    switches: Option<ThreadSwitches>,
+    stacks: Option<ThreadStacks>,
+}
+
 /// Each lane's thread, kept open between samples.
 pub(crate) struct CpuSamples {
     every: Duration,
     next: Option<Instant>,
-    /// Per lane slot: its thread's id and counters, open, and its
-    /// switches, traced where allowed.
-    open: Vec<Option<(u64, ThreadTimes, Option<ThreadSwitches>)>>,
+    /// Per lane slot: its thread, open.
+    open: Vec<Option<OpenThread>>,
     /// Per lane slot: the thread id that could not be read, not tried
     /// again.
     failed: Vec<u64>,
@@ -46,23 +63,37 @@ pub(crate) struct CpuSamples {
     said: bool,
     /// Switches are traced: on until the system refuses.
     trace_switches: bool,
+    /// Stacks are sampled this often a second on a CPU: 0, or off once
+    /// the system refuses.
+    stack_hz: u32,
+    unwinder: Unwinder,
+    /// The session's stacks.
+    pub(crate) tree: StackTree,
+    stacks: Vec<StackSample>,
+    addresses: Vec<u64>,
+    /// Threads whose stacks could not be sampled, and samples lost (the
+    /// kernel's ring full, the tree full, or past a frame's bound).
+    pub(crate) stacks_refused: u64,
+    pub(crate) stacks_lost: u64,
     /// Threads whose switches could not be traced, and switches lost (the
     /// kernel's buffer full, or past a frame's bound).
     pub(crate) switches_refused: u64,
     pub(crate) switches_lost: u64,
 }
 
-/// What one sample holds: each lane's counters, and the switches since
-/// the last.
+/// What one sample holds: each lane's counters, and the switches and
+/// stacks since the last.
 pub(crate) struct Due<'a> {
     pub(crate) lanes: &'a [LaneSample],
     pub(crate) switches: &'a [SwitchRecord],
+    pub(crate) stacks: &'a [StackSample],
 }
 
 impl CpuSamples {
     /// Sampling every `every`, each lane's switches traced too if
-    /// `switches`.
-    pub(crate) fn new(every: Duration, switches: bool) -> CpuSamples {
+    /// `switches`, and its stacks sampled `stack_hz` times a second of its
+    /// time on a CPU.
+    pub(crate) fn new(every: Duration, switches: bool, stack_hz: u32) -> CpuSamples {
         CpuSamples {
             every,
             next: None,
@@ -73,27 +104,31 @@ impl CpuSamples {
             switches: Vec::new(),
             said: false,
             trace_switches: switches,
+            stack_hz,
+            unwinder: Unwinder::default(),
+            tree: StackTree::default(),
+            stacks: Vec::new(),
+            addresses: Vec::new(),
+            stacks_refused: 0,
+            stacks_lost: 0,
             switches_refused: 0,
             switches_lost: 0,
         }
     }
 
-    /// When a sample is due at `now`: each lane's counters, read now, and
-    /// the switches since, placed on the session's clock (`session` reads
-    /// it, ns), whose time for the frame is `time`: none later than it.
-    pub(crate) fn due(
-        &mut self,
-        now: Instant,
-        time: u64,
-        session: impl Fn() -> u64,
-    ) -> Option<Due<'_>> {
+    /// Whether a sample is due at `now`; taken if so ([`CpuSamples::due`]):
+    /// each lane's counters, read now, and the switches and stacks since,
+    /// placed on the session's clock (`session` reads it, ns), whose time
+    /// for the frame is `time`: none later than it.
+    pub(crate) fn take(&mut self, now: Instant, time: u64, session: impl Fn() -> u64) -> bool {
         if self.next.is_some_and(|next| now < next) {
-            return None;
+            return false;
         }
         // Late cycles do not bunch samples up.
         self.next = Some(now + self.every);
         self.samples.clear();
         self.switches.clear();
+        self.stacks.clear();
         let offset = clock_offset(monotonic_ns, session);
         // Each lane's bytes, where `Tracking` counts them.
         let memory = tracking::counting();
@@ -103,11 +138,17 @@ impl CpuSamples {
             if thread == 0 || self.failed[id] == thread {
                 continue;
             }
-            if self.open[id].as_ref().is_none_or(|(t, _, _)| *t != thread) {
+            if self.open[id].as_ref().is_none_or(|o| o.thread != thread) {
                 match ThreadTimes::open(thread) {
                     Ok(times) => {
                         let switches = self.open_switches(thread);
-                        self.open[id] = Some((thread, times, switches));
+                        let stacks = self.open_stacks(thread);
+                        self.open[id] = Some(OpenThread {
+                            thread,
+                            times,
+                            switches,
+                            stacks,
+                        });
                         self.sent[id] = None;
                     }
                     Err(e) => {
@@ -121,9 +162,38 @@ impl CpuSamples {
                     }
                 }
             }
-            let Some((thread, times, switches)) = self.open[id].as_mut() else {
+            let Some(OpenThread {
+                thread,
+                times,
+                switches,
+                stacks,
+            }) = self.open[id].as_mut()
+            else {
                 continue;
             };
+            if let (Some(stacks), Some(offset)) = (stacks.as_mut(), offset) {
+                let (out, tree) = (&mut self.stacks, &mut self.tree);
+                let (unwinder, addresses) = (&mut self.unwinder, &mut self.addresses);
+                let mut not_sent = 0;
+                let kernel_lost = stacks.drain(|raw| {
+                    let (unwinding, cut) = unwinder.walk(raw, addresses);
+                    let node = tree.intern(addresses);
+                    let (Some(node), true) = (node, out.len() < MAX_STACK_SAMPLES_PER_FRAME) else {
+                        not_sent += 1;
+                        return;
+                    };
+                    // On the session's clock, as the switches are.
+                    let at = (i128::from(raw.time) - offset).clamp(0, i128::from(time));
+                    out.push(StackSample {
+                        lane: info.id,
+                        time: u64::try_from(at).unwrap_or(time),
+                        node,
+                        unwinding,
+                        cut,
+                    });
+                });
+                self.stacks_lost += kernel_lost + not_sent;
+            }
             match times.read(now) {
                 Ok(mut counters) => {
                     if let Some((allocated, freed)) =
@@ -177,10 +247,37 @@ impl CpuSamples {
         }
         // In the order they happened: each lane's are, lanes interleave.
         self.switches.sort_by_key(|s| s.time);
-        Some(Due {
+        true
+    }
+
+    /// What the last [`CpuSamples::take`] took.
+    pub(crate) fn due(&self) -> Due<'_> {
+        Due {
             lanes: &self.samples,
             switches: &self.switches,
-        })
+            stacks: &self.stacks,
+        }
+    }
+
+    /// Thread `thread`'s stacks, sampled if asked and the system allows;
+    /// refused, said once and counted, and not asked again when it was
+    /// for want of permission.
+    fn open_stacks(&mut self, thread: u64) -> Option<ThreadStacks> {
+        if self.stack_hz == 0 {
+            return None;
+        }
+        match ThreadStacks::open(thread, self.stack_hz, true) {
+            Ok(stacks) => Some(stacks),
+            Err(e) => {
+                self.stacks_refused += 1;
+                const ESRCH: i32 = 3;
+                if e.raw_os_error() != Some(ESRCH) {
+                    self.stack_hz = 0;
+                    log::info!("typhon-live: call stacks are not sampled ({e})");
+                }
+                None
+            }
+        }
     }
 
     /// Thread `thread`'s switches, traced if the system allows; refused,

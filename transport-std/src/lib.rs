@@ -33,15 +33,21 @@ mod file;
 mod flight;
 mod memory_samples;
 pub mod metadata;
+#[cfg(target_os = "linux")]
+mod modules;
 pub mod runtime;
 pub mod sampling;
 mod session;
+mod stack_samples;
+mod stack_tree;
 mod switches;
+mod symbolizer;
 pub mod tasks;
 mod tcp;
 pub mod texts;
 mod thread_times;
 pub mod tracking;
+mod unwinding;
 
 pub use session::{Profiler, StartError, Stats, SHUTDOWN_WAIT};
 pub use tcp::{MAX_QUEUED_BYTES, SEND_BUFFER_BYTES};

@@ -30,6 +30,8 @@ use crate::memory_samples::MemorySamples;
 use crate::metadata::OwnedMetadata;
 use crate::runtime::{self, LANES, MAX_LANES};
 use crate::sampling;
+use crate::stack_tree::{Interned, StackTree};
+use crate::symbolizer::{Answer, Symbolizer};
 use crate::tcp::{self, Delivery, TcpSink};
 use crate::texts;
 
@@ -150,6 +152,15 @@ pub struct Stats {
     /// Context switches lost before they were sent: the kernel's buffer
     /// for a thread filled between two samples, or a frame's bound.
     pub switches_lost: u64,
+    /// Lanes' threads whose call stacks the system would not let be
+    /// sampled.
+    pub stacks_refused: u64,
+    /// Call stacks sampled and not sent: the kernel's buffer for a thread
+    /// filled between two reads, the session's stack nodes ran out, or a
+    /// frame's bound.
+    pub stacks_lost: u64,
+    /// Stack nodes the session defined.
+    pub stack_nodes: u64,
 }
 
 #[derive(Default)]
@@ -167,6 +178,9 @@ struct Control {
     cycles: AtomicU64,
     switches_refused: AtomicU64,
     switches_lost: AtomicU64,
+    stacks_refused: AtomicU64,
+    stacks_lost: AtomicU64,
+    stack_nodes: AtomicU64,
     /// The process's early-wake count when this session started.
     wakes_at_start: u64,
     /// The flight recorder's.
@@ -262,6 +276,7 @@ impl Profiler {
             compression: config.compression,
             cpu_samples: config.cpu_samples,
             cpu_switches: config.cpu_switches,
+            stack_sample_hz: config.stack_sample_hz,
         };
         // Before the exporter thread runs: nothing drains while rings resize.
         let sized = runtime::LANES.set_ring_capacity(config.ring_events);
@@ -350,6 +365,9 @@ impl Profiler {
             captures_failed: c.flight.failed.load(Ordering::Relaxed),
             switches_refused: c.switches_refused.load(Ordering::Relaxed),
             switches_lost: c.switches_lost.load(Ordering::Relaxed),
+            stacks_refused: c.stacks_refused.load(Ordering::Relaxed),
+            stacks_lost: c.stacks_lost.load(Ordering::Relaxed),
+            stack_nodes: c.stack_nodes.load(Ordering::Relaxed),
         }
     }
 
@@ -408,16 +426,22 @@ fn store_max(cell: &AtomicU64, value: u64) {
     cell.fetch_max(value, Ordering::Relaxed);
 }
 
-/// The next frame of `exporter` in `out`, growing `out` as needed.
+/// The next frame of `exporter` in `out`, growing `out` as needed; the
+/// session's stacks are defined from `stacks`.
 fn poll(
     exporter: &mut SessionExporter<'_>,
     out: &mut Vec<u8>,
     clock: &runtime::Clock,
+    stacks: Option<&StackTree>,
 ) -> Option<Emitted> {
     loop {
         let polled = {
             let names = runtime::names();
-            exporter.poll(clock.now(), &LANES, &*names, out)
+            let interned = Interned {
+                names: &names,
+                stacks,
+            };
+            exporter.poll(clock.now(), &LANES, &interned, out)
         };
         match polled {
             Ok(frame) => return frame,
@@ -446,6 +470,9 @@ struct Pacing {
     cpu_samples: Option<Duration>,
     /// Its switches traced too, where the system allows.
     cpu_switches: bool,
+    /// Each lane's thread's call stack sampled this often a second on a
+    /// CPU; 0: never.
+    stack_sample_hz: u32,
 }
 
 /// Where frames go: the trace file, the live viewer and the flight
@@ -518,7 +545,8 @@ impl Sinks {
         clock: &runtime::Clock,
         control: &Control,
     ) {
-        while let Some(frame) = poll(exporter, out, clock) {
+        let stacks = alongside.cpu.as_ref().map(|cpu| &cpu.tree);
+        while let Some(frame) = poll(exporter, out, clock, stacks) {
             self.deliver(exporter, frame, &out[..frame.len], control);
         }
         let refused = alongside.taken.take_refused();
@@ -547,24 +575,28 @@ impl Sinks {
         // Their time is taken before they are read, as close to each as
         // one time for all can be.
         let time = clock.now();
-        let cpu = alongside.cpu.as_mut();
-        let lanes_due = cpu.and_then(|cpu| cpu.due(Instant::now(), time, || clock.now()));
+        let took = (alongside.cpu.as_mut())
+            .is_some_and(|cpu| cpu.take(Instant::now(), time, || clock.now()));
         let memory_due = alongside.memory.due();
+        let cpu = alongside.cpu.as_ref();
+        let lanes_due = cpu.filter(|_| took).map(CpuSamples::due);
         if lanes_due.is_some() || memory_due.is_some() {
-            let (lanes, switches) = lanes_due.map_or((&[][..], &[][..]), |d| (d.lanes, d.switches));
             let sites = memory_due.as_ref().map_or(&[][..], |m| m.sites.as_slice());
             let batch = SamplesBatch {
                 time,
-                lanes,
-                switches,
+                lanes: lanes_due.as_ref().map_or(&[], |d| d.lanes),
+                switches: lanes_due.as_ref().map_or(&[], |d| d.switches),
                 memory: memory_due.as_ref().map(|m| m.memory),
                 sites,
+                stacks: lanes_due.as_ref().map_or(&[], |d| d.stacks),
             };
             if !batch.is_empty() {
                 // Its lanes were read after the frames above: a thread
-                // that claimed one since, or a site frame's name interned
-                // since, is defined first (FORMAT.md, "Samples").
-                while let Some(frame) = poll(exporter, out, clock) {
+                // that claimed one since, a site frame's name interned
+                // since, or a stack node, is defined first (FORMAT.md,
+                // "Samples").
+                let stacks = cpu.map(|cpu| &cpu.tree);
+                while let Some(frame) = poll(exporter, out, clock, stacks) {
                     self.deliver(exporter, frame, &out[..frame.len], control);
                 }
                 let need = batch.max_frame_len();
@@ -586,6 +618,9 @@ impl Sinks {
         if let Some(cpu) = &alongside.cpu {
             (control.switches_refused).store(cpu.switches_refused, Ordering::Relaxed);
             (control.switches_lost).store(cpu.switches_lost, Ordering::Relaxed);
+            (control.stacks_refused).store(cpu.stacks_refused, Ordering::Relaxed);
+            (control.stacks_lost).store(cpu.stacks_lost, Ordering::Relaxed);
+            (control.stack_nodes).store(cpu.tree.len() as u64, Ordering::Relaxed);
         }
     }
 }
@@ -598,6 +633,27 @@ struct Alongside {
     batch: Vec<u8>,
     cpu: Option<CpuSamples>,
     memory: MemorySamples,
+    symbolizer: Symbolizer,
+}
+
+impl Alongside {
+    /// Hands the symbolizer's answers to who asked, and asks about the
+    /// stacks' new addresses.
+    fn symbolize(&mut self) {
+        for answer in self.symbolizer.answers() {
+            match answer {
+                Answer::Site(site, stack) => self.memory.symbolized(site, stack),
+                Answer::Code(frames) => {
+                    if let Some(cpu) = self.cpu.as_mut() {
+                        cpu.tree.symbolized(frames);
+                    }
+                }
+            }
+        }
+        if let Some(cpu) = self.cpu.as_mut() {
+            self.symbolizer.ask_code(cpu.tree.take_unasked());
+        }
+    }
 }
 
 /// Bytes of text records in one Text frame: the largest record 32 times.
@@ -620,6 +676,7 @@ fn export(
         compression,
         cpu_samples,
         cpu_switches,
+        stack_sample_hz,
     } = pacing;
     runtime::set_exporter(Some(std::thread::current()));
     let result = meta.with(|meta| {
@@ -646,8 +703,9 @@ fn export(
         let mut alongside = Alongside {
             taken: texts::Taken::default(),
             batch: vec![0u8; TEXT_BATCH_BYTES],
-            cpu: cpu_samples.map(|every| CpuSamples::new(every, cpu_switches)),
+            cpu: cpu_samples.map(|every| CpuSamples::new(every, cpu_switches, stack_sample_hz)),
             memory: MemorySamples::new(),
+            symbolizer: Symbolizer::default(),
         };
         let mut stop_deadline = None;
         loop {
@@ -656,8 +714,12 @@ fn export(
             // Before the drain: a text's lane and name are then told
             // before the text is.
             alongside.taken.take();
-            // Before the drain too: the sites' frames are names.
-            alongside.memory.take(Instant::now());
+            // Before the drain too: the sites' and the stacks' frames are
+            // names.
+            alongside.symbolize();
+            alongside
+                .memory
+                .take(Instant::now(), &mut alongside.symbolizer);
             if let Some(sink) = sinks.live.as_mut() {
                 // A viewer that went away first, so that one connecting
                 // in the same cycle takes its place instead of being refused.
