@@ -7,11 +7,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use typhon_live_reader::Names;
+use typhon_live_reader::{Names, Stacks};
 
 use crate::cpu::{CpuIndex, NameCpu};
 use crate::fields::{self, FieldSummary};
 use crate::history::{self, Chunk, SpanRecord};
+use crate::profile::{Profile, Selection};
 use crate::stats::Distribution;
 
 /// Longest occurrences kept.
@@ -34,6 +35,8 @@ pub struct NameDetail {
     pub fields: Vec<FieldSummary>,
     /// Its share of CPU, where samples cover its spans.
     pub cpu: Option<NameCpu>,
+    /// The stacks sampled in its spans, folded: which code ran.
+    pub profile: Profile,
     /// The history it was computed over, and when.
     over: Over,
     at: Duration,
@@ -65,11 +68,13 @@ impl NameDetail {
     pub const REFRESH: Duration = Duration::from_secs(1);
 
     /// `name`'s detail over `chunks` at `now` (the viewer's clock),
-    /// listing at most `field_values` values of a string field.
+    /// listing at most `field_values` values of a string field, its
+    /// samples' stacks read from `stacks`.
     pub fn of(
         name: u32,
         chunks: &[Arc<Chunk>],
         names: &Names,
+        stacks: &Stacks,
         field_values: usize,
         now: Duration,
     ) -> NameDetail {
@@ -82,6 +87,7 @@ impl NameDetail {
             longest,
             fields: fields::summaries(held(), name, names, field_values),
             cpu: CpuIndex::of(held()).of_name(held().flat_map(|c| c.spans.iter()), name),
+            profile: Profile::of(held(), stacks, Selection::Name(name)),
             over: Over::of(chunks),
             at: now,
         }
@@ -167,7 +173,14 @@ mod tests {
             }
             chunks.push(Arc::new(chunk));
         }
-        let s = NameDetail::of(2, &chunks, &Names::new(), FIELD_VALUES, Duration::ZERO);
+        let s = NameDetail::of(
+            2,
+            &chunks,
+            &Names::new(),
+            &Stacks::default(),
+            FIELD_VALUES,
+            Duration::ZERO,
+        );
         // Name 2: the even durations 2..=300.
         assert_eq!(s.distribution.count, 150);
         assert_eq!((s.distribution.p50, s.distribution.max), (150, 300));
@@ -194,7 +207,14 @@ mod tests {
         };
         let (a, b) = (chunk(10), chunk(20));
         let second = Duration::from_secs(1);
-        let detail = NameDetail::of(7, &[a.clone(), b.clone()], &Names::new(), 3, second);
+        let detail = NameDetail::of(
+            7,
+            &[a.clone(), b.clone()],
+            &Names::new(),
+            &Stacks::default(),
+            3,
+            second,
+        );
         let same = [a.clone(), b.clone()];
         let moved_on = [b.clone(), chunk(30)];
         assert!(
@@ -241,7 +261,14 @@ mod tests {
             chunk.push_task(record, 100);
         }
         let chunks = [Arc::new(chunk)];
-        let s = NameDetail::of(3, &chunks, &Names::new(), FIELD_VALUES, Duration::ZERO);
+        let s = NameDetail::of(
+            3,
+            &chunks,
+            &Names::new(),
+            &Stacks::default(),
+            FIELD_VALUES,
+            Duration::ZERO,
+        );
         assert_eq!(s.distribution.count, 2);
         assert_eq!((s.distribution.total, s.distribution.busy), (6_900, 200));
         let longest: Vec<(u64, u64)> = s.longest.iter().map(|l| (l.arg, l.duration)).collect();

@@ -11,7 +11,6 @@
 //! of its polls, on whichever lanes they ran.
 
 use std::collections::HashMap;
-use std::sync::Arc;
 
 use typhon_live_core::{NameId, NodeId, StackSample};
 use typhon_live_reader::{Names, Stacks};
@@ -52,7 +51,9 @@ pub enum Selection {
 
 /// A frame of the call tree: a function, as its name (`function
 /// (file:line)`), or an address the writer has not symbolized (yet).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 pub enum Frame {
     /// A function, by name id.
     Function(NameId),
@@ -127,10 +128,14 @@ pub struct Profile {
 impl Profile {
     /// The samples of `selection` over `chunks`, their stacks read from
     /// `stacks` (the reader's, which holds the session's tree).
-    pub fn of(chunks: &[Arc<Chunk>], stacks: &Stacks, selection: Selection) -> Profile {
-        let within = Within::of(chunks, selection);
+    pub fn of<'a>(
+        chunks: impl Iterator<Item = &'a Chunk> + Clone,
+        stacks: &Stacks,
+        selection: Selection,
+    ) -> Profile {
+        let within = Within::of(chunks.clone(), selection);
         let mut fold = Fold::new(stacks);
-        for chunk in chunks.iter().filter(|c| within.may_hold(c)) {
+        for chunk in chunks.filter(|c| within.may_hold(c)) {
             for sample in chunk.stacks.iter().filter(|s| within.holds(s)) {
                 fold.add(sample);
             }
@@ -182,6 +187,70 @@ impl Profile {
     }
 }
 
+/// Spans scanned back at most, from a sample's time, for the innermost
+/// one that holds it.
+const SCAN_BACK: usize = 4096;
+
+/// The spans whose samples in `[from, to)` ran `frame` (it was on their
+/// stack): each such sample's innermost span on its lane, each span
+/// once, at most `limit`, earliest first.
+pub fn spans_holding<'a>(
+    chunks: impl Iterator<Item = &'a Chunk> + Clone,
+    stacks: &Stacks,
+    frame: Frame,
+    (from, to): (u64, u64),
+    limit: usize,
+) -> Vec<SpanRecord> {
+    let mut holds: HashMap<NodeId, bool> = HashMap::new();
+    let mut holding = |node: NodeId| {
+        *holds.entry(node).or_insert_with(|| {
+            stacks.addresses(node).any(|address| match frame {
+                Frame::Address(a) => a == address && stacks.frames_at(address).is_none(),
+                Frame::Function(name) => {
+                    (stacks.frames_at(address)).is_some_and(|names| names.contains(&name))
+                }
+            })
+        })
+    };
+    let samples = chunks.clone().flat_map(|c| c.stacks.iter());
+    let samples: Vec<&StackSample> = samples
+        .filter(|s| (from..to).contains(&s.time) && holding(s.node))
+        .collect();
+    if samples.is_empty() {
+        return Vec::new();
+    }
+    let mut spans: HashMap<u16, Vec<SpanRecord>> = HashMap::new();
+    for span in chunks.flat_map(|c| c.spans.iter()) {
+        let (start, end) = stretch(span);
+        if end > from && start < to && samples.iter().any(|s| s.lane == span.lane) {
+            spans.entry(span.lane).or_default().push(*span);
+        }
+    }
+    for lane in spans.values_mut() {
+        lane.sort_by_key(|s| s.start);
+    }
+    let mut found: Vec<SpanRecord> = Vec::new();
+    for sample in samples {
+        let Some(lane) = spans.get(&sample.lane) else {
+            continue;
+        };
+        // Nested spans: the innermost that holds the time began last.
+        let before = lane.partition_point(|s| s.start <= sample.time);
+        let innermost =
+            (lane[..before].iter().rev().take(SCAN_BACK)).find(|s| stretch(s).1 > sample.time);
+        if let Some(span) = innermost {
+            if !found.contains(span) {
+                found.push(*span);
+                if found.len() >= limit {
+                    break;
+                }
+            }
+        }
+    }
+    found.sort_by_key(|s| s.start);
+    found
+}
+
 /// Which samples a selection holds: per lane, the stretches it covers,
 /// in order, none overlapping; or every lane's.
 struct Within {
@@ -191,12 +260,12 @@ struct Within {
 }
 
 impl Within {
-    fn of(chunks: &[Arc<Chunk>], selection: Selection) -> Within {
+    fn of<'a>(chunks: impl Iterator<Item = &'a Chunk>, selection: Selection) -> Within {
         let mut lanes: HashMap<u16, Vec<(u64, u64)>> = HashMap::new();
         let mut every_lane = None;
         match selection {
             Selection::Name(name) => {
-                let spans = chunks.iter().flat_map(|c| c.spans.iter());
+                let spans = chunks.flat_map(|c| c.spans.iter());
                 for span in spans.filter(|s| s.name == name) {
                     lanes.entry(span.lane).or_default().push(stretch(span));
                 }
@@ -375,8 +444,8 @@ mod tests {
     }
 
     fn profile(model: &Model, selection: Selection) -> Profile {
-        let chunks: Vec<Arc<Chunk>> = model.history().chunks().iter().cloned().collect();
-        Profile::of(&chunks, model.state().stacks(), selection)
+        let chunks = model.history().chunks().iter().map(|c| &**c);
+        Profile::of(chunks, model.state().stacks(), selection)
     }
 
     /// The path of frames from the root to node `id`.
@@ -434,6 +503,30 @@ mod tests {
         assert_eq!(function("hash"), (1, 1));
         assert_eq!(function("spin"), (0, 1));
         assert_eq!(all.nodes[0].total, 2);
+        // The spans whose samples ran `spin`: the one of `run`.
+        let chunks = || model.history().chunks().iter().map(|c| &**c);
+        let spin = all
+            .functions
+            .iter()
+            .find(|f| f.frame.text(names) == "spin")
+            .unwrap();
+        let holding = spans_holding(
+            chunks(),
+            model.state().stacks(),
+            spin.frame,
+            (0, u64::MAX),
+            8,
+        );
+        assert_eq!(holding.iter().map(|s| s.name).collect::<Vec<_>>(), [3]);
+        let unsymbolized = Frame::Address(0x40_1000);
+        let holding = spans_holding(
+            chunks(),
+            model.state().stacks(),
+            unsymbolized,
+            (0, u64::MAX),
+            8,
+        );
+        assert_eq!(holding.len(), 1, "the second sample lies in no span");
         // Another lane, or a stretch without samples: none.
         assert!(profile(
             &model,

@@ -2,6 +2,7 @@
 //! (the screen's panels, the summary lines, `--json`), per-name
 //! statistics over the history, and what the timeline draws from.
 
+use crate::profile::{Profile, Selection};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -161,6 +162,30 @@ impl Model {
         }
         let share = index.share(lane, start, now)?;
         Some(share.text(now - start))
+    }
+
+    /// The function that ran most in lane `lane`'s `[start, now)`, if
+    /// that is a stall ([`STALL_MS`] or longer) and stacks were sampled in
+    /// it.
+    fn open_hottest(&self, lane: u16, start: u64, now: u64) -> Option<String> {
+        if now.saturating_sub(start) < STALL_MS * 1_000_000 {
+            return None;
+        }
+        let held = self.history.chunks().iter().map(|c| &**c);
+        let chunks = held.chain([&self.chunk]).filter(|c| c.last >= start);
+        let span = Selection::Span {
+            lane,
+            start,
+            end: now,
+        };
+        let profile = Profile::of(chunks, self.reader.state().stacks(), span);
+        let (frame, share) = profile.hottest()?;
+        let function = frame.function(self.reader.state().names());
+        Some(format!(
+            "{function}: {:.0} % of {} samples",
+            share * 100.0,
+            profile.samples
+        ))
     }
 
     /// What the timeline draws from, as of `now`: the history's chunks
@@ -329,6 +354,7 @@ impl Model {
                 cpu: stalls
                     .as_ref()
                     .and_then(|index| Self::open_cpu(index, lane.info.id, span.start, host_time)),
+                hottest: self.open_hottest(lane.info.id, span.start, host_time),
             })
             .collect();
         open.sort_by(|a, b| b.open_ms.total_cmp(&a.open_ms));
@@ -423,6 +449,10 @@ pub struct OpenSummary {
     /// CPU, 1.18 s off-CPU (voluntary)". Only for spans open
     /// [`STALL_MS`] or longer.
     pub cpu: Option<String>,
+    /// A stall's hottest function so far, where its stacks were sampled:
+    /// "demo::plan_paths: 84 % of 118 samples". Only for spans open
+    /// [`STALL_MS`] or longer.
+    pub hottest: Option<String>,
 }
 
 /// How long a span must have been open for its summary to say how it

@@ -38,6 +38,9 @@ pub enum Action {
     /// Show the allocation sites in place of the span names, or the
     /// names again.
     ToggleSites,
+    /// Show which code the selected name's spans ran (their sampled
+    /// stacks) in place of the span statistics, or the statistics again.
+    ToggleCode,
     /// The log's least level shown: all, info, warn, error, then all.
     LogLevel,
     /// A capture's next trigger: its tick or span shown, the span it

@@ -20,6 +20,7 @@ use typhon_live_core::Level;
 use typhon_live_model::history;
 use typhon_live_model::{LogSearch, Model, NameDetail, SpanStats};
 
+use crate::widgets::code::CodePane;
 use crate::widgets::log::LogPane;
 use crate::widgets::sites::SitesPane;
 
@@ -69,7 +70,15 @@ impl Screen {
             let at = crate::uptime::at(now);
             if !(self.detail.as_ref()).is_some_and(|d| d.stands(name, chunks, live, at)) {
                 let names = model.names();
-                self.detail = Some(NameDetail::of(name, chunks, names, FIELD_VALUES, at));
+                let stacks = model.state().stacks();
+                self.detail = Some(NameDetail::of(
+                    name,
+                    chunks,
+                    names,
+                    stacks,
+                    FIELD_VALUES,
+                    at,
+                ));
             }
         }
         let distribution = selected.and_then(|_| self.detail.as_ref().map(|d| &d.distribution));
@@ -119,6 +128,12 @@ impl Screen {
                 }),
             sites: self.ui.sites.then_some(SitesPane {
                 memory: summary.memory.as_ref(),
+            }),
+            code: self.ui.code.then(|| CodePane {
+                selected: selected
+                    .zip(self.detail.as_ref())
+                    .map(|(row, d)| (list[row].name.as_str(), &d.profile)),
+                names: model.names(),
             }),
             log: self.ui.log.then(|| LogPane {
                 rows: &log_rows,

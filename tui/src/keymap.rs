@@ -58,6 +58,7 @@ pub const KEYS: &[Binding] = &[
     bind(KeyCode::Char('m'), Action::JumpToMax, "m", "its max"),
     bind(KeyCode::Char('l'), Action::ToggleLog, "l", "log"),
     bind(KeyCode::Char('a'), Action::ToggleSites, "a", "memory sites"),
+    bind(KeyCode::Char('f'), Action::ToggleCode, "f", "which code"),
     bind(KeyCode::Char('v'), Action::LogLevel, "v", "log level"),
 ];
 
@@ -102,7 +103,7 @@ mod tests {
         assert_eq!(
             help(KEYS),
             "q quit  space pause  ←/→ tick  PgUp/PgDn screen  Home/End oldest/live  w worst tick  \
-             t trigger  c capture  +/- zoom  ↑/↓ span  / filter  m its max  l log  a memory sites  v log level"
+             t trigger  c capture  +/- zoom  ↑/↓ span  / filter  m its max  l log  a memory sites  f which code  v log level"
         );
     }
 }

@@ -92,6 +92,9 @@ pub struct UiState {
     pub log_query: LogQuery,
     /// The allocation sites are shown in place of the span names.
     pub sites: bool,
+    /// Which code the selected name ran is shown in place of its
+    /// statistics.
+    pub code: bool,
     /// The trigger shown last, if any.
     pub trigger: Option<usize>,
     /// A capture was asked for (`c`), for whoever keeps the recorder to
@@ -110,6 +113,7 @@ impl Default for UiState {
             log: false,
             log_query: LogQuery::default(),
             sites: false,
+            code: false,
             trigger: None,
             capture_asked: false,
         }
@@ -326,6 +330,7 @@ impl UiState {
                 self.sites = !self.sites;
                 self.log = false;
             }
+            Action::ToggleCode => self.code = !self.code,
             Action::LogLevel => {
                 self.log_query.min_level = match self.log_query.min_level {
                     None => Some(Level::Info),

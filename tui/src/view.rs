@@ -10,6 +10,7 @@ use ratatui::widgets::{Block, Borders, Paragraph, Row, Sparkline, Table};
 use ratatui::Frame;
 
 use crate::keymap::{help, KEYS};
+use crate::widgets::code::CodePane;
 use crate::widgets::log::LogPane;
 use crate::widgets::sites::SitesPane;
 use crate::widgets::span_stats::SpanDetail;
@@ -32,6 +33,9 @@ pub struct Panes<'a> {
     pub log: Option<LogPane<'a>>,
     /// The allocation sites, when shown in their place.
     pub sites: Option<SitesPane<'a>>,
+    /// Which code the selected name's spans ran, when shown in place of
+    /// its statistics.
+    pub code: Option<CodePane<'a>>,
 }
 
 fn ms(v: Option<f64>) -> String {
@@ -100,9 +104,10 @@ pub fn draw(frame: &mut Frame<'_>, s: &Summary, panes: Option<&Panes<'_>>) {
         .direction(Direction::Vertical)
         .constraints([Constraint::Min(6), Constraint::Length(6)])
         .split(middle[2]);
-    match &panes.detail {
-        Some(detail) => frame.render_widget(detail, right[0]),
-        None => frame.render_widget(
+    match (&panes.code, &panes.detail) {
+        (Some(code), _) => frame.render_widget(code, right[0]),
+        (None, Some(detail)) => frame.render_widget(detail, right[0]),
+        (None, None) => frame.render_widget(
             Paragraph::new("no span yet").block(Block::default().borders(Borders::ALL)),
             right[0],
         ),
@@ -330,6 +335,7 @@ fn draw_open_spans(frame: &mut Frame<'_>, area: Rect, s: &Summary) {
             o.lane.clone(),
             o.span.clone(),
             format!("{:.1}", o.open_ms),
+            o.hottest.clone().unwrap_or_default(),
         ])
         .style(style)
     });
@@ -339,10 +345,11 @@ fn draw_open_spans(frame: &mut Frame<'_>, area: Rect, s: &Summary) {
             Constraint::Min(10),
             Constraint::Min(12),
             Constraint::Length(10),
+            Constraint::Min(16),
         ],
     )
     .header(
-        Row::new(vec!["lane", "open span", "open ms"])
+        Row::new(vec!["lane", "open span", "open ms", "hottest (a stall's)"])
             .style(Style::default().add_modifier(Modifier::BOLD)),
     )
     .block(Block::default().borders(Borders::ALL).title(" open now "));

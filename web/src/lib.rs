@@ -7,7 +7,8 @@
 //! terminal's, and [`source`] keeps the [`view`] (the window, pause, the
 //! selected name, the searches), lays out the visible window
 //! ([`timeline`]) and asks the model for the selected name's detail
-//! (`typhon_live_model::NameDetail`). The main thread's [`page`] draws what the worker
+//! (`typhon_live_model::NameDetail`) and a selection's sampled stacks,
+//! laid out as a flame graph ([`flame`]). The main thread's [`page`] draws what the worker
 //! sends ([`scene`]) with egui, and sends back what the person did. Only
 //! the runners (`browser`, wasm32) touch the browser: natively, both
 //! halves run headless under test, speaking the same bytes.
@@ -15,6 +16,7 @@
 #![forbid(unsafe_code)]
 
 pub mod feed;
+pub mod flame;
 pub mod page;
 pub mod scene;
 pub mod source;

@@ -13,10 +13,12 @@ use serde_json::Value;
 
 use typhon_live_core::Level;
 use typhon_live_model::allocated::allocated_line;
+use typhon_live_model::history::SpanRecord;
 use typhon_live_model::marks::LATENCY_MARK;
 use typhon_live_model::memory::bytes;
 use typhon_live_model::{FieldSummary, LogRow, SiteSummary};
 
+use crate::flame::{self, FlameOf};
 use crate::scene::{Action, Ask, Hover, Scene};
 use crate::source::ms;
 use crate::timeline::{self, duration, BarKind, Geometry, Style};
@@ -26,6 +28,8 @@ use crate::view::Window;
 const LATENCY_KEPT: usize = 4096;
 /// Log rows the test hook reports.
 const LOG_HOOK_ROWS: usize = 20;
+/// Flame graph bars the test hook reports.
+const FLAME_HOOK_BARS: usize = 200;
 /// Sites in each of the memory panel's two tables.
 const SITES_LISTED: usize = 5;
 
@@ -80,6 +84,10 @@ pub struct Page {
     /// there, and where.
     site_shown: Option<u32>,
     sites_listed: Vec<(SiteSummary, Rect)>,
+    /// The last span clicked (the flame graph's "this span"), and where
+    /// the flame graph was drawn.
+    clicked: Option<SpanRecord>,
+    flame_drawn: Option<Rect>,
 }
 
 impl Page {
@@ -142,7 +150,13 @@ impl Page {
         self.side_panel(ctx, &mut actions);
         self.log_panel(ctx, &mut actions);
         self.memory_panel(ctx);
+        self.flame_panel(ctx, &mut actions);
         let (geometry, hover) = self.central(ctx, &mut actions);
+        for action in &actions {
+            if let Action::Clicked(span) = action {
+                self.clicked = Some(*span);
+            }
+        }
         if self.scene.layout.bars > 0 {
             self.first_drawn_at.get_or_insert(now);
         }
@@ -441,6 +455,78 @@ impl Page {
             });
     }
 
+    /// Which code ran, below the timeline, where stacks were sampled: what
+    /// the graph folds (the selected name, the span clicked, the window,
+    /// the span clicked's lane), the graph, and the functions that ran
+    /// most. Clicking a frame outlines the spans whose samples ran it.
+    fn flame_panel(&mut self, ctx: &Context, actions: &mut Vec<Action>) {
+        self.flame_drawn = None;
+        let Some(flame) = &self.scene.flame else {
+            return;
+        };
+        let of = self.scene.flame_of;
+        let clicked = self.clicked;
+        let drawn = &mut self.flame_drawn;
+        egui::TopBottomPanel::bottom("flame")
+            .resizable(true)
+            .default_height(220.0)
+            .show(ctx, |ui| {
+                ui.horizontal(|ui| {
+                    ui.label(RichText::new("which code ran:").strong());
+                    let mut choose = |ui: &mut egui::Ui, on: bool, text: &str, to: FlameOf| {
+                        if ui.selectable_label(on, text).clicked() && !on {
+                            actions.push(Action::Flame(to));
+                        }
+                    };
+                    choose(ui, of == FlameOf::Name, "name", FlameOf::Name);
+                    if let Some(span) = clicked {
+                        choose(
+                            ui,
+                            of == FlameOf::Span(span),
+                            "this span",
+                            FlameOf::Span(span),
+                        );
+                        let lane = FlameOf::Lane(span.lane);
+                        choose(ui, of == lane, "its lane", lane);
+                    }
+                    choose(ui, of == FlameOf::Window, "window", FlameOf::Window);
+                    let mut line = format!("{}: {} samples", flame.title, flame.samples);
+                    if flame.cut > 0 {
+                        line += &format!(", {} cut", flame.cut);
+                    }
+                    if flame.frame_pointers > 0 {
+                        line += &format!(", {} by frame pointers", flame.frame_pointers);
+                    }
+                    ui.label(line);
+                    if flame.marked.is_some() && ui.button("clear outline").clicked() {
+                        actions.push(Action::Mark(None));
+                    }
+                });
+                ui.columns(2, |columns| {
+                    let (graph, top) = columns.split_at_mut(1);
+                    let ui = &mut graph[0];
+                    let rect = ui.available_rect_before_wrap();
+                    let input = flame::paint(ui, rect, flame);
+                    if let Some(bar) = input.clicked.filter(|b| b.depth > 0) {
+                        actions.push(Action::Mark(Some(bar.frame)));
+                    }
+                    *drawn = Some(rect);
+                    let ui = &mut top[0];
+                    ui.label("ran most (self · total samples):");
+                    egui::Grid::new("top functions")
+                        .striped(true)
+                        .show(ui, |ui| {
+                            for (function, own, total) in &flame.top {
+                                ui.label(own.to_string());
+                                ui.label(total.to_string());
+                                ui.monospace(function);
+                                ui.end_row();
+                            }
+                        });
+                });
+            });
+    }
+
     /// The timeline, and the pointer over it: where it was drawn, and the
     /// bar under the pointer.
     fn central(&self, ctx: &Context, actions: &mut Vec<Action>) -> (Geometry, Option<Hover>) {
@@ -457,10 +543,18 @@ impl Page {
                             && (self.names.get(&name))
                                 .is_some_and(|text| text.to_lowercase().contains(&needle)))
                 };
+                let marked_spans = self.scene.flame.as_ref().map(|f| &f.marked_spans);
+                let marked = |span: &SpanRecord| {
+                    marked_spans.is_some_and(|m| {
+                        (m.iter())
+                            .any(|s| (s.lane, s.start, s.id) == (span.lane, span.start, span.id))
+                    })
+                };
                 let style = Style {
                     name: &|id| self.name(id),
                     highlight: &highlight,
                     any_highlight: selected.is_some() || !needle.is_empty(),
+                    marked: &marked,
                 };
                 let geometry = timeline::paint(ui.painter(), rect, layout, &style);
                 if let Some(pos) = response.hover_pos() {
@@ -489,7 +583,10 @@ impl Page {
                 if let Some((lane, bar)) = hit {
                     if response.clicked() {
                         match bar.kind {
-                            BarKind::Span(span) => actions.push(Action::Select(span.name)),
+                            BarKind::Span(span) => {
+                                actions.push(Action::Select(span.name));
+                                actions.push(Action::Clicked(span));
+                            }
                             BarKind::Open(span) => actions.push(Action::Select(span.name)),
                             BarKind::Folded(_) => {}
                         }
@@ -609,6 +706,18 @@ impl Page {
                 .map(|(site, at)| (site.label.clone(), site.live, css(*at)))
                 .collect(),
             memory_strip: layout.memory.as_ref().map_or(0, |m| m.points.len()),
+            stack_ticks: layout.lanes.iter().map(|l| l.stack_samples.len()).sum(),
+            flame: self.scene.flame.as_ref().map(|f| FlameHook {
+                title: f.title.clone(),
+                samples: f.samples,
+                top: f.top.clone(),
+                bars: (f.bars.iter().take(FLAME_HOOK_BARS))
+                    .map(|b| (f.text(b).to_owned(), b.depth, b.x0, b.x1))
+                    .collect(),
+                at: self.flame_drawn.map(css),
+                marked: f.marked.is_some(),
+                marked_spans: f.marked_spans.len(),
+            }),
         };
         // One object: the stream's fields beside the page's.
         let mut page = serde_json::to_value(&hook).unwrap_or(Value::Null);
@@ -662,6 +771,26 @@ struct Hook {
     sites_listed: Vec<(String, u64, [f32; 4])>,
     /// Points of the memory strip drawn.
     memory_strip: usize,
+    /// Stack samples ticked on the lanes' CPU strips (one a pixel).
+    stack_ticks: usize,
+    /// The flame graph, where stacks were sampled.
+    flame: Option<FlameHook>,
+}
+
+/// The flame graph, as [`Page::hook`] reports it.
+#[derive(Serialize)]
+struct FlameHook {
+    title: String,
+    samples: u64,
+    /// The functions that ran most: text, own and total samples.
+    top: Vec<(String, u64, u64)>,
+    /// Its first bars: text, depth, and edges as shares of its width.
+    bars: Vec<(String, u16, f32, f32)>,
+    /// Where it was drawn.
+    at: Option<[f32; 4]>,
+    /// A frame is marked, and the spans outlined for it.
+    marked: bool,
+    marked_spans: usize,
 }
 
 /// The log panel, as [`Page::hook`] reports it.

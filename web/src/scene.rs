@@ -17,6 +17,7 @@ use typhon_live_model::memory::SiteSummary;
 use typhon_live_model::stats::Distribution;
 use typhon_live_model::{FieldSummary, LogRow, MemorySummary};
 
+use crate::flame::{FlameLayout, FlameOf};
 use crate::timeline::{BarKind, Layout};
 
 /// What a person asked for in one frame.
@@ -44,6 +45,12 @@ pub enum Action {
     Capture,
     /// Span names containing this stand out; the list shows them.
     Search(String),
+    /// A span was clicked: the flame graph's "this span" and "this lane".
+    Clicked(SpanRecord),
+    /// What the flame graph folds.
+    Flame(FlameOf),
+    /// Outline the spans whose samples ran this frame; `None`: none.
+    Mark(Option<typhon_live_model::Frame>),
     /// The log shows lines holding `text`, at or above `min_level` (a
     /// level's byte on the wire, FORMAT.md "Text").
     Log {
@@ -200,6 +207,11 @@ pub struct Scene {
     pub log_rows: Option<Vec<LogRow>>,
     /// The memory, where the stream tells it.
     pub memory: Option<MemorySummary>,
+    /// The flame graph of what [`Scene::flame_of`] says, where stacks
+    /// were sampled.
+    pub flame: Option<FlameLayout>,
+    /// See `flame`.
+    pub flame_of: FlameOf,
     /// What the worker found for the page's last hover.
     pub hovered: Option<Hovered>,
     /// The stream's side of the test hook, as JSON, when asked.

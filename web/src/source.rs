@@ -10,13 +10,16 @@ use std::time::Duration;
 
 use serde::Serialize;
 use typhon_live_core::Level;
-use typhon_live_model::history;
+use typhon_live_model::history::{self, SpanRecord};
+use typhon_live_model::profile::spans_holding;
 use typhon_live_model::{
-    Connection, LogQuery, LogRow, LogSearch, Model, NameDetail, SpanStats, Summary, TimelineInputs,
+    Connection, Frame, LogQuery, LogRow, LogSearch, Model, NameDetail, Profile, Selection,
+    SpanStats, Summary, TimelineInputs,
 };
 use typhon_live_recorder::{Recorder, Settings};
 
 use crate::feed::Feed;
+use crate::flame::{self, FlameLayout, FlameOf};
 use crate::scene::{Action, Ask, Header, Hovered, Listed, LogFigures, Scene, Selected};
 use crate::timeline::{self, Layout};
 use crate::view::View;
@@ -32,6 +35,11 @@ const FIELD_VALUES: usize = 8;
 const LOG_ROWS: usize = 1000;
 /// Names listed at most: the most time first, of those the search finds.
 const FOUND: usize = 30;
+/// A live flame graph is folded again this often: folding reads every
+/// sample of its selection.
+const FLAME_EVERY: Duration = Duration::from_millis(500);
+/// Spans outlined at most for a marked frame.
+const MARKED_SPANS: usize = 256;
 
 /// What the page's recorder keeps: 30 s of the past within 32 MiB, and a
 /// capture at most 64 MiB (the recorder's other defaults).
@@ -69,6 +77,113 @@ pub struct Source {
     recorder: Recorder,
     /// Captures made since the page opened.
     captures: u64,
+    /// The flame graph.
+    flames: Flames,
+}
+
+/// What the flame graph folds, the frame marked, the last span clicked;
+/// the graph as last laid out, for what, and when.
+#[derive(Default)]
+struct Flames {
+    of: FlameOf,
+    marked: Option<Frame>,
+    clicked: Option<SpanRecord>,
+    laid_out: Option<(FlameKey, Duration, FlameLayout)>,
+}
+
+impl Flames {
+    /// The graph of what [`Flames::of`] says, over what the view draws
+    /// (`inputs`, its window, the pause's pin), `width` pixels across:
+    /// laid out again when what it is for changes, and live at most every
+    /// [`FLAME_EVERY`]; `None` where no stack was sampled. A name's is
+    /// the selected name's `detail`'s, folded on its schedule.
+    fn scene(
+        &mut self,
+        model: &Model,
+        selected: Option<u32>,
+        detail: Option<&NameDetail>,
+        (inputs, window, pin): (&TimelineInputs, (u64, u64), Option<(usize, u64)>),
+        width: f32,
+        now: Duration,
+    ) -> Option<FlameLayout> {
+        let (selection, title) = match (self.of, selected) {
+            (FlameOf::Name, Some(name)) => (
+                Selection::Name(name),
+                format!("spans of {}", model.name(name)),
+            ),
+            (FlameOf::Span(span), _) => (
+                Selection::Span {
+                    lane: span.lane,
+                    start: span.start,
+                    end: span.start.saturating_add(span.duration),
+                },
+                format!("one span of {}", model.name(span.name)),
+            ),
+            (FlameOf::Lane(lane), _) => (
+                Selection::Lane {
+                    lane,
+                    from: window.0,
+                    to: window.1,
+                },
+                format!(
+                    "lane {} over the window",
+                    model.lane_name(lane).unwrap_or_else(|| format!("#{lane}"))
+                ),
+            ),
+            (FlameOf::Window | FlameOf::Name, _) => (
+                Selection::Range {
+                    from: window.0,
+                    to: window.1,
+                },
+                "every lane over the window".to_owned(),
+            ),
+        };
+        let key = FlameKey {
+            selection,
+            // A name's graph holds its spans of the whole history.
+            window: if matches!(selection, Selection::Name(_)) {
+                (0, 0)
+            } else {
+                window
+            },
+            marked: self.marked,
+            width: width as u32,
+            pin,
+        };
+        let fresh = (self.laid_out.as_ref()).is_some_and(|(k, at, _)| {
+            *k == key && (pin.is_some() || now.saturating_sub(*at) < FLAME_EVERY)
+        });
+        if !fresh {
+            let chunks = || inputs.chunks.iter().map(|c| &**c);
+            let stacks = model.state().stacks();
+            let profile = match (detail, selection) {
+                // Folded with the name's detail, on its schedule.
+                (Some(detail), Selection::Name(name)) if detail.name == name => {
+                    detail.profile.clone()
+                }
+                _ => Profile::of(chunks(), stacks, selection),
+            };
+            let mut layout = flame::lay_out(&profile, model.names(), title, width);
+            if let Some(frame) = self.marked {
+                layout.marked = Some(frame);
+                layout.marked_spans = spans_holding(chunks(), stacks, frame, window, MARKED_SPANS);
+            }
+            self.laid_out = Some((key, now, layout));
+        }
+        let (_, _, layout) = self.laid_out.as_ref()?;
+        (layout.samples > 0).then(|| layout.clone())
+    }
+}
+
+/// What a flame graph was laid out for: its selection, the window, the
+/// frame marked and the width; a paused view's pin.
+#[derive(Clone, Debug, PartialEq)]
+struct FlameKey {
+    selection: Selection,
+    window: (u64, u64),
+    marked: Option<Frame>,
+    width: u32,
+    pin: Option<(usize, u64)>,
 }
 
 /// The stream's side of the test hook.
@@ -106,6 +221,7 @@ impl Source {
             log_made_for: None,
             recorder: Recorder::new(recorder_settings(), Vec::new()),
             captures: 0,
+            flames: Flames::default(),
         }
     }
 
@@ -193,6 +309,16 @@ impl Source {
             self_ns: hover.span.map(|span| self_time(inputs, &span)),
         });
         let stream_now = inputs.now;
+        let window = layout.window.map_or((0, 0), |w| (w.start, w.end));
+        let pin = self.view.pinned().map(|p| (p.chunks.len(), p.now));
+        let flame = self.flames.scene(
+            &self.model,
+            self.view.selected,
+            self.selection.as_ref(),
+            (inputs, window, pin),
+            ask.width,
+            now,
+        );
         let (log, log_rows) = self.log();
         let listed = self.listed();
         let download = self.download();
@@ -211,6 +337,8 @@ impl Source {
             log,
             log_rows,
             memory: summary.and_then(|s| s.memory.clone()),
+            flame,
+            flame_of: self.flames.of,
             hovered,
             hook,
             download,
@@ -248,6 +376,9 @@ impl Source {
                 ));
             }
             Action::Search(text) => self.view.search = text,
+            Action::Clicked(span) => self.flames.clicked = Some(span),
+            Action::Flame(of) => self.flames.of = of,
+            Action::Mark(frame) => self.flames.marked = frame,
             Action::Log { text, min_level } => {
                 self.view.log_query = LogQuery {
                     text,
@@ -270,8 +401,15 @@ impl Source {
         let stands = (self.selection.as_ref())
             .is_some_and(|s| s.stands(name, chunks, pinned.is_none(), now));
         if !stands {
-            let names = self.model.names();
-            self.selection = Some(NameDetail::of(name, chunks, names, FIELD_VALUES, now));
+            let (names, stacks) = (self.model.names(), self.model.state().stacks());
+            self.selection = Some(NameDetail::of(
+                name,
+                chunks,
+                names,
+                stacks,
+                FIELD_VALUES,
+                now,
+            ));
         }
     }
 

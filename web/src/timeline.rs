@@ -11,7 +11,8 @@
 //! into one bar with their count (Tracy's folding).
 //!
 //! Under a lane whose thread is sampled, a thin strip: how it spent each
-//! couple of pixels' time, on a CPU, waiting for one, or off it.
+//! couple of pixels' time, on a CPU, waiting for one, or off it; and a
+//! tick on it where its stack was sampled.
 //!
 //! Above the lanes, under the heading "tasks", the task spans (spans
 //! that crossed an `.await`) as the model packs them in rows
@@ -94,6 +95,8 @@ pub struct LaneRows {
     /// Its CPU strip, a cell every [`STRIP_CELL`] pixels, where its
     /// thread is sampled in the window.
     pub cpu: Option<Vec<Option<CpuCell>>>,
+    /// Where its stacks were sampled in the window: an x a pixel at most.
+    pub stack_samples: Vec<f32>,
 }
 
 /// A gauge's readings in the window.
@@ -190,6 +193,8 @@ pub fn lay_out(inputs: &TimelineInputs, window: Window, width: f32) -> Layout {
         folds.push(Vec::new());
     }
     let mut gauges: HashMap<u32, usize> = HashMap::new();
+    // Per lane: the pixels where its stacks were sampled, as bits.
+    let mut sampled: Vec<Vec<u64>> = vec![Vec::new(); layout.lanes.len()];
     for chunk in inputs.chunks.iter().rev() {
         if chunk.last < window.start {
             // Every span after this ended before the window.
@@ -211,6 +216,22 @@ pub fn lay_out(inputs: &TimelineInputs, window: Window, width: f32) -> Layout {
             {
                 if let Some(&row) = row_of.get(&instant.lane) {
                     layout.lanes[row].instants.push((x(instant.time), *instant));
+                }
+            }
+            for sample in chunk
+                .stacks
+                .iter()
+                .filter(|s| (window.start..=window.end).contains(&s.time))
+            {
+                // One tick a pixel: a thread sampled at 1 kHz in a
+                // second's window is a solid strip, not a thousand lines.
+                let pixel = x(sample.time).max(0.0) as usize;
+                if let Some(&row) = row_of.get(&sample.lane) {
+                    let pixels = &mut sampled[row];
+                    if pixels.len() <= pixel / 64 {
+                        pixels.resize(pixel / 64 + 1, 0);
+                    }
+                    pixels[pixel / 64] |= 1 << (pixel % 64);
                 }
             }
             for reading in chunk
@@ -301,6 +322,13 @@ pub fn lay_out(inputs: &TimelineInputs, window: Window, width: f32) -> Layout {
             }
             keep
         });
+    }
+    for (lane, pixels) in layout.lanes.iter_mut().zip(&sampled) {
+        for (word, &bits) in pixels.iter().enumerate() {
+            let set = (0..64).filter(|bit| bits & (1 << bit) != 0);
+            lane.stack_samples
+                .extend(set.map(|bit| (word * 64 + bit) as f32));
+        }
     }
     layout.gauges.sort_by_key(|g| g.name);
     layout.marks = inputs
@@ -411,6 +439,9 @@ pub struct Style<'a> {
     pub highlight: &'a dyn Fn(u32) -> bool,
     /// Whether anything is highlighted.
     pub any_highlight: bool,
+    /// Whether a span is outlined: its samples ran the flame graph's
+    /// marked frame.
+    pub marked: &'a dyn Fn(&SpanRecord) -> bool,
 }
 
 /// Paints the task tracks from `top`; returns their bottom.
@@ -568,6 +599,14 @@ pub fn paint(painter: &Painter, rect: Rect, layout: &Layout, style: &Style<'_>) 
             if let BarKind::Open(_) = bar.kind {
                 painter.rect_stroke(r, 1.0, Stroke::new(1.5, ALARM), StrokeKind::Inside);
             }
+            if matches!(bar.kind, BarKind::Span(span) if (style.marked)(&span)) {
+                painter.rect_stroke(
+                    r,
+                    1.0,
+                    Stroke::new(2.0, Color32::WHITE),
+                    StrokeKind::Outside,
+                );
+            }
             if r.width() > 24.0 {
                 let label = match (bar.kind, name) {
                     (BarKind::Folded(n), _) => format!("{n} spans"),
@@ -601,6 +640,16 @@ pub fn paint(painter: &Painter, rect: Rect, layout: &Layout, style: &Style<'_>) 
             );
             let [r8, g8, b8] = cell.rgb();
             painter.rect_filled(r, 0.0, Color32::from_rgb(r8, g8, b8));
+        }
+        // Where its stacks were sampled: a tick on the strip each.
+        for x in &lane.stack_samples {
+            painter.line_segment(
+                [
+                    Pos2::new(left + x, rows_bottom),
+                    Pos2::new(left + x, rows_bottom + STRIP),
+                ],
+                Stroke::new(1.0, Color32::from_gray(235)),
+            );
         }
         geometry.lanes.push((top, bottom));
         y = bottom + 2.0;

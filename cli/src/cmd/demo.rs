@@ -60,6 +60,11 @@ pub struct DemoOptions {
     /// `RingEvents`, else 16384].
     #[arg(long, value_name = "N")]
     pub ring_events: Option<usize>,
+    /// Each thread's call stack sampled this often a second of its time
+    /// on a CPU, where the system allows it (Linux); 0: never [default:
+    /// the configuration's `StackSampleHz`, else 1000 for the demo].
+    #[arg(long, value_name = "HZ", value_parser = clap::value_parser!(u32).range(0..=10_000))]
+    pub stack_sample_hz: Option<u32>,
     /// Worker threads.
     #[arg(long, default_value_t = 4)]
     pub threads: usize,
@@ -117,6 +122,9 @@ fn slowdown(text: &str) -> Result<(usize, f64), String> {
     let factor = crate::positive(factor.trim())?;
     Ok((system, factor))
 }
+
+/// How often the demo samples each thread's stack, unless configured.
+const DEMO_STACK_HZ: u32 = 1000;
 
 /// What the Sim thread runs: the demo's options that shape its work.
 struct Workload {
@@ -206,6 +214,36 @@ impl Leak {
     }
 }
 
+/// The spin stall's code: path planning gone quadratic, three calls
+/// deep, each a frame of its own, so that its sampled stacks name where
+/// the second went (`evaluate_route`, under `score_candidates`, under
+/// `plan_paths`).
+#[inline(never)]
+fn plan_paths(until: Instant) -> u64 {
+    let mut best = 0;
+    while Instant::now() < until {
+        best = best.max(score_candidates(best));
+    }
+    best
+}
+
+#[inline(never)]
+fn score_candidates(seed: u64) -> u64 {
+    (0..64).map(|c| evaluate_route(seed ^ c)).max().unwrap_or(0)
+}
+
+#[inline(never)]
+fn evaluate_route(route: u64) -> u64 {
+    let mut x = route;
+    for _ in 0..256 {
+        x = black_box(
+            x.wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407),
+        );
+    }
+    x
+}
+
 /// Where the demo leaks (`--leak`): a frame kept "for a replay" that
 /// nothing ever plays or frees. Not inlined, so that its site names it.
 #[inline(never)]
@@ -284,10 +322,7 @@ impl Staller {
     fn stall(&self) {
         match (self.kind, &self.holder) {
             (StallKind::Spin, _) => {
-                let started = Instant::now();
-                while started.elapsed() < STALL {
-                    std::hint::spin_loop();
-                }
+                black_box(plan_paths(Instant::now() + STALL));
             }
             (StallKind::Contended, Some(holder)) if holder.ask.send(()).is_ok() => {
                 if holder.told.recv().is_ok() {
@@ -616,8 +651,11 @@ fn simulate(workload: &Workload, stop: &AtomicBool) {
 /// configuration's layers, then its own flags.
 fn config(opts: &DemoOptions) -> Result<ProfilerConfig, CliError> {
     let invalid = |e: ConfigError| CliError::Profiler(e.to_string());
+    // The demo's own defaults: port 9100, and its stacks sampled (the
+    // library samples none unless asked).
     let demo = ConfigLayer {
         live: Some(Some(DEFAULT_LIVE_PORT)),
+        stack_sample_hz: Some(DEMO_STACK_HZ),
         ..ConfigLayer::default()
     };
     let file = ConfigLayer::from_file(Path::new(CONFIG_FILE)).map_err(invalid)?;
@@ -629,6 +667,7 @@ fn config(opts: &DemoOptions) -> Result<ProfilerConfig, CliError> {
         trace: opts.trace.clone(),
         compression: opts.compression,
         ring_events: opts.ring_events,
+        stack_sample_hz: opts.stack_sample_hz,
         ..ConfigLayer::default()
     };
     let config = ProfilerConfig::layered([&demo, &file, &env, &flags]);

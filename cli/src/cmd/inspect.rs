@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
 
-use typhon_live_core::{Codec, Event, FrameKind, LaneKind, Payload};
+use typhon_live_core::{Codec, Event, FrameKind, LaneKind, Payload, Unwinding};
 use typhon_live_reader::{Reader, Update};
 
 use crate::error::CliError;
@@ -58,6 +58,7 @@ fn report(path: &Path) -> Result<(String, bool), CliError> {
     let mut codecs: BTreeMap<&'static str, CodecStats> = BTreeMap::new();
     let (mut first, mut last) = (u64::MAX, 0u64);
     let (mut header, mut shutdown) = (None, None);
+    let mut stacks = StackStats::default();
     let mut frames_read = 0u64;
     let damage = typhon_live_reader::frames(&bytes, |frame| {
         frames_read += 1;
@@ -121,6 +122,10 @@ fn report(path: &Path) -> Result<(String, bool), CliError> {
                 *events.entry(kind).or_default() += 1;
             }
             Update::Shutdown { totals, .. } => shutdown = Some(totals),
+            Update::StackSample(sample) => {
+                stacks.cut += u64::from(sample.cut);
+                stacks.frame_pointers += u64::from(sample.unwinding == Unwinding::FramePointers);
+            }
             _ => {}
         })
     });
@@ -197,6 +202,21 @@ fn report(path: &Path) -> Result<(String, bool), CliError> {
             tally.samples_undefined_lanes
         );
     }
+    if tally.stack_samples + tally.stack_samples_undefined > 0 || !state.stacks().is_empty() {
+        let refused = state.tally().refused;
+        let _ = writeln!(
+            out,
+            "stacks      {} samples ({} cut, {} by frame pointers, {} naming no node held), {} nodes, {} addresses symbolized, {} nodes and {} symbols refused",
+            tally.stack_samples,
+            stacks.cut,
+            stacks.frame_pointers,
+            tally.stack_samples_undefined,
+            state.stacks().len(),
+            state.stacks().symbols(),
+            refused.stack_nodes,
+            refused.frame_symbols,
+        );
+    }
     if first <= last {
         let seconds = |ns: u64| ns as f64 / 1e9;
         let _ = writeln!(
@@ -267,6 +287,14 @@ fn report(path: &Path) -> Result<(String, bool), CliError> {
 }
 
 /// The session's lines, from its first readable Init.
+/// The stack samples' make-up: how many were cut, and walked by frame
+/// pointers.
+#[derive(Default)]
+struct StackStats {
+    cut: u64,
+    frame_pointers: u64,
+}
+
 fn init_header(init: &typhon_live_core::InitView<'_>) -> String {
     let mut h = String::new();
     let _ = writeln!(h, "session     {:016x}", init.session_id);

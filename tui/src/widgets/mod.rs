@@ -1,5 +1,6 @@
 //! One widget per module, each drawn from borrowed data.
 
+pub mod code;
 pub mod log;
 pub mod sites;
 pub mod span_stats;
