@@ -336,6 +336,151 @@ fn the_demo_is_watched_live_in_chromium() {
     }
 }
 
+/// The flame graph's bar of a function whose name holds `function`, as
+/// the hook reports it: (depth, middle x as a share of the width).
+fn flame_bar(state: &Value, function: &str) -> Option<(u64, f64)> {
+    let bars = state["page"]["flame"]["bars"].as_array()?;
+    bars.iter()
+        .filter(|b| b[0].as_str().is_some_and(|t| t.contains(function)))
+        .filter_map(|b| {
+            let (x0, x1) = (b[2].as_f64()?, b[3].as_f64()?);
+            Some((b[1].as_u64()?, (x0 + x1) / 2.0, x1 - x0))
+        })
+        // The widest, where a function is reached by several paths.
+        .max_by(|a, b| a.2.total_cmp(&b.2))
+        .map(|(depth, x, _)| (depth, x))
+}
+
+#[test]
+fn the_demos_spin_stall_is_found_by_its_function() {
+    if !cfg!(target_os = "linux") {
+        return skipped("the browser test runs Chromium on Linux only");
+    }
+    let _turn = one_browser();
+    let browser = match Browser::start(1400, 1000) {
+        Ok(browser) => browser,
+        Err(why) => return skipped(&why),
+    };
+    let (_demo, url) = serve_web(&[
+        "demo",
+        "--web",
+        "--live",
+        "0",
+        "--duration",
+        "90",
+        "--stall-kind",
+        "spin",
+    ]);
+    browser.open(&url).unwrap();
+    // A stall seen open names its hottest function so far, from the Sim
+    // thread's stacks, sampled while it spins.
+    let hottest = |s: &Value| -> Option<String> {
+        let open = s["page"]["summary"]["open_spans"].as_array()?;
+        let stall = open.iter().find(|o| o["span"] == "Sim.AI")?;
+        stall["hottest"].as_str().map(str::to_owned)
+    };
+    let stalled = browser
+        .wait_for(HOOK, Duration::from_secs(60), |s| {
+            hottest(s).is_some_and(|h| h.contains("evaluate_route"))
+        })
+        .unwrap_or_else(|_| {
+            let last = browser.run(HOOK).unwrap_or_default();
+            panic!(
+                "no stall named its hottest function; open spans {}, stacks ticked {}, flame {}",
+                last["page"]["summary"]["open_spans"],
+                last["page"]["stack_ticks"],
+                last["page"]["flame"]
+            )
+        });
+    eprintln!("the stall, open: {:?}", hottest(&stalled));
+    // Once it ended: Sim.AI selected, its spans' flame graph has the spin
+    // as the function that ran most, three calls deep.
+    browser
+        .wait_for(HOOK, Duration::from_secs(10), |s| {
+            s["page"]["summary"]["overruns"].as_u64() > Some(0)
+        })
+        .unwrap_or_else(|e| panic!("the stalled tick did not end: {e}"));
+    // Paused, so that the list holds still under the pointer.
+    let state = browser.run(HOOK).unwrap();
+    let (x, y) = middle(&state["page"]["pause_button"]);
+    browser.click(x, y).unwrap();
+    let state = browser
+        .wait_for(HOOK, Duration::from_secs(10), |s| {
+            s["page"]["paused"] == true
+        })
+        .unwrap_or_else(|e| panic!("the pause button did not pause: {e}"));
+    let (x, y) = listed_at(&state, "Sim.AI");
+    browser.click(x, y).unwrap();
+    let folded = browser
+        .wait_for(HOOK, Duration::from_secs(15), |s| {
+            let flame = &s["page"]["flame"];
+            flame["title"] == "spans of Sim.AI"
+                && flame["hottest"][0]
+                    .as_str()
+                    .is_some_and(|f| f.ends_with("evaluate_route"))
+        })
+        .unwrap_or_else(|_| {
+            let last = browser.run(HOOK).unwrap_or_default();
+            let flame = &last["page"]["flame"];
+            panic!(
+                "the flame graph of Sim.AI did not find the spin: {} {} {} {}",
+                flame["title"], flame["samples"], flame["hottest"], flame["top"]
+            )
+        });
+    let flame = &folded["page"]["flame"];
+    assert!(flame["samples"].as_u64() > Some(500), "{flame}");
+    let depth = |function: &str| flame_bar(&folded, function).map(|b| b.0);
+    let (outer, middle_depth, inner) = (
+        depth("plan_paths"),
+        depth("score_candidates"),
+        depth("evaluate_route"),
+    );
+    assert!(
+        outer.is_some() && outer < middle_depth && middle_depth < inner,
+        "{flame}"
+    );
+    // Its longest span shown: the stall, its code folded alone; its
+    // hottest function clicked outlines it, the span whose samples ran
+    // it.
+    let (x, y) = middle(&folded["page"]["selected"]["longest_at"][0]);
+    browser.click(x, y).unwrap();
+    let shown = browser
+        .wait_for(HOOK, Duration::from_secs(10), |s| {
+            let window = &s["page"]["window"];
+            let length =
+                window["end"].as_u64().unwrap_or(0) - window["start"].as_u64().unwrap_or(0);
+            length > 1_000_000_000
+                && s["page"]["flame"]["title"] == "one span of Sim.AI"
+                && s["page"]["flame"]["hottest_at"].is_array()
+        })
+        .unwrap_or_else(|e| panic!("the longest span was not shown: {e}"));
+    let stall = &shown["page"]["flame"];
+    assert!(
+        stall["hottest"][0]
+            .as_str()
+            .is_some_and(|f| f.ends_with("evaluate_route"))
+            && stall["hottest"][1].as_f64() > Some(0.4),
+        "{stall}"
+    );
+    let (x, y) = middle(&shown["page"]["flame"]["hottest_at"]);
+    browser.click(x, y).unwrap();
+    let marked = browser
+        .wait_for(HOOK, Duration::from_secs(10), |s| {
+            s["page"]["flame"]["marked_spans"].as_u64() > Some(0)
+        })
+        .unwrap_or_else(|e| panic!("clicking the spin's frame outlined no span: {e}"));
+    assert!(
+        marked["page"]["stack_ticks"].as_u64() > Some(0),
+        "no sample ticked on a strip: {}",
+        marked["page"]
+    );
+    let png = browser.screenshot().unwrap();
+    let path = std::env::temp_dir().join("typhon-live-web-flame.png");
+    std::fs::write(&path, &png).unwrap();
+    eprintln!("screenshot: {}", path.display());
+    assert!(colours(&png, 64).unwrap() >= 16);
+}
+
 #[test]
 fn a_recorded_trace_is_read_whole_by_the_page_and_shown_paused_at_its_end() {
     if !cfg!(target_os = "linux") {

@@ -154,6 +154,30 @@ impl Profile {
         Some((top.frame, top.own as f64 / self.samples as f64))
     }
 
+    /// The program's function that ran most, and its share of the
+    /// samples: each sample counted at its innermost frame outside Rust's
+    /// standard library (`core`, `alloc`, `std`), whose helpers (an
+    /// iterator's `next`, `black_box`) are where time is spent but not
+    /// what a person changes; at its innermost frame where every frame is
+    /// the library's. What a stall's summary names.
+    pub fn hottest_of_program(&self, names: &Names) -> Option<(Frame, f64)> {
+        let mut counts: HashMap<Frame, u64> = HashMap::new();
+        for node in self.nodes.iter().skip(1).filter(|n| n.own > 0) {
+            let mut here = node;
+            while is_library(&here.frame, names) && here.parent != 0 {
+                here = &self.nodes[here.parent as usize];
+            }
+            let frame = if is_library(&here.frame, names) {
+                node.frame
+            } else {
+                here.frame
+            };
+            *counts.entry(frame).or_default() += node.own;
+        }
+        let (frame, own) = (counts.into_iter()).max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(&a.0)))?;
+        Some((frame, own as f64 / self.samples as f64))
+    }
+
     /// Its stacks as folded lines (Brendan Gregg's format: frames
     /// outermost first, `;` between them, a space and the count), one a
     /// distinct stack.
@@ -185,6 +209,30 @@ impl Profile {
             .filter(move |(_, n)| n.frame == frame)
             .map(|(id, n)| (id as u32, n))
     }
+}
+
+/// Whether `frame` is Rust's standard library's: a function of `core`,
+/// `alloc` or `std`, a method of one of their types or of a primitive
+/// (`<u64 as core::iter::Step>::forward`), or their glue (`__rust_…`). A
+/// trait of theirs implemented for a program's type is the program's.
+fn is_library(frame: &Frame, names: &Names) -> bool {
+    let Frame::Function(name) = frame else {
+        return false;
+    };
+    let text = names.show(*name);
+    let library = |path: &str| {
+        ["core::", "alloc::", "std::"]
+            .iter()
+            .any(|c| path.starts_with(c))
+    };
+    if let Some(inner) = text.strip_prefix('<') {
+        let own = inner.split(" as ").next().unwrap_or(inner);
+        let own = own
+            .trim_start_matches(['&', '*', '<', '['])
+            .trim_start_matches("mut ");
+        return library(own) || !own.contains("::");
+    }
+    library(&text) || text.starts_with("__rust")
 }
 
 /// Spans scanned back at most, from a sample's time, for the innermost
@@ -503,6 +551,30 @@ mod tests {
         assert_eq!(function("hash"), (1, 1));
         assert_eq!(function("spin"), (0, 1));
         assert_eq!(all.nodes[0].total, 2);
+        // The library's frames are not the program's.
+        let frame = |text: &str| {
+            let id = (0..64).find(|&id| names.get(id) == Some(text));
+            id.map(Frame::Function)
+        };
+        assert!(!frame("run").is_some_and(|f| is_library(&f, names)));
+        let mut with_library = Names::new();
+        for (id, text) in [
+            "core::hint::black_box",
+            "<u64 as core::iter::range::Step>::forward_unchecked",
+            "<alloc::vec::Vec<T>>::push",
+            "<demo::Route as core::fmt::Debug>::fmt",
+            "demo::plan_paths",
+            "__rust_try",
+        ]
+        .iter()
+        .enumerate()
+        {
+            with_library.define(id as u32, text);
+        }
+        let library: Vec<bool> = (0..6)
+            .map(|id| is_library(&Frame::Function(id), &with_library))
+            .collect();
+        assert_eq!(library, [true, true, true, false, false, true]);
         // The spans whose samples ran `spin`: the one of `run`.
         let chunks = || model.history().chunks().iter().map(|c| &**c);
         let spin = all

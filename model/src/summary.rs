@@ -179,8 +179,9 @@ impl Model {
             end: now,
         };
         let profile = Profile::of(chunks, self.reader.state().stacks(), span);
-        let (frame, share) = profile.hottest()?;
-        let function = frame.function(self.reader.state().names());
+        let names = self.reader.state().names();
+        let (frame, share) = profile.hottest_of_program(names)?;
+        let function = frame.function(names);
         Some(format!(
             "{function}: {:.0} % of {} samples",
             share * 100.0,

@@ -776,7 +776,8 @@ impl SourceMetrics {
                 self.count(&self.metrics.log_lines_lost, u64::from(*lost));
             }
             // Open spans are for viewers; the metrics count what ended.
-            Update::CatchUp { .. } => {}
+            // Stacks are counted with their samples ("Stacks everywhere").
+            Update::CatchUp { .. } | Update::Stacks { .. } => {}
             Update::Samples(samples) => self.samples(samples),
             Update::Ticks(ticks) => ticks.iter().for_each(|tick| self.tick(tick)),
             Update::Restarted => {
@@ -1053,6 +1054,7 @@ mod tests {
                 intervals,
                 memory: None,
                 sites: Vec::new(),
+                stacks: Vec::new(),
                 unix_offset: 0,
             };
             side.update(&Update::Samples(samples), &Names::new());

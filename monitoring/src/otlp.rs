@@ -424,6 +424,7 @@ impl TickTracer {
             Update::Gap { .. }
             | Update::CatchUp { .. }
             | Update::Texts { .. }
+            | Update::Stacks { .. }
             | Update::Samples(_) => {}
             Update::Restarted => {
                 self.recent.clear();

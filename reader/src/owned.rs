@@ -11,8 +11,8 @@ use alloc::string::String;
 use alloc::vec::Vec;
 
 use typhon_live_core::{
-    DecodeError, Event, Frame, LaneId, LaneInfo, LaneSample, Level, Memory, NameId, OpenSpan,
-    Payload, SiteTotals, Switch,
+    DecodeError, Event, Frame, LaneId, LaneInfo, LaneSample, Level, Memory, NameId, NodeId,
+    OpenSpan, Payload, SiteTotals, StackNode, StackSample, Switch,
 };
 
 use crate::{Clock, CpuInterval, Loss, State, Tick};
@@ -37,6 +37,16 @@ pub enum Update {
         names: Vec<(NameId, String)>,
         /// The lanes (all of them, as the source knows them now).
         lanes: Vec<LaneInfo>,
+    },
+    /// Stack nodes and frame symbols an Init or Definitions defined, as
+    /// the reader took them (a node's parent held): after its
+    /// [`Update::Session`] or [`Update::Definitions`], whose names the
+    /// symbols use.
+    Stacks {
+        /// The nodes, in id order.
+        nodes: Vec<(NodeId, StackNode)>,
+        /// The frames at each address, innermost first.
+        symbols: Vec<(u64, Vec<NameId>)>,
     },
     /// A Block's events, their times and durations in ns of the source's
     /// clock.
@@ -169,6 +179,9 @@ pub struct Samples {
     pub memory: Option<Memory>,
     /// Allocation sites whose totals it states.
     pub sites: Vec<Site>,
+    /// Its stacks sampled (their lanes and nodes held), times in ns of
+    /// the source's clock.
+    pub stacks: Vec<StackSample>,
     /// As for [`Update::Events`].
     pub unix_offset: i128,
 }
@@ -220,6 +233,8 @@ struct Said {
     names: Vec<(NameId, String)>,
     /// The lane table, when the frame set it.
     lanes: Option<Vec<LaneInfo>>,
+    nodes: Vec<(NodeId, StackNode)>,
+    symbols: Vec<(u64, Vec<NameId>)>,
     block: bool,
     events: Vec<(LaneId, Event)>,
     drops: Vec<(LaneId, u32)>,
@@ -279,6 +294,15 @@ impl Reader {
                 said.session = state.session().map(|s| s.id);
             }
             Read::Name { id, text } => said.names.push((id, text.to_owned())),
+            Read::StackNode { id, node } => said.nodes.push((id, node)),
+            Read::FrameSymbol { address, frames } => {
+                said.symbols.push((address, frames.iter().collect()))
+            }
+            Read::StackSample(sample) => {
+                if let Some(samples) = &mut said.samples {
+                    samples.stacks.push(sample);
+                }
+            }
             Read::Lanes => said.lanes = Some(state.lanes().values().map(|l| l.info).collect()),
             Read::Restarted { .. } => take(Update::Restarted, state),
             Read::Lost(Loss::Gap { frames }) => take(Update::Gap { frames }, state),
@@ -307,6 +331,7 @@ impl Reader {
                     intervals: Vec::new(),
                     memory: None,
                     sites: Vec::new(),
+                    stacks: Vec::new(),
                     unix_offset: state.unix_offset().unwrap_or(0),
                 })
             }
@@ -367,6 +392,15 @@ impl Reader {
                 Update::Definitions {
                     names: said.names,
                     lanes: said.lanes.unwrap_or_default(),
+                },
+                state,
+            );
+        }
+        if !said.nodes.is_empty() || !said.symbols.is_empty() {
+            take(
+                Update::Stacks {
+                    nodes: said.nodes,
+                    symbols: said.symbols,
                 },
                 state,
             );

@@ -28,6 +28,7 @@ pub mod merge;
 pub mod remote;
 pub mod serve;
 pub mod source;
+mod stacks;
 
 pub use config::RelayConfig;
 pub use error::RelayError;

@@ -42,21 +42,22 @@ use typhon_live_core::block::{
 };
 use typhon_live_core::catchup::write_catchup_of;
 use typhon_live_core::decode::DEFAULT_MAX_FRAME;
-use typhon_live_core::definitions::write_definitions;
+use typhon_live_core::definitions::{write_definitions, write_stack_definitions};
 use typhon_live_core::frame::{frame_around, HEADER_LEN, OVERHEAD, TRAILER_LEN};
 use typhon_live_core::init::write_init;
 use typhon_live_core::samples::{write_samples, MAX_STACK_FRAMES};
 use typhon_live_core::text::write_texts;
 use typhon_live_core::{
-    BlockBuilder, Event, FieldValue, LaneId, LaneInfo, LaneKind, LaneSample, Memory, Metadata,
-    NameId, NameSource, OpenLane, OpenSpan, SamplesBatch, SiteSample, SiteTotals, SwitchRecord,
-    TaskId, TextBatch,
+    BlockBuilder, Event, FieldValue, FrameSymbol, LaneId, LaneInfo, LaneKind, LaneSample, Memory,
+    Metadata, NameId, NameSource, NodeId, OpenLane, OpenSpan, SamplesBatch, SiteSample, SiteTotals,
+    StackNode, SwitchRecord, TaskId, TextBatch,
 };
 
 use typhon_live_reader::owned::{self, PackedEvents, Update};
 use typhon_live_reader::{Placement, MAX_LANES, MAX_NAMES};
 
 use crate::ids::Ids;
+use crate::stacks::{MergedStacks, SourceStacks};
 
 /// The merger's tables by text: foldhash, far cheaper than SipHash. A peer
 /// picks the texts, but each table is capped (at [`MAX_NAMES`] names), so
@@ -171,6 +172,38 @@ impl NameSource for Names {
     }
 }
 
+/// What the merged stream defines: its names, and its stacks.
+struct Defined<'a> {
+    names: &'a Names,
+    stacks: &'a MergedStacks,
+}
+
+impl NameSource for Defined<'_> {
+    fn count(&self) -> u32 {
+        self.names.count()
+    }
+
+    fn get(&self, id: NameId) -> Option<&str> {
+        self.names.get(id)
+    }
+
+    fn stack_node_count(&self) -> u32 {
+        self.stacks.node_count()
+    }
+
+    fn stack_node(&self, id: NodeId) -> Option<StackNode> {
+        self.stacks.node(id)
+    }
+
+    fn frame_symbol_count(&self) -> u32 {
+        self.stacks.symbol_count()
+    }
+
+    fn frame_symbol(&self, index: u32) -> Option<FrameSymbol<'_>> {
+        self.stacks.symbol(index)
+    }
+}
+
 /// What the merger knows of one source.
 struct SourceState {
     /// `LABEL/`, put before its lane and gauge names; empty for a source
@@ -194,6 +227,8 @@ struct SourceState {
     quota: Quota,
     /// Its label, as `/metrics` and stderr name it.
     label: String,
+    /// Its stack nodes as the merged stream's, and its share of them.
+    stacks: SourceStacks,
     /// How much later than its Unix offset places them its times are
     /// placed: what it took, at most, to bring a record that lay wholly
     /// before the relay's clock began onto it. 0 until one did; reset by
@@ -247,6 +282,8 @@ pub struct Merger {
     created_unix_ns: u64,
     names: Names,
     lanes: Vec<LaneInfo>,
+    /// The sources' stacks, under ids of the relay's.
+    stacks: MergedStacks,
     /// Per relay lane (by id).
     open: Vec<Open>,
     /// The latest relay time seen: a new viewer's Catch-up describes it.
@@ -288,6 +325,7 @@ impl Merger {
             created_unix_ns,
             names,
             lanes: Vec::new(),
+            stacks: MergedStacks::default(),
             open: Vec::new(),
             latest: 0,
             names_sent: 0,
@@ -305,6 +343,7 @@ impl Merger {
                     quota,
                     label: label.clone(),
                     lead: 0,
+                    stacks: SourceStacks::share_of(labels.len()),
                 })
                 .collect(),
             out: vec![0u8; max_block_frame_len(scratch.len(), MAX_LANES)],
@@ -404,19 +443,32 @@ impl Merger {
             process_name: &self.process_name,
             ..Metadata::default()
         };
-        let needed = 64 + self.names.bytes + 8 * self.names.texts.len() + 16 * self.lanes.len();
+        self.stacks.nodes_sent = 0;
+        self.stacks.symbols_sent = 0;
+        let needed = 64
+            + self.names.bytes
+            + 8 * self.names.texts.len()
+            + 16 * self.lanes.len()
+            + self.stacks.unsent_bytes();
         if self.out.len() < needed {
             self.out.resize(needed, 0);
         }
+        let defined = Defined {
+            names: &self.names,
+            stacks: &self.stacks,
+        };
         let n = write_init(
             &mut self.out,
             0,
             &meta,
-            &self.names,
+            &defined,
             self.lanes.iter().copied(),
         )
-        .expect("the buffer is sized for every name and lane");
+        .expect("the buffer is sized for every name, lane and stack node");
         self.names_sent = self.names.count();
+        // All of them: the relay defines one frame's worth at most.
+        self.stacks.nodes_sent = self.stacks.node_count();
+        self.stacks.symbols_sent = self.stacks.symbol_count();
         let init = Arc::new(self.frame(n));
         self.init = Some(Arc::clone(&init));
         init
@@ -451,11 +503,15 @@ impl Merger {
                     // placed afresh.
                     state.memory = None;
                     state.lead = 0;
+                    state.stacks.new_session();
                     self.close_spans_of(source);
                 }
                 self.define(source, names, lanes, &mut emit);
             }
             Update::Definitions { names, lanes } => self.define(source, names, lanes, &mut emit),
+            Update::Stacks { nodes, symbols } => {
+                self.define_stacks(source, nodes, symbols, &mut emit)
+            }
             Update::CatchUp {
                 time,
                 lanes,
@@ -563,6 +619,28 @@ impl Merger {
         }
     }
 
+    /// Source `source`'s stack nodes and frame symbols, under the relay's
+    /// ids, their frames' names the relay's; told to the viewers at once.
+    fn define_stacks(
+        &mut self,
+        source: usize,
+        nodes: &[(NodeId, StackNode)],
+        symbols: &[(u64, Vec<NameId>)],
+        emit: &mut impl FnMut(MergedFrame),
+    ) {
+        let state = &mut self.sources[source];
+        for &frame in symbols.iter().flat_map(|(_, frames)| frames) {
+            use_name(&mut self.names, state, frame);
+        }
+        let SourceState { names, stacks, .. } = state;
+        let name = |frame: NameId| names.get(frame).unwrap_or(0);
+        self.stacks.define(source, stacks, nodes, symbols, name);
+        if self.names.count() > self.names_sent {
+            self.definitions(emit);
+        }
+        self.stack_definitions(emit);
+    }
+
     fn definitions(&mut self, emit: &mut impl FnMut(MergedFrame)) {
         let first = self.names_sent;
         let unsent: usize = (first..self.names.count())
@@ -584,6 +662,29 @@ impl Merger {
         self.names_sent = self.names.count();
         self.init = None;
         emit(self.frame(n));
+    }
+
+    /// The stack nodes and frame symbols not yet told, in a Definitions
+    /// frame of their own, after the names their symbols use.
+    fn stack_definitions(&mut self, emit: &mut impl FnMut(MergedFrame)) {
+        if self.stacks.unsent() {
+            let needed = 64 + self.stacks.unsent_bytes();
+            if self.out.len() < needed {
+                self.out.resize(needed, 0);
+            }
+            let defined = Defined {
+                names: &self.names,
+                stacks: &self.stacks,
+            };
+            let nodes = self.stacks.nodes_sent..self.stacks.node_count();
+            let symbols = self.stacks.symbols_sent..self.stacks.symbol_count();
+            let n = write_stack_definitions(&mut self.out, 0, &defined, nodes, symbols)
+                .expect("the buffer is sized for the new stack nodes and symbols");
+            self.stacks.nodes_sent = self.stacks.node_count();
+            self.stacks.symbols_sent = self.stacks.symbol_count();
+            self.init = None;
+            emit(self.frame(n));
+        }
     }
 
     /// Source `source`'s process started over: nothing it had open is.
@@ -989,14 +1090,19 @@ impl Merger {
                 totals: *totals,
             })
             .collect();
+        let stacks = self
+            .stacks
+            .samples(&state.stacks, &samples.stacks, |sample| {
+                let lane = state.lanes.get(sample.lane)?;
+                Some((lane, shift.place(sample.time).min(time)))
+            });
         let batch = SamplesBatch {
             time,
             lanes: &lanes,
             switches: &switches,
             memory,
             sites: &sites,
-            // Not merged yet: the relay defines no stack nodes of its own.
-            stacks: &[],
+            stacks: &stacks,
         };
         if batch.is_empty() {
             return;
@@ -1618,6 +1724,46 @@ mod tests {
                 lane("b/worker", 4002, 40_000),
             ]
         );
+    }
+
+    #[test]
+    fn each_sources_stacks_reach_viewers_under_their_own_nodes_and_frames() {
+        use typhon_live_model::{Profile, Selection};
+        let stream = two_sources_of(&typhon_live_tests::stacks_stream(), 400_000);
+        let mut model = viewed(&stream);
+        model.flush_history();
+        let stacks = model.state().stacks();
+        // Two sources' trees, their own nodes: three each.
+        assert_eq!(stacks.len(), 6);
+        let samples: Vec<_> = (model.history().chunks().iter())
+            .flat_map(|c| c.stacks.iter().copied())
+            .collect();
+        assert_eq!(samples.len(), 4, "{samples:?}");
+        // Each source's samples on its own lane, its stacks' frames named.
+        for lane in ["a/main", "b/main"] {
+            let id = (samples.iter())
+                .map(|s| s.lane)
+                .find(|&l| model.lane_name(l).as_deref() == Some(lane))
+                .unwrap_or_else(|| panic!("no sample on {lane}"));
+            let chunks = model.history().chunks().iter().map(|c| &**c);
+            let lane_profile = Profile::of(
+                chunks,
+                stacks,
+                Selection::Lane {
+                    lane: id,
+                    from: 0,
+                    to: u64::MAX,
+                },
+            );
+            assert_eq!(lane_profile.samples, 2);
+            let names = model.names();
+            let hottest = lane_profile.hottest().map(|(f, _)| f.text(names));
+            assert!(
+                matches!(hottest.as_deref(), Some("hash" | "run")),
+                "{hottest:?}"
+            );
+            assert!(lane_profile.folded(names).contains(";run;spin;hash 1"));
+        }
     }
 
     #[test]

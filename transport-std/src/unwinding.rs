@@ -113,7 +113,9 @@ mod tables {
         /// Walks the copied stack; whether the walk found the stack's end.
         pub(super) fn walk(&mut self, at: Registers, stack: &[u8], out: &mut Vec<u64>) -> bool {
             if !self.modules.iter().any(|m| m.covers(at.ip)) {
-                self.rescan();
+                // The modules' tables (MBs, kept for good) are the
+                // profiler's, no allocation site of the program's.
+                crate::tracking::unsampled(|| self.rescan());
             }
             #[cfg(target_arch = "x86_64")]
             let regs = Regs::new(at.ip, at.sp, at.fp);

@@ -65,9 +65,12 @@ pub struct FlameLayout {
     pub bars: Vec<FlameBar>,
     /// The functions' texts, each once.
     pub texts: Vec<String>,
-    /// The functions that ran most: text, samples in which each ran, and
-    /// on whose stacks it was.
-    pub top: Vec<(String, u64, u64)>,
+    /// The functions that ran most: text, samples in which each ran, on
+    /// whose stacks it was, and the frame.
+    pub top: Vec<(String, u64, u64, Frame)>,
+    /// The program's function that ran most (past the standard
+    /// library's), its share of the samples, and the frame.
+    pub hottest: Option<(String, f64, Frame)>,
     /// The frame clicked, and the spans in the window whose samples ran
     /// it (drawn outlined on the timeline).
     pub marked: Option<Frame>,
@@ -91,8 +94,10 @@ pub fn lay_out(profile: &Profile, names: &Names, title: String, width: f32) -> F
         cut: profile.cut,
         frame_pointers: profile.frame_pointers,
         top: (profile.functions.iter().take(10))
-            .map(|f| (f.frame.function(names), f.own, f.total))
+            .map(|f| (f.frame.function(names), f.own, f.total, f.frame))
             .collect(),
+        hottest: (profile.hottest_of_program(names))
+            .map(|(f, share)| (f.function(names), share, f)),
         ..FlameLayout::default()
     };
     let Some(root) = profile.nodes.first().filter(|r| r.total > 0) else {
@@ -100,8 +105,50 @@ pub fn lay_out(profile: &Profile, names: &Names, title: String, width: f32) -> F
     };
     let min_share = 1.0 / f64::from(width.max(1.0));
     let mut texts: std::collections::HashMap<Frame, u32> = Default::default();
+    // The trunk: the frames every sample ran in, one under the next (a
+    // thread's start, its main loop), folded into one row, so that where
+    // the samples part ways is in sight.
+    let mut trunk = vec![0u32];
+    while let [only] = profile.nodes[*trunk.last().unwrap_or(&0) as usize].children[..] {
+        if profile.nodes[only as usize].total < root.total {
+            break;
+        }
+        trunk.push(only);
+    }
+    let (start, folded) = match trunk[..] {
+        [_, outer, .., inner] if trunk.len() > 3 => {
+            let (outer, inner) = (
+                &profile.nodes[outer as usize],
+                &profile.nodes[inner as usize],
+            );
+            layout.bars.push(root_bar(root));
+            layout.texts.push(format!(
+                "{} frames every sample ran in: {} … {}",
+                trunk.len() - 1,
+                outer.frame.function(names),
+                inner.frame.function(names)
+            ));
+            layout.bars.push(FlameBar {
+                depth: 1,
+                text: layout.texts.len() as u32 - 1,
+                frame: inner.frame,
+                ..root_bar(inner)
+            });
+            (inner.children.clone(), inner.depth - 1)
+        }
+        _ => (vec![0], 0),
+    };
     // Depth first, each node's callees left to right from its left edge.
-    let mut todo = vec![(0u32, 0.0f64)];
+    let mut todo: Vec<(u32, f64)> = Vec::new();
+    let mut at = 0.0;
+    for &id in &start {
+        let share = profile.nodes[id as usize].total as f64 / root.total as f64;
+        if share >= min_share {
+            todo.push((id, at));
+        }
+        at += share;
+    }
+    todo.reverse();
     while let Some((id, x0)) = todo.pop() {
         if layout.bars.len() >= MAX_FLAME_BARS {
             break;
@@ -119,7 +166,7 @@ pub fn lay_out(profile: &Profile, names: &Names, title: String, width: f32) -> F
         layout.bars.push(FlameBar {
             x0: x0 as f32,
             x1: (x0 + share) as f32,
-            depth: node.depth,
+            depth: node.depth - folded,
             frame: node.frame,
             text,
             total: node.total,
@@ -140,6 +187,19 @@ pub fn lay_out(profile: &Profile, names: &Names, title: String, width: f32) -> F
     layout
 }
 
+/// The bar of `node`, across the whole width at its depth.
+fn root_bar(node: &typhon_live_model::CallNode) -> FlameBar {
+    FlameBar {
+        x0: 0.0,
+        x1: 1.0,
+        depth: node.depth,
+        frame: node.frame,
+        text: u32::MAX,
+        total: node.total,
+        own: node.own,
+    }
+}
+
 /// What the person did to the graph.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct FlameInput {
@@ -149,8 +209,15 @@ pub struct FlameInput {
     pub clicked: Option<FlameBar>,
 }
 
-/// Paints `layout` in `rect`: the root on top, a frame's colour from its
-/// function, the marked frame outlined.
+/// The height of `layout`, all its depths.
+pub fn height(layout: &FlameLayout) -> f32 {
+    let depths = layout.bars.iter().map(|b| b.depth).max().unwrap_or(0);
+    (f32::from(depths) + 1.0) * FLAME_ROW
+}
+
+/// Paints `layout` in `rect` (as high as [`height`] says, or more): the
+/// root on top, a frame's colour from its function, the marked frame
+/// outlined.
 pub fn paint(ui: &mut egui::Ui, rect: Rect, layout: &FlameLayout) -> FlameInput {
     let response = ui.allocate_rect(rect, Sense::click());
     let painter: Painter = ui.painter().with_clip_rect(rect);
@@ -296,10 +363,40 @@ mod tests {
                 (3, 2, 0.99, 1.0),
             ]
         );
-        assert_eq!(wide.top, [("#4".to_string(), 990, 990)]);
+        assert_eq!(wide.top, [("#4".to_string(), 990, 990, Frame::Function(4))]);
         // 50 pixels: `cold`, a hundredth, is under a pixel's share.
         let narrow = lay_out(&profile, &names, "all".into(), 50.0);
         assert_eq!(narrow.bars.len(), 4);
         assert!(narrow.bars.iter().all(|b| b.frame != Frame::Function(3)));
+    }
+
+    #[test]
+    fn the_frames_every_sample_ran_in_fold_into_one_row() {
+        // start -> main -> loop -> (a: 60, b: 40).
+        let profile = Profile {
+            nodes: vec![
+                node(0, 0, 0, 100, 0, vec![1]),
+                node(1, 0, 1, 100, 0, vec![2]),
+                node(2, 1, 2, 100, 0, vec![3]),
+                node(3, 2, 3, 100, 0, vec![4, 5]),
+                node(4, 3, 4, 60, 60, vec![]),
+                node(5, 3, 4, 40, 40, vec![]),
+            ],
+            samples: 100,
+            ..Profile::default()
+        };
+        let layout = lay_out(&profile, &Names::new(), "all".into(), 1000.0);
+        let rows: Vec<(u16, String, f32, f32)> = (layout.bars.iter())
+            .map(|b| (b.depth, layout.text(b).to_owned(), b.x0, b.x1))
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                (0, String::new(), 0.0, 1.0),
+                (1, "3 frames every sample ran in: #1 … #3".into(), 0.0, 1.0),
+                (2, "#4".into(), 0.0, 0.6),
+                (2, "#5".into(), 0.6, 1.0),
+            ]
+        );
     }
 }

@@ -16,6 +16,7 @@ use typhon_live_model::allocated::allocated_line;
 use typhon_live_model::history::SpanRecord;
 use typhon_live_model::marks::LATENCY_MARK;
 use typhon_live_model::memory::bytes;
+use typhon_live_model::Frame;
 use typhon_live_model::{FieldSummary, LogRow, SiteSummary};
 
 use crate::flame::{self, FlameOf};
@@ -87,7 +88,14 @@ pub struct Page {
     /// The last span clicked (the flame graph's "this span"), and where
     /// the flame graph was drawn.
     clicked: Option<SpanRecord>,
-    flame_drawn: Option<Rect>,
+    flame_drawn: FlameDrawn,
+}
+
+/// Where the flame panel drew its graph and its hottest function.
+#[derive(Clone, Copy, Debug, Default)]
+struct FlameDrawn {
+    graph: Option<Rect>,
+    hottest: Option<Rect>,
 }
 
 impl Page {
@@ -393,7 +401,10 @@ impl Page {
                     let link = ui.link(text);
                     longest_listed.push(link.rect);
                     if link.clicked() {
+                        // Shown, and the code it ran folded.
                         actions.push(Action::Jump(*span));
+                        actions.push(Action::Clicked(*span));
+                        actions.push(Action::Flame(FlameOf::Span(*span)));
                     }
                 }
             });
@@ -460,7 +471,7 @@ impl Page {
     /// the span clicked's lane), the graph, and the functions that ran
     /// most. Clicking a frame outlines the spans whose samples ran it.
     fn flame_panel(&mut self, ctx: &Context, actions: &mut Vec<Action>) {
-        self.flame_drawn = None;
+        self.flame_drawn = FlameDrawn::default();
         let Some(flame) = &self.scene.flame else {
             return;
         };
@@ -469,7 +480,7 @@ impl Page {
         let drawn = &mut self.flame_drawn;
         egui::TopBottomPanel::bottom("flame")
             .resizable(true)
-            .default_height(220.0)
+            .default_height(300.0)
             .show(ctx, |ui| {
                 ui.horizontal(|ui| {
                     ui.label(RichText::new("which code ran:").strong());
@@ -504,22 +515,40 @@ impl Page {
                 });
                 ui.columns(2, |columns| {
                     let (graph, top) = columns.split_at_mut(1);
-                    let ui = &mut graph[0];
-                    let rect = ui.available_rect_before_wrap();
-                    let input = flame::paint(ui, rect, flame);
-                    if let Some(bar) = input.clicked.filter(|b| b.depth > 0) {
-                        actions.push(Action::Mark(Some(bar.frame)));
-                    }
-                    *drawn = Some(rect);
+                    // Deep stacks scroll: the root stays where it was.
+                    egui::ScrollArea::vertical()
+                        .id_salt("flame graph")
+                        .show(&mut graph[0], |ui| {
+                            let width = ui.available_width();
+                            let (rect, _) = ui.allocate_exact_size(
+                                egui::vec2(width, flame::height(flame)),
+                                Sense::hover(),
+                            );
+                            let input = flame::paint(ui, rect, flame);
+                            if let Some(bar) = input.clicked.filter(|b| b.depth > 0) {
+                                actions.push(Action::Mark(Some(bar.frame)));
+                            }
+                            drawn.graph = Some(rect);
+                        });
                     let ui = &mut top[0];
-                    ui.label("ran most (self · total samples):");
+                    if let Some((function, share, frame)) = &flame.hottest {
+                        let text = format!("hottest: {function} ({:.0} %)", share * 100.0);
+                        let link = ui.link(RichText::new(text).strong());
+                        if link.clicked() {
+                            actions.push(Action::Mark(Some(*frame)));
+                        }
+                        drawn.hottest = Some(link.rect);
+                    }
+                    ui.label("ran most (self · total samples; click: outline its spans):");
                     egui::Grid::new("top functions")
                         .striped(true)
                         .show(ui, |ui| {
-                            for (function, own, total) in &flame.top {
+                            for (function, own, total, frame) in &flame.top {
                                 ui.label(own.to_string());
                                 ui.label(total.to_string());
-                                ui.monospace(function);
+                                if ui.link(RichText::new(function).monospace()).clicked() {
+                                    actions.push(Action::Mark(Some(*frame)));
+                                }
                                 ui.end_row();
                             }
                         });
@@ -711,10 +740,12 @@ impl Page {
                 title: f.title.clone(),
                 samples: f.samples,
                 top: f.top.clone(),
+                hottest: f.hottest.clone(),
                 bars: (f.bars.iter().take(FLAME_HOOK_BARS))
                     .map(|b| (f.text(b).to_owned(), b.depth, b.x0, b.x1))
                     .collect(),
-                at: self.flame_drawn.map(css),
+                at: self.flame_drawn.graph.map(css),
+                hottest_at: self.flame_drawn.hottest.map(css),
                 marked: f.marked.is_some(),
                 marked_spans: f.marked_spans.len(),
             }),
@@ -782,8 +813,13 @@ struct Hook {
 struct FlameHook {
     title: String,
     samples: u64,
-    /// The functions that ran most: text, own and total samples.
-    top: Vec<(String, u64, u64)>,
+    /// The functions that ran most: text, own and total samples, frame.
+    top: Vec<(String, u64, u64, Frame)>,
+    /// The program's function that ran most, its share, and the frame.
+    hottest: Option<(String, f64, Frame)>,
+    /// Where the hottest function is written (a link: it outlines its
+    /// spans).
+    hottest_at: Option<[f32; 4]>,
     /// Its first bars: text, depth, and edges as shares of its width.
     bars: Vec<(String, u16, f32, f32)>,
     /// Where it was drawn.
