@@ -11,7 +11,8 @@
 //! codec rows); `-- --formats FILE...` the sizes and conversion speeds of
 //! trace files as Perfetto and Chrome JSON; `-- --relay` the relay
 //! under load (4 sources, 4 viewers); `-- --relay-attack` its `/metrics`
-//! scraped while clients try to hold it.
+//! scraped while clients try to hold it; `-- --stacks` the call stacks'
+//! cost and accuracy (against `perf`).
 
 mod cpu;
 mod exporter_cpu;
@@ -22,6 +23,7 @@ mod memory;
 mod relay;
 mod relay_attack;
 mod service;
+mod stacks;
 mod verdict;
 mod web;
 
@@ -722,6 +724,12 @@ struct Options {
     /// real demo runs), power against a 10 % slower system, its speed.
     #[arg(long)]
     compare: bool,
+    /// Only the call stacks' rows: 16 busy threads sampled at 1 kHz
+    /// (frame pointers, copied stacks) against off, a span's cost, a
+    /// sample's latency to a viewer, a first-seen address's cost, and the
+    /// shares against `perf` itself.
+    #[arg(long)]
+    stacks: bool,
     /// The recorder's memory row, on or off, in a process of its own: its
     /// peak RSS and largest capture, as two numbers.
     #[arg(long, hide = true, value_name = "on|off")]
@@ -844,6 +852,10 @@ fn main() {
     }
     if options.compare {
         print_table(quick, verdict::rows(quick));
+        return;
+    }
+    if options.stacks {
+        print_table(quick, stacks::rows(quick));
         return;
     }
     if let Some(on) = options.recorder_memory_row {

@@ -8,6 +8,7 @@ pub mod http_attack;
 pub mod service;
 #[cfg(doctest)]
 pub mod snippets;
+pub mod ten_functions;
 pub mod tls;
 
 use typhon_live_core::init::{ArchetypeView, ComponentView};

@@ -14,6 +14,7 @@
 //! | `CpuSampleMs` | `TYPHON__PROFILER__CPUSAMPLEMS` | `--cpu-sample-ms <ms>` | `10` | how often the exporter thread reads each lane's thread's CPU time and switches (Samples frames; Linux and Windows); 0: never |
 //! | `CpuSwitches` | `TYPHON__PROFILER__CPUSWITCHES` | `--cpu-switches <on\|off>` | `true` | each lane's thread's context switches traced one by one, where the system allows it (Linux `perf_event_open`), sent with the samples |
 //! | `StackSampleHz` | `TYPHON__PROFILER__STACKSAMPLEHZ` | `--stack-sample-hz <hz>` | `0` | how often each lane's thread's call stack is sampled, per second of its time on a CPU (Linux `perf_event_open`; up to 10 000); 0: never |
+//! | `StackCopies` | `TYPHON__PROFILER__STACKCOPIES` | `--stack-copies <on\|off>` | `true` | each stack sample copies 8 KiB of its thread's stack, walked with the modules' unwind tables (code built without frame pointers needs it); off: the kernel's frame-pointer chains alone, cheaper, whole only where every frame keeps its pointer |
 //! | `AllocationSampleBytes` | `TYPHON__PROFILER__ALLOCATIONSAMPLEBYTES` | `--allocation-sample-bytes <n>` | `524288` | with [`Tracking`](crate::Tracking) as the global allocator, one allocation in this many bytes (on average) is sampled with its stack, for the sites that hold memory; 0: none |
 //! | `Recorder.Dir` | `TYPHON__PROFILER__RECORDER__DIR` | `--capture-dir <dir>` | off | the flight recorder on: captures go to this directory (docs/RECORDER.md) |
 //! | `Recorder.On` (a string or a list) | `TYPHON__PROFILER__RECORDER__ON` (`;` between triggers) | `--capture-on <trigger>` (repeated) | none | the triggers; SIGUSR1 and `Profiler::capture` ask for a capture at once |
@@ -70,6 +71,9 @@ pub struct ProfilerConfig {
     /// Each lane's thread's call stack is sampled this many times a
     /// second of its time on a CPU (FORMAT.md, "Stacks"); 0: never.
     pub stack_sample_hz: u32,
+    /// Each stack sample copies the top of its thread's stack, walked
+    /// with the unwind tables; off: frame-pointer chains alone.
+    pub stack_copies: bool,
     /// With [`Tracking`](crate::Tracking) as the global allocator: the
     /// mean bytes between two sampled allocations; 0: none sampled.
     pub allocation_sample_bytes: u64,
@@ -95,6 +99,7 @@ impl Default for ProfilerConfig {
             cpu_samples: Some(crate::cpu_samples::DEFAULT_EVERY),
             cpu_switches: true,
             stack_sample_hz: 0,
+            stack_copies: true,
             allocation_sample_bytes: crate::allocation_sites::DEFAULT_MEAN,
             capture_dir: None,
             recorder: Vec::new(),
@@ -195,6 +200,8 @@ pub struct ConfigLayer {
     pub cpu_switches: Option<bool>,
     /// `StackSampleHz` (0: never).
     pub stack_sample_hz: Option<u32>,
+    /// `StackCopies`.
+    pub stack_copies: Option<bool>,
     /// `AllocationSampleBytes` (0: none).
     pub allocation_sample_bytes: Option<u64>,
     /// `Recorder.Dir`.
@@ -272,6 +279,7 @@ impl ConfigLayer {
                             "StackSampleHz" => {
                                 self.stack_sample_hz = Some(hz_value(&name, &json_text(value))?)
                             }
+                            "StackCopies" => self.stack_copies = Some(bool_value(&name, value)?),
                             "AllocationSampleBytes" => {
                                 self.allocation_sample_bytes =
                                     Some(bytes_value(&name, &json_text(value))?)
@@ -359,6 +367,7 @@ impl ConfigLayer {
                 "CPUSAMPLEMS" => layer.cpu_sample_ms = Some(wait_value(key, value)?),
                 "CPUSWITCHES" => layer.cpu_switches = Some(bool_text(key, value)?),
                 "STACKSAMPLEHZ" => layer.stack_sample_hz = Some(hz_value(key, value)?),
+                "STACKCOPIES" => layer.stack_copies = Some(bool_text(key, value)?),
                 "ALLOCATIONSAMPLEBYTES" => {
                     layer.allocation_sample_bytes = Some(bytes_value(key, value)?)
                 }
@@ -441,6 +450,11 @@ impl ConfigLayer {
                         .ok_or_else(|| missing("--stack-sample-hz", "samples a second"))?;
                     layer.stack_sample_hz = Some(hz_value("--stack-sample-hz", &value)?);
                 }
+                "--stack-copies" => {
+                    let value =
+                        next_value(&mut i).ok_or_else(|| missing("--stack-copies", "on or off"))?;
+                    layer.stack_copies = Some(bool_text("--stack-copies", &value)?);
+                }
                 "--allocation-sample-bytes" => {
                     let value = next_value(&mut i)
                         .ok_or_else(|| missing("--allocation-sample-bytes", "bytes"))?;
@@ -521,6 +535,9 @@ impl ProfilerConfig {
             }
             if let Some(hz) = layer.stack_sample_hz {
                 config.stack_sample_hz = hz;
+            }
+            if let Some(copies) = layer.stack_copies {
+                config.stack_copies = copies;
             }
             if let Some(bytes) = layer.allocation_sample_bytes {
                 config.allocation_sample_bytes = bytes;
@@ -852,13 +869,15 @@ mod tests {
         let from_file =
             file(json!({ "Typhon": { "Telemetry": { "Profiler": { "StackSampleHz": 99 } } } }));
         let env = ConfigLayer::from_env([("TYPHON__PROFILER__STACKSAMPLEHZ", "1000")]).unwrap();
-        let args = ConfigLayer::from_args(["--stack-sample-hz=0"]).unwrap();
+        let args =
+            ConfigLayer::from_args(["--stack-sample-hz=0", "--stack-copies", "off"]).unwrap();
         let hz = |layers: &[&ConfigLayer]| {
-            ProfilerConfig::layered(layers.iter().copied()).stack_sample_hz
+            let config = ProfilerConfig::layered(layers.iter().copied());
+            (config.stack_sample_hz, config.stack_copies)
         };
-        assert_eq!(hz(&[&from_file]), 99);
-        assert_eq!(hz(&[&from_file, &env]), 1000);
-        assert_eq!(hz(&[&from_file, &env, &args]), 0);
+        assert_eq!(hz(&[&from_file]), (99, true));
+        assert_eq!(hz(&[&from_file, &env]), (1000, true));
+        assert_eq!(hz(&[&from_file, &env, &args]), (0, false));
         for bad in ["10001", "-5", "fast"] {
             let err = ConfigLayer::from_args(["--stack-sample-hz", bad]).unwrap_err();
             assert_eq!(

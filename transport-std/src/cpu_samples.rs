@@ -64,8 +64,9 @@ pub(crate) struct CpuSamples {
     /// Switches are traced: on until the system refuses.
     trace_switches: bool,
     /// Stacks are sampled this often a second on a CPU: 0, or off once
-    /// the system refuses.
+    /// the system refuses; with copies of the threads' stacks.
     stack_hz: u32,
+    stack_copies: bool,
     unwinder: Unwinder,
     /// The session's stacks.
     pub(crate) tree: StackTree,
@@ -91,9 +92,9 @@ pub(crate) struct Due<'a> {
 
 impl CpuSamples {
     /// Sampling every `every`, each lane's switches traced too if
-    /// `switches`, and its stacks sampled `stack_hz` times a second of its
-    /// time on a CPU.
-    pub(crate) fn new(every: Duration, switches: bool, stack_hz: u32) -> CpuSamples {
+    /// `switches`, and its stacks sampled `hz` times a second of its time
+    /// on a CPU, with copies of its stack if `copies`.
+    pub(crate) fn new(every: Duration, switches: bool, (hz, copies): (u32, bool)) -> CpuSamples {
         CpuSamples {
             every,
             next: None,
@@ -104,7 +105,8 @@ impl CpuSamples {
             switches: Vec::new(),
             said: false,
             trace_switches: switches,
-            stack_hz,
+            stack_hz: hz,
+            stack_copies: copies,
             unwinder: Unwinder::default(),
             tree: StackTree::default(),
             stacks: Vec::new(),
@@ -266,7 +268,7 @@ impl CpuSamples {
         if self.stack_hz == 0 {
             return None;
         }
-        match ThreadStacks::open(thread, self.stack_hz, true) {
+        match ThreadStacks::open(thread, self.stack_hz, self.stack_copies) {
             Ok(stacks) => Some(stacks),
             Err(e) => {
                 self.stacks_refused += 1;

@@ -54,13 +54,17 @@ impl Module {
         let Ok(elf) = object::File::parse(&cache) else {
             return UnwindTables::default();
         };
-        let section = |name: &str| {
+        let range = |name: &str| {
             let section = elf.section_by_name(name)?;
-            let start = section.address();
-            Some((start..start + section.size(), section.data().ok()?.to_vec()))
+            Some(section.address()..section.address() + section.size())
         };
+        let section = |name: &str| {
+            let data = elf.section_by_name(name)?.data().ok()?.to_vec();
+            Some((range(name)?, data))
+        };
+        // Where the code is, not the code: the tables say how to walk it.
         let mut tables = UnwindTables {
-            text_svma: section(".text").map(|s| s.0),
+            text_svma: range(".text"),
             ..UnwindTables::default()
         };
         if let Some((svma, data)) = section(".eh_frame") {

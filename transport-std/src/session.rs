@@ -277,6 +277,7 @@ impl Profiler {
             cpu_samples: config.cpu_samples,
             cpu_switches: config.cpu_switches,
             stack_sample_hz: config.stack_sample_hz,
+            stack_copies: config.stack_copies,
         };
         // Before the exporter thread runs: nothing drains while rings resize.
         let sized = runtime::LANES.set_ring_capacity(config.ring_events);
@@ -473,6 +474,8 @@ struct Pacing {
     /// Each lane's thread's call stack sampled this often a second on a
     /// CPU; 0: never.
     stack_sample_hz: u32,
+    /// Each sample copies the top of its thread's stack.
+    stack_copies: bool,
 }
 
 /// Where frames go: the trace file, the live viewer and the flight
@@ -677,6 +680,7 @@ fn export(
         cpu_samples,
         cpu_switches,
         stack_sample_hz,
+        stack_copies,
     } = pacing;
     runtime::set_exporter(Some(std::thread::current()));
     let result = meta.with(|meta| {
@@ -703,7 +707,8 @@ fn export(
         let mut alongside = Alongside {
             taken: texts::Taken::default(),
             batch: vec![0u8; TEXT_BATCH_BYTES],
-            cpu: cpu_samples.map(|every| CpuSamples::new(every, cpu_switches, stack_sample_hz)),
+            cpu: cpu_samples
+                .map(|every| CpuSamples::new(every, cpu_switches, (stack_sample_hz, stack_copies))),
             memory: MemorySamples::new(),
             symbolizer: Symbolizer::default(),
         };
