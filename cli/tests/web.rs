@@ -22,6 +22,24 @@ static ONE_BROWSER: std::sync::Mutex<()> = std::sync::Mutex::new(());
 fn one_browser() -> std::sync::MutexGuard<'static, ()> {
     ONE_BROWSER.lock().unwrap_or_else(|p| p.into_inner())
 }
+
+/// Headless Chromium `width` × `height` pixels, with this test's turn
+/// held; `None`, said as a skip, off Linux (under wine its binary is
+/// found and cannot run) or where it is not installed.
+fn chromium(width: u32, height: u32) -> Option<(std::sync::MutexGuard<'static, ()>, Browser)> {
+    if !cfg!(target_os = "linux") {
+        skipped("the browser test runs Chromium on Linux only");
+        return None;
+    }
+    let turn = one_browser();
+    match Browser::start(width, height) {
+        Ok(browser) => Some((turn, browser)),
+        Err(why) => {
+            skipped(&why);
+            None
+        }
+    }
+}
 const WAIT: Duration = Duration::from_secs(40);
 
 /// The strings of a JSON list.
@@ -43,14 +61,8 @@ fn names(list: &Value, key: &str) -> Vec<String> {
 
 #[test]
 fn the_demo_is_watched_live_in_chromium() {
-    if !cfg!(target_os = "linux") {
-        // Under wine, /usr/bin/chromium is found and cannot run.
-        return skipped("the browser test runs Chromium on Linux only");
-    }
-    let _turn = one_browser();
-    let browser = match Browser::start(1400, 800) {
-        Ok(browser) => browser,
-        Err(why) => return skipped(&why),
+    let Some((_turn, browser)) = chromium(1400, 1000) else {
+        return;
     };
     // It leaks 2 MiB a second from one function, on purpose.
     let (_demo, url) = serve_web(&[
@@ -353,13 +365,8 @@ fn flame_bar(state: &Value, function: &str) -> Option<(u64, f64)> {
 
 #[test]
 fn the_demos_spin_stall_is_found_by_its_function() {
-    if !cfg!(target_os = "linux") {
-        return skipped("the browser test runs Chromium on Linux only");
-    }
-    let _turn = one_browser();
-    let browser = match Browser::start(1400, 1000) {
-        Ok(browser) => browser,
-        Err(why) => return skipped(&why),
+    let Some((_turn, browser)) = chromium(1400, 1000) else {
+        return;
     };
     let (_demo, url) = serve_web(&[
         "demo",
@@ -483,13 +490,8 @@ fn the_demos_spin_stall_is_found_by_its_function() {
 
 #[test]
 fn a_recorded_trace_is_read_whole_by_the_page_and_shown_paused_at_its_end() {
-    if !cfg!(target_os = "linux") {
-        return skipped("the browser test runs Chromium on Linux only");
-    }
-    let _turn = one_browser();
-    let browser = match Browser::start(1200, 700) {
-        Ok(browser) => browser,
-        Err(why) => return skipped(&why),
+    let Some((_turn, browser)) = chromium(1200, 700) else {
+        return;
     };
     let trace = common::temp("web-view.tlt");
     let recorded = typhon()
@@ -541,13 +543,8 @@ fn a_recorded_trace_is_read_whole_by_the_page_and_shown_paused_at_its_end() {
 /// shown, the AI system's span selected, the trigger drawn.
 #[test]
 fn a_capture_opens_in_the_browser_on_its_trigger() {
-    if !cfg!(target_os = "linux") {
-        return skipped("the browser test runs Chromium on Linux only");
-    }
-    let _turn = one_browser();
-    let browser = match Browser::start(1400, 800) {
-        Ok(browser) => browser,
-        Err(why) => return skipped(&why),
+    let Some((_turn, browser)) = chromium(1400, 800) else {
+        return;
     };
     let dir = common::temp("web-captures");
     let _ = std::fs::remove_dir_all(&dir);

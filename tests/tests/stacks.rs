@@ -147,3 +147,107 @@ fn a_thread_that_spins_three_calls_deep_is_found_in_its_stacks() {
                 || s.unwinding == Unwinding::FramePointers)
     );
 }
+
+/// A source with `nodes` stack nodes in one chain of 100 (each a root's
+/// descendant, 100 deep at most) and three frame symbols.
+struct ManyNodes {
+    names: typhon_live_core::NameTable<4, 64>,
+    nodes: u32,
+}
+
+impl typhon_live_core::NameSource for ManyNodes {
+    fn count(&self) -> u32 {
+        self.names.count()
+    }
+    fn get(&self, id: u32) -> Option<&str> {
+        self.names.get(id)
+    }
+    fn stack_node_count(&self) -> u32 {
+        self.nodes
+    }
+    fn stack_node(&self, id: NodeId) -> Option<typhon_live_core::StackNode> {
+        (id < self.nodes).then(|| typhon_live_core::StackNode {
+            parent: (id % 100 != 0).then(|| id - 1),
+            address: 0x1000 + u64::from(id),
+        })
+    }
+    fn frame_symbol_count(&self) -> u32 {
+        3
+    }
+    fn frame_symbol(&self, index: u32) -> Option<typhon_live_core::FrameSymbol<'_>> {
+        const FRAMES: [u32; 1] = [0];
+        (index < 3).then(|| typhon_live_core::FrameSymbol {
+            address: 0x1000 + u64::from(index),
+            frames: &FRAMES,
+        })
+    }
+}
+
+#[test]
+fn the_exporter_defines_every_node_a_frames_worth_at_a_time_and_again_after_a_drop() {
+    use typhon_live_core::stacks::MAX_NODES_PER_FRAME;
+    use typhon_live_core::{Exporter, Lanes};
+
+    static LANES: Lanes<1, 64> = Lanes::new();
+    let mut names = typhon_live_core::NameTable::new();
+    names.intern("main").unwrap();
+    let mut source = ManyNodes {
+        names,
+        nodes: 70_000,
+    };
+    let meta = Metadata {
+        ticks_per_second: 1_000_000_000,
+        ..Metadata::default()
+    };
+    let mut scratch = [0u8; 4096];
+    let mut exporter: Exporter<'_, 1> = Exporter::new(meta, &mut scratch);
+    exporter.attach().unwrap();
+    let mut out = vec![0u8; 4 << 20];
+    let mut stream = Vec::new();
+    let mut dropped_one = false;
+    let mut poll = |exporter: &mut Exporter<'_, 1>, source: &ManyNodes, stream: &mut Vec<u8>| {
+        while let Some(frame) = exporter.poll(10, &LANES, source, &mut out).unwrap() {
+            // The first stack Definitions is lost on its way: it is
+            // written again.
+            let defines_stacks = frame.kind == typhon_live_core::FrameKind::Definitions;
+            if defines_stacks && !dropped_one {
+                dropped_one = true;
+                assert!(exporter.frame_dropped());
+                continue;
+            }
+            stream.extend_from_slice(&out[..frame.len]);
+        }
+    };
+    poll(&mut exporter, &source, &mut stream);
+    // Nodes interned since: told next.
+    source.nodes = 70_100;
+    poll(&mut exporter, &source, &mut stream);
+    assert!(dropped_one);
+
+    let mut reader = Reader::new();
+    let mut per_frame = Vec::new();
+    let damage = frames(&stream, |frame| {
+        let mut nodes = 0u32;
+        let read = reader.read(frame, |_, update| {
+            if let Update::StackNode { .. } = update {
+                nodes += 1;
+            }
+        });
+        if nodes > 0 {
+            per_frame.push(nodes);
+        }
+        read
+    });
+    assert!(damage.is_empty(), "{damage:?}");
+    // The Init holds a frame's worth, the rest follow, the lost frame's
+    // nodes again, then the new ones.
+    assert_eq!(
+        per_frame,
+        [MAX_NODES_PER_FRAME, 70_000 - MAX_NODES_PER_FRAME, 100]
+    );
+    let stacks = reader.state().stacks();
+    assert_eq!(stacks.len(), 70_100);
+    assert_eq!(stacks.symbols(), 3);
+    assert_eq!(stacks.addresses(70_099).count(), 100);
+    assert_eq!(reader.state().tally().refused.stack_nodes, 0);
+}

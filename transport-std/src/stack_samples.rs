@@ -269,15 +269,7 @@ mod tests {
         let thread = rx.recv().unwrap();
         let mut stacks = match ThreadStacks::open(thread, 1000, true) {
             Ok(stacks) => stacks,
-            Err(e) => {
-                let paranoid = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid");
-                assert!(
-                    paranoid.is_ok_and(|p| p.trim().parse::<i32>().is_ok_and(|p| p > 2)),
-                    "refused where perf_event_paranoid allows it: {e}"
-                );
-                eprintln!("skipped: perf_event_open refused here ({e})");
-                return;
-            }
+            Err(e) => return crate::switches::refused_here(&e),
         };
         go.send(()).unwrap();
         let (mut samples, mut with_copies, mut times, mut lost) = (0, 0, Vec::new(), 0);

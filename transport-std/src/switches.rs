@@ -152,6 +152,19 @@ mod linux {
     }
 }
 
+/// For the tests of `perf_event_open`: its refusal `e` must be what the
+/// system's setting says (`perf_event_paranoid` above 2), never a bug;
+/// then the test says it skipped, and passes.
+#[cfg(all(test, target_os = "linux"))]
+pub(crate) fn refused_here(e: &io::Error) {
+    let paranoid = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid");
+    assert!(
+        paranoid.is_ok_and(|p| p.trim().parse::<i32>().is_ok_and(|p| p > 2)),
+        "refused where perf_event_paranoid allows it: {e}"
+    );
+    eprintln!("skipped: perf_event_open refused here ({e})");
+}
+
 #[cfg(all(test, target_os = "linux"))]
 mod tests {
     use std::time::Duration;
@@ -178,15 +191,7 @@ mod tests {
         let thread = rx.recv().unwrap();
         let mut switches = match ThreadSwitches::open(thread) {
             Ok(switches) => switches,
-            Err(e) => {
-                let paranoid = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid");
-                assert!(
-                    paranoid.is_ok_and(|p| p.trim().parse::<i32>().is_ok_and(|p| p > 2)),
-                    "refused where perf_event_paranoid allows it: {e}"
-                );
-                eprintln!("skipped: perf_event_open refused here ({e})");
-                return;
-            }
+            Err(e) => return refused_here(&e),
         };
         let from = monotonic_ns().unwrap();
         go.send(()).unwrap();

@@ -480,7 +480,7 @@ impl Page {
         let drawn = &mut self.flame_drawn;
         egui::TopBottomPanel::bottom("flame")
             .resizable(true)
-            .default_height(300.0)
+            .default_height(220.0)
             .show(ctx, |ui| {
                 ui.horizontal(|ui| {
                     ui.label(RichText::new("which code ran:").strong());
