@@ -38,8 +38,9 @@ pub type NodeId = u32;
 /// Frames of one stack at most: a deeper stack keeps its innermost
 /// frames and is marked cut.
 pub const MAX_STACK_DEPTH: usize = 128;
-/// Stack nodes a session defines at most. A reader holds each one (about
-/// 16 bytes), so this bounds what a peer can make it keep: 4 MiB.
+/// Stack nodes a session defines at most. A reader holds each one
+/// (typhon-live's, 24 bytes), so this bounds what a peer can make it
+/// keep: 6 MiB.
 pub const MAX_STACK_NODES: u32 = 1 << 18;
 /// Frames one address stands for at most (a call and the calls inlined
 /// into it).

@@ -155,6 +155,15 @@ fn start() -> (Sender<Ask>, Receiver<Answer>) {
     (asks, answers)
 }
 
+/// The standard library's crate whose source `file` is (Rust's own
+/// sources lie under `…/library/core/`, `alloc/`, `std/`).
+fn library_crate(file: &std::path::Path) -> Option<&'static str> {
+    let path = file.to_string_lossy();
+    ["core", "alloc", "std"]
+        .into_iter()
+        .find(|krate| path.contains(&format!("/library/{krate}/")))
+}
+
 /// What a frame is to an allocation site's stack.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Frame {
@@ -246,6 +255,14 @@ impl Symbols {
             };
             // `{:#}`: demangled, without the hash.
             let mut text = format!("{name:#}");
+            // Debug information of line tables only names a function
+            // without its path: a standard library's is told by its
+            // source's.
+            if let Some(krate) = symbol.filename().and_then(library_crate) {
+                if !text.contains("::") {
+                    text = format!("{krate}::{text}");
+                }
+            }
             let what = Frame::of(&text);
             if let (Some(file), Some(line)) = (symbol.filename(), symbol.lineno()) {
                 let file = file.file_name().map_or_else(
