@@ -92,7 +92,16 @@ fn captures(dir: &Path) -> Vec<PathBuf> {
 
 #[test]
 fn each_stall_of_the_demo_makes_one_capture_holding_it_whole_and_view_opens_on_it() {
-    let (mut demo, addr) = spawn_demo_with(&["--duration", "26", "--threads", "2"]);
+    // Without stacks sampled: in CI the demo's first tick then took
+    // about 110 ms, and `tick > 100ms` captured it beside the stalls.
+    let (mut demo, addr) = spawn_demo_with(&[
+        "--duration",
+        "26",
+        "--threads",
+        "2",
+        "--stack-sample-hz",
+        "0",
+    ]);
     let dir = temp("captures");
     let _ = std::fs::remove_dir_all(&dir);
     let record = typhon()
