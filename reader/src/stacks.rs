@@ -34,7 +34,7 @@ pub struct Stacks {
     symbols: BTreeMap<u64, Vec<NameId>>,
 }
 
-/// What [`Stacks::define`] and [`Stacks::learn`] did.
+/// What defining a node or learning a symbol did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Learnt {
     /// New to this table, or new content for its id or address.
