@@ -22,20 +22,31 @@ pub const MAX_HZ: u32 = 10_000;
 /// Bytes of a thread's stack copied with each sample (as `perf record
 /// --call-graph dwarf` does by default): frames past it are not reached,
 /// and the stack is marked cut.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 pub(crate) const STACK_COPY_BYTES: u32 = 8 << 10;
 /// Ring bytes per thread with copies: about 30 samples, 30 ms of a busy
 /// thread at 1 kHz, while the exporter reads it every millisecond or so.
 /// The kernel counts what it could not fit.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 pub(crate) const RING_BYTES_COPYING: usize = 256 << 10;
 /// Ring bytes per thread with frame-pointer chains alone: a sample is at
 /// most about 1 KiB (127 frames).
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 pub(crate) const RING_BYTES_CHAINS: usize = 32 << 10;
 /// Frames the kernel walks at most (its default `perf_event_max_stack`
 /// is 127).
 pub(crate) const MAX_CHAIN: u16 = 127;
 
-/// One sample, as the kernel wrote it.
+/// One sample, as the kernel wrote it. Its registers and stack are read
+/// where the unwinder walks copies (Linux on x86_64 and aarch64).
 #[derive(Debug)]
+#[cfg_attr(
+    not(all(
+        target_os = "linux",
+        any(target_arch = "x86_64", target_arch = "aarch64")
+    )),
+    allow(dead_code)
+)]
 pub(crate) struct RawStack<'a> {
     /// When, on CLOCK_MONOTONIC (see [`monotonic_ns`](crate::switches::monotonic_ns)).
     pub(crate) time: u64,
