@@ -267,11 +267,15 @@ pub fn spans_holding<'a>(
     if samples.is_empty() {
         return Vec::new();
     }
-    let mut spans: HashMap<u16, Vec<SpanRecord>> = HashMap::new();
+    // Only the lanes those samples are on: their spans, in order.
+    let mut spans: HashMap<u16, Vec<SpanRecord>> =
+        samples.iter().map(|s| (s.lane, Vec::new())).collect();
     for span in chunks.flat_map(|c| c.spans.iter()) {
         let (start, end) = stretch(span);
-        if end > from && start < to && samples.iter().any(|s| s.lane == span.lane) {
-            spans.entry(span.lane).or_default().push(*span);
+        if end > from && start < to {
+            if let Some(lane) = spans.get_mut(&span.lane) {
+                lane.push(*span);
+            }
         }
     }
     for lane in spans.values_mut() {
@@ -404,14 +408,12 @@ impl<'s> Fold<'s> {
     fn add(&mut self, sample: &StackSample) {
         let stacks = self.stacks;
         let frames = self.frames.entry(sample.node).or_insert_with(|| {
-            let mut frames = Vec::new();
-            for address in stacks.addresses(sample.node) {
-                match stacks.frames_at(address) {
-                    Some(names) => frames.extend(names.iter().map(|&n| Frame::Function(n))),
-                    None => frames.push(Frame::Address(address)),
-                }
-            }
+            let frames = stacks.frames(sample.node).map(|f| match f {
+                Ok(name) => Frame::Function(name),
+                Err(address) => Frame::Address(address),
+            });
             // Innermost first as read: the tree goes outermost first.
+            let mut frames: Vec<Frame> = frames.collect();
             frames.reverse();
             frames
         });

@@ -133,6 +133,18 @@ impl Stacks {
         .take(MAX_STACK_DEPTH)
     }
 
+    /// The frames of the stack whose innermost frame is node `id`,
+    /// innermost first: each address's frames (a name each, the calls
+    /// inlined there first), or the address itself (`Err`) while the
+    /// writer has not symbolized it.
+    pub fn frames(&self, id: NodeId) -> impl Iterator<Item = Result<NameId, u64>> + '_ {
+        self.addresses(id).flat_map(move |address| {
+            let names = self.frames_at(address);
+            let unknown = names.is_none().then_some(Err(address));
+            (names.into_iter().flatten().map(|&name| Ok(name))).chain(unknown)
+        })
+    }
+
     /// The frames the code at `address` stands for (names, innermost
     /// first), once the writer symbolized it.
     pub fn frames_at(&self, address: u64) -> Option<&[NameId]> {

@@ -366,16 +366,12 @@ fn our_shares(trace: &[u8]) -> (Shares, (u64, u64, u64)) {
     let stacks = state.stacks();
     let texts: Vec<Vec<String>> = (taken.iter())
         .map(|sample| {
-            let mut frames = Vec::new();
-            for address in stacks.addresses(sample.node) {
-                match stacks.frames_at(address) {
-                    Some(names) => {
-                        frames.extend(names.iter().map(|&n| state.names().show(n).into_owned()))
-                    }
-                    None => frames.push(format!("{address:#x}")),
-                }
-            }
-            frames
+            (stacks.frames(sample.node))
+                .map(|frame| match frame {
+                    Ok(name) => state.names().show(name).into_owned(),
+                    Err(address) => format!("{address:#x}"),
+                })
+                .collect()
         })
         .collect();
     let shares = Shares::of(texts.iter().map(|f| f.iter().map(String::as_str).collect()));

@@ -37,15 +37,12 @@ fn spin_innermost(until: Instant) -> u64 {
 /// A stack's frames as text, innermost first: each address's frames
 /// (inlined ones too), or the address while it has none.
 fn frames_of(state: &State, node: NodeId) -> Vec<String> {
-    let stacks = state.stacks();
-    let mut out = Vec::new();
-    for address in stacks.addresses(node) {
-        match stacks.frames_at(address) {
-            Some(frames) => out.extend(frames.iter().map(|&f| state.names().show(f).into_owned())),
-            None => out.push(format!("{address:#x}")),
-        }
-    }
-    out
+    (state.stacks().frames(node))
+        .map(|frame| match frame {
+            Ok(name) => state.names().show(name).into_owned(),
+            Err(address) => format!("{address:#x}"),
+        })
+        .collect()
 }
 
 #[test]
