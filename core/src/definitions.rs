@@ -4,11 +4,13 @@
 //!
 //! Payload: a names section (ids `first..first + count`) and a lanes section
 //! (the whole current lane table), both as in Init; or the stack nodes and
-//! frame symbols learnt since (sections 9 and 10, [`crate::stacks`]).
+//! frame symbols learnt and the modules mapped since (sections 9 and 10,
+//! [`crate::stacks`], and 11, [`crate::modules`]).
 
 use crate::error::{DecodeError, EncodeError};
 use crate::frame::{write_frame, FrameKind};
 use crate::lane::LaneInfo;
+use crate::modules::{self, Modules};
 use crate::names::NameSource;
 use crate::section::{self, tag, LaneTable, Names, Sections};
 use crate::stacks::{self, FrameSymbols, StackNodes};
@@ -28,16 +30,32 @@ pub fn write_definitions(
     })
 }
 
-/// Writes a Definitions frame of stack nodes `nodes` and frame symbols
-/// `symbols` of `source`, and no names or lanes: each section only if its
-/// range is not empty.
+/// The parts of a session's stacks one Definitions frame carries: ranges
+/// of its stack nodes' ids, its frame symbols' and its modules' indexes.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct StackRanges {
+    /// Stack node ids.
+    pub nodes: core::ops::Range<u32>,
+    /// Frame symbols, in the order learnt.
+    pub symbols: core::ops::Range<u32>,
+    /// Modules, in the order mapped.
+    pub modules: core::ops::Range<u32>,
+}
+
+/// Writes a Definitions frame of the stack nodes, frame symbols and
+/// modules of `source` in `ranges`, and no names or lanes: each section
+/// only if its range is not empty.
 pub fn write_stack_definitions(
     out: &mut [u8],
     seq: u32,
     source: &impl NameSource,
-    nodes: core::ops::Range<u32>,
-    symbols: core::ops::Range<u32>,
+    ranges: StackRanges,
 ) -> Result<usize, EncodeError> {
+    let StackRanges {
+        nodes,
+        symbols,
+        modules,
+    } = ranges;
     write_frame(out, FrameKind::Definitions, seq, |w| {
         if !nodes.is_empty() {
             let count = nodes.end - nodes.start;
@@ -46,6 +64,10 @@ pub fn write_stack_definitions(
         if !symbols.is_empty() {
             let count = symbols.end - symbols.start;
             stacks::write_symbols(w, symbols.start, count, |i| source.frame_symbol(i))?;
+        }
+        if !modules.is_empty() {
+            let count = modules.end - modules.start;
+            modules::write_modules(w, modules.start, count, |i| source.module(i))?;
         }
         Ok(())
     })
@@ -89,6 +111,9 @@ impl<'a> DefinitionsView<'a> {
                 tag::FRAME_SYMBOLS => {
                     FrameSymbols::parse(body)?;
                 }
+                tag::MODULES => {
+                    Modules::parse(body)?;
+                }
                 _ => {}
             }
         }
@@ -106,6 +131,11 @@ impl<'a> DefinitionsView<'a> {
     pub fn frame_symbols(&self) -> FrameSymbols<'a> {
         let body = Sections::find(self.payload, tag::FRAME_SYMBOLS);
         FrameSymbols::parse(body).unwrap_or(FrameSymbols::EMPTY)
+    }
+
+    /// The modules mapped: none without a module map section.
+    pub fn modules(&self) -> Modules<'a> {
+        Modules::parse(Sections::find(self.payload, tag::MODULES)).unwrap_or(Modules::EMPTY)
     }
 
     /// The names defined, as `(id, name)`: none without a names section.

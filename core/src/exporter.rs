@@ -53,12 +53,13 @@ use crate::block::{
 };
 use crate::catchup::write_catchup;
 use crate::codec::{Compression, Lz4Table};
-use crate::definitions::{write_definitions, write_stack_definitions};
+use crate::definitions::{write_definitions, write_stack_definitions, StackRanges};
 use crate::error::EncodeError;
 use crate::event::LaneId;
 use crate::frame::FrameKind;
 use crate::init::{write_init, Metadata};
 use crate::lane::Lanes;
+use crate::modules::MAX_MODULES;
 use crate::names::NameSource;
 use crate::samples::{write_samples, SamplesBatch};
 use crate::shutdown::Shutdown;
@@ -118,6 +119,7 @@ struct Told {
     lanes: Option<u32>,
     nodes: u32,
     symbols: u32,
+    modules: u32,
 }
 
 impl Told {
@@ -135,6 +137,8 @@ impl Told {
             nodes: (names.stack_node_count()).min(self.nodes.saturating_add(MAX_NODES_PER_FRAME)),
             symbols: (names.frame_symbol_count())
                 .min(self.symbols.saturating_add(MAX_SYMBOLS_PER_FRAME)),
+            // A session maps at most a frame's worth.
+            modules: names.module_count().min(MAX_MODULES),
         }
     }
 }
@@ -184,6 +188,7 @@ impl<const L: usize> Reader<L> {
             lanes: None,
             nodes: 0,
             symbols: 0,
+            modules: 0,
         },
         last_catchup: None,
         owes_block: false,
@@ -647,8 +652,12 @@ impl<'a, const L: usize, const R: usize> Exporter<'a, L, R> {
                 };
                 len
             } else {
-                let (nodes, symbols) = (told.nodes..now.nodes, told.symbols..now.symbols);
-                let len = write_stack_definitions(out, reader.seq, names, nodes, symbols)?;
+                let ranges = StackRanges {
+                    nodes: told.nodes..now.nodes,
+                    symbols: told.symbols..now.symbols,
+                    modules: told.modules..now.modules,
+                };
+                let len = write_stack_definitions(out, reader.seq, names, ranges)?;
                 self.readers[index].told = now;
                 len
             };

@@ -9,6 +9,7 @@ use crate::cursor::{Reader, Writer};
 use crate::error::{DecodeError, EncodeError};
 use crate::frame::{write_frame, FrameKind};
 use crate::lane::LaneInfo;
+use crate::modules::{self, Modules, MAX_MODULES};
 use crate::names::NameSource;
 use crate::section::{self, tag, Count, Entries, LaneTable, Names, Sections};
 use crate::stacks::{self, FrameSymbols, StackNodes, MAX_NODES_PER_FRAME, MAX_SYMBOLS_PER_FRAME};
@@ -212,6 +213,10 @@ pub fn write_init(
         if symbols > 0 {
             stacks::write_symbols(w, 0, symbols, |i| names.frame_symbol(i))?;
         }
+        let modules = names.module_count().min(MAX_MODULES);
+        if modules > 0 {
+            modules::write_modules(w, 0, modules, |i| names.module(i))?;
+        }
         Ok(())
     })
 }
@@ -409,6 +414,9 @@ impl<'a> InitView<'a> {
                 tag::FRAME_SYMBOLS => {
                     FrameSymbols::parse(body)?;
                 }
+                tag::MODULES => {
+                    Modules::parse(body)?;
+                }
                 _ => {} // a newer writer's section: skipped
             }
         }
@@ -473,5 +481,10 @@ impl<'a> InitView<'a> {
     pub fn frame_symbols(&self) -> FrameSymbols<'a> {
         let body = Sections::find(self.sections, tag::FRAME_SYMBOLS);
         FrameSymbols::parse(body).unwrap_or(FrameSymbols::EMPTY)
+    }
+
+    /// The modules mapped so far (later ones follow in Definitions).
+    pub fn modules(&self) -> Modules<'a> {
+        Modules::parse(Sections::find(self.sections, tag::MODULES)).unwrap_or(Modules::EMPTY)
     }
 }

@@ -102,6 +102,7 @@ pub mod init;
 #[cfg(feature = "embedded-io")]
 pub mod io;
 pub mod lane;
+pub mod modules;
 pub mod names;
 pub mod restart;
 pub mod ring;
@@ -125,6 +126,7 @@ pub use exporter::{Emitted, Exporter, ReaderId, Totals};
 pub use frame::FrameKind;
 pub use init::{InitView, Metadata, FORMAT_VERSION, OLDEST_READ_VERSION};
 pub use lane::{LaneHandle, LaneInfo, Lanes, SpanToken, DEFAULT_RING_EVENTS, MAX_OPEN_SPANS};
+pub use modules::{Module, Modules};
 pub use names::{NameError, NameSource, NameTable};
 pub use restart::RestartCheck;
 pub use ring::EventRing;

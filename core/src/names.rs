@@ -17,11 +17,12 @@ use core::fmt;
 use heapless::{String, Vec};
 
 use crate::event::NameId;
+use crate::modules::Module;
 use crate::stacks::{FrameSymbol, NodeId, StackNode};
 
 /// Read access to what a session interned, as the exporter needs it: its
-/// names, and the stack tree and frame symbols that name code (a source
-/// without stacks keeps the provided methods: none).
+/// names, and the stack tree, frame symbols and module map that name
+/// code (a source without stacks keeps the provided methods: none).
 pub trait NameSource {
     /// Number of names interned so far; ids are `0..count`.
     fn count(&self) -> u32;
@@ -43,6 +44,16 @@ pub trait NameSource {
     }
     /// The `index`th frame symbol learnt.
     fn frame_symbol(&self, index: u32) -> Option<FrameSymbol<'_>> {
+        let _ = index;
+        None
+    }
+    /// Number of modules mapped so far (the module map's indexes are
+    /// `0..count`).
+    fn module_count(&self) -> u32 {
+        0
+    }
+    /// The module with index `index`.
+    fn module(&self, index: u32) -> Option<Module<'_>> {
         let _ = index;
         None
     }

@@ -25,6 +25,7 @@ pub(crate) mod tag {
     pub const LANES: u8 = 8;
     pub const STACK_NODES: u8 = 9;
     pub const FRAME_SYMBOLS: u8 = 10;
+    pub const MODULES: u8 = 11;
 }
 
 /// Writes one section whose body `body` writes.

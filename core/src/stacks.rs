@@ -26,6 +26,8 @@
 //! a reader resolves every node from those it already has. Depth is the
 //! reader's to check (it spans frames): at most [`MAX_STACK_DEPTH`].
 
+use core::fmt;
+
 use crate::cursor::{Reader, Writer};
 use crate::error::{DecodeError, EncodeError};
 use crate::event::{LaneId, NameId};
@@ -125,6 +127,37 @@ pub struct StackSample {
     /// Its outermost frames are missing: it was deeper than the bound, or
     /// than the walk reached.
     pub cut: bool,
+}
+
+/// Writes a frame's name as frame symbols give it (FORMAT.md, "Stacks"):
+/// `function (file:line)`, the file without its directories, where the
+/// place is known. `function` is demangled, without a Rust hash. Debug
+/// information of line tables only names a function without its path: a
+/// standard library function (its source under `…/library/core/`,
+/// `alloc/` or `std/`) is then given its crate, `core::…`, so that every
+/// symbolizer names one function alike.
+pub fn write_frame_name(
+    out: &mut impl fmt::Write,
+    function: &str,
+    file: Option<&str>,
+    line: Option<u32>,
+) -> fmt::Result {
+    let library = file.and_then(|file| {
+        let under = |krate: &str| {
+            let mut parts = file.split(['/', '\\']);
+            parts.any(|p| p == "library") && parts.next() == Some(krate)
+        };
+        ["core", "alloc", "std"].into_iter().find(|&k| under(k))
+    });
+    match library {
+        Some(krate) if !function.contains("::") => write!(out, "{krate}::{function}")?,
+        _ => out.write_str(function)?,
+    }
+    if let (Some(file), Some(line)) = (file, line) {
+        let base = file.rsplit(['/', '\\']).next().unwrap_or(file);
+        write!(out, " ({base}:{line})")?;
+    }
+    Ok(())
 }
 
 /// Writes a stack nodes section: nodes `first..first + count`, looked up
@@ -415,6 +448,61 @@ mod tests {
 
     fn body(bytes: &[u8]) -> &[u8] {
         Sections::new(bytes).next_section().unwrap().unwrap().1
+    }
+
+    /// A `fmt::Write` into a fixed buffer.
+    struct Text {
+        bytes: [u8; 128],
+        len: usize,
+    }
+
+    impl fmt::Write for Text {
+        fn write_str(&mut self, s: &str) -> fmt::Result {
+            let to = self
+                .bytes
+                .get_mut(self.len..self.len + s.len())
+                .ok_or(fmt::Error)?;
+            to.copy_from_slice(s.as_bytes());
+            self.len += s.len();
+            Ok(())
+        }
+    }
+
+    fn frame_name(function: &str, file: Option<&str>, line: Option<u32>) -> Text {
+        let mut text = Text {
+            bytes: [0; 128],
+            len: 0,
+        };
+        write_frame_name(&mut text, function, file, line).unwrap();
+        text
+    }
+
+    #[test]
+    fn a_frame_is_named_by_its_function_and_place_and_a_library_s_by_its_crate() {
+        let name = |t: &Text| core::str::from_utf8(&t.bytes[..t.len]).unwrap().to_owned();
+        let cases = [
+            (
+                frame_name("engine::plan", Some("/src/engine/plan.rs"), Some(12)),
+                "engine::plan (plan.rs:12)",
+            ),
+            (
+                frame_name("fold", Some("/rustc/abc/library/core/src/iter.rs"), Some(3)),
+                "core::fold (iter.rs:3)",
+            ),
+            (
+                frame_name(
+                    "Vec::push",
+                    Some("C:\\rustc\\library\\alloc\\vec.rs"),
+                    Some(9),
+                ),
+                "Vec::push (vec.rs:9)",
+            ),
+            (frame_name("main", None, Some(3)), "main"),
+            (frame_name("spin", Some("/my/library/std.rs"), None), "spin"),
+        ];
+        for (got, want) in cases {
+            assert_eq!(name(&got), want);
+        }
     }
 
     #[test]

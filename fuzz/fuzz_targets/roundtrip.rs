@@ -1,7 +1,7 @@
 //! Arbitrary event batches through Block encode (packed, LZ4, or LZ4 when
 //! it pays), then the stream decoder (fed in arbitrary chunks), must come
 //! back equal, float bits included; and arbitrary stacks (nodes, frame
-//! symbols, samples) through their Definitions and Samples frames.
+//! symbols, modules, samples) through their Definitions and Samples frames.
 #![no_main]
 
 use arbitrary::Arbitrary;
@@ -9,12 +9,13 @@ use libfuzzer_sys::fuzz_target;
 use typhon_live_core::block::{
     encode_events, encoding_buffer_len, max_compressed_block_frame_len, write_block_encoded,
 };
-use typhon_live_core::definitions::write_stack_definitions;
+use typhon_live_core::definitions::{write_stack_definitions, StackRanges};
+use typhon_live_core::modules::MAX_BUILD_ID;
 use typhon_live_core::samples::write_samples;
 use typhon_live_core::stacks::{MAX_INLINED_FRAMES, MAX_STACK_NODES};
 use typhon_live_core::{
     BlockBuilder, Compression, Decoder, Event, FieldOwner, FieldValue, FrameSymbol, GaugeValue,
-    Lz4Table, NameSource, NodeId, Payload, SamplesBatch, StackNode, StackSample, Unwinding,
+    Lz4Table, Module, NameSource, NodeId, Payload, SamplesBatch, StackNode, StackSample, Unwinding,
 };
 
 #[derive(Arbitrary, Debug)]
@@ -95,6 +96,7 @@ struct Stacks {
     first: u16,
     nodes: Vec<(Option<u16>, u64)>,
     symbols: Vec<(u64, Vec<u32>)>,
+    modules: Vec<(u64, u64, u64, Vec<u8>, String)>,
     time: u64,
     samples: Vec<(u16, u64, u32, bool, bool)>,
 }
@@ -103,6 +105,7 @@ struct Source {
     first: NodeId,
     nodes: Vec<StackNode>,
     symbols: Vec<(u64, Vec<u32>)>,
+    modules: Vec<(u64, u64, u64, Vec<u8>, String)>,
 }
 
 impl NameSource for Source {
@@ -125,6 +128,13 @@ impl NameSource for Source {
         let (address, frames) = self.symbols.get(index as usize)?;
         Some(FrameSymbol { address: *address, frames })
     }
+    fn module_count(&self) -> u32 {
+        self.modules.len() as u32
+    }
+    fn module(&self, index: u32) -> Option<Module<'_>> {
+        let (start, size, bias, build_id, path) = self.modules.get(index as usize)?;
+        Some(Module { start: *start, size: *size, bias: *bias, build_id, path })
+    }
 }
 
 fn stacks_round_trip(stacks: &Stacks) {
@@ -146,11 +156,21 @@ fn stacks_round_trip(stacks: &Stacks) {
             (*address, frames)
         })
         .collect();
-    let source = Source { first, nodes, symbols };
-    let end = source.stack_node_count();
-    let mut out = vec![0u8; 64 + 20 * 512 + 128 * (11 + 5 * MAX_INLINED_FRAMES)];
-    let len = write_stack_definitions(&mut out, 1, &source, first..end, 0..source.frame_symbol_count())
-        .expect("fits its bound");
+    let modules: Vec<(u64, u64, u64, Vec<u8>, String)> = (stacks.modules.iter().take(16))
+        .map(|(start, size, bias, build_id, path)| {
+            let build_id = build_id[..build_id.len().min(MAX_BUILD_ID)].to_vec();
+            let path: String = path.chars().take(256).collect();
+            (*start, *size, *bias, build_id, path)
+        })
+        .collect();
+    let source = Source { first, nodes, symbols, modules };
+    let ranges = StackRanges {
+        nodes: first..source.stack_node_count(),
+        symbols: 0..source.frame_symbol_count(),
+        modules: 0..source.module_count(),
+    };
+    let mut out = vec![0u8; 64 + 20 * 512 + 128 * (11 + 5 * MAX_INLINED_FRAMES) + 16 * 1400];
+    let len = write_stack_definitions(&mut out, 1, &source, ranges).expect("fits its bound");
     let samples: Vec<StackSample> = (stacks.samples.iter().take(256))
         .map(|&(lane, before, node, tables, cut)| StackSample {
             lane,
@@ -179,6 +199,10 @@ fn stacks_round_trip(stacks: &Stacks) {
     let read: Vec<(u64, Vec<u32>)> =
         defs.frame_symbols().map(|s| (s.address, s.frames.iter().collect())).collect();
     assert_eq!(read, source.symbols);
+    let read: Vec<(u64, u64, u64, Vec<u8>, String)> = (defs.modules())
+        .map(|(_, m)| (m.start, m.size, m.bias, m.build_id.to_vec(), m.path.to_string()))
+        .collect();
+    assert_eq!(read, source.modules);
     let f = decoder.next().expect("own output decodes").expect("whole");
     let Payload::Samples(view) = f.parse().expect("own output parses") else { panic!("not Samples") };
     assert!(view.stack_samples().eq(samples.iter().copied()));

@@ -110,7 +110,7 @@ pub use nesting::{Nesting, Place, MAX_DEPTH};
 pub use off_cpu::{OffCpu, OpenOffCpu};
 pub use placement::Placement;
 pub use read::Reader;
-pub use stacks::{Learnt, Stacks, MAX_FRAME_SYMBOLS};
+pub use stacks::{Learnt, MappedModule, Stacks, MAX_FRAME_SYMBOLS, MAX_MODULE_PATH};
 pub use start::{Checkpoint, Start, START_TICKS_PER_SECOND};
 pub use state::{Lane, Refused, Session, State, Tally, MAX_LANES};
 pub use ticks::{OpenTick, Tick};

@@ -8,8 +8,8 @@ use typhon_live_core::catchup::begun_by;
 
 use typhon_live_core::{
     BlockView, CatchUpView, DecodeError, Event, EventKinds, Frame, FrameSymbols, InitView,
-    LaneInfo, Payload, RestartCheck, SamplesView, SequenceCheck, Shutdown, StackNodes, StackSample,
-    TextsView, MAX_OPEN_SPANS,
+    LaneInfo, Modules, Payload, RestartCheck, SamplesView, SequenceCheck, Shutdown, StackNodes,
+    StackSample, TextsView, MAX_OPEN_SPANS,
 };
 
 use crate::block_buffer::BlockBuffer;
@@ -235,6 +235,7 @@ impl Reader {
                     self.define(id, text, &mut take);
                 }
                 self.define_stacks(defs.stack_nodes(), defs.frame_symbols(), &mut take);
+                self.map_modules(defs.modules(), &mut take);
                 if let Some(lanes) = defs.lanes() {
                     self.set_lanes(lanes, &mut take);
                 }
@@ -344,6 +345,7 @@ impl Reader {
         }
         self.set_lanes(init.lanes(), take);
         self.define_stacks(init.stack_nodes(), init.frame_symbols(), take);
+        self.map_modules(init.modules(), take);
     }
 
     fn define_stacks(
@@ -365,6 +367,16 @@ impl Reader {
                 Learnt::New => take(&self.state, Update::FrameSymbol { address, frames }),
                 Learnt::Same => {}
                 Learnt::Refused => self.state.tally.refused.frame_symbols += 1,
+            }
+        }
+    }
+
+    fn map_modules(&mut self, modules: Modules<'_>, take: &mut impl FnMut(&State, Update<'_>)) {
+        for (index, module) in modules {
+            match self.state.stacks.map(index, module) {
+                Learnt::New => take(&self.state, Update::Module { index, module }),
+                Learnt::Same => {}
+                Learnt::Refused => self.state.tally.refused.modules += 1,
             }
         }
     }

@@ -1,21 +1,55 @@
-//! The session's call stacks (FORMAT.md, "Stacks"): its tree of nodes
-//! and its frames' symbols, as Inits and Definitions define them, kept up
-//! to the format's bounds, so that a hostile peer cannot grow them past.
+//! The session's call stacks (FORMAT.md, "Stacks"): its tree of nodes,
+//! its frames' symbols and its module map, as Inits and Definitions
+//! define them, kept up to the format's bounds, so that a hostile peer
+//! cannot grow them past.
 //!
 //! A node whose parent this reader does not hold (its definition was
 //! refused), or that would stand deeper than
 //! [`MAX_STACK_DEPTH`](typhon_live_core::stacks::MAX_STACK_DEPTH), is
 //! refused, and so is every node under it; a sample naming a node not
-//! held is skipped and counted.
+//! held is skipped and counted. A module of absurd bounds (no bytes, an
+//! end past 2^64, no path or one longer than [`MAX_MODULE_PATH`]) is
+//! refused alone.
 
 use alloc::collections::BTreeMap;
+use alloc::string::String;
 use alloc::vec::Vec;
 
 use typhon_live_core::stacks::{MAX_INLINED_FRAMES, MAX_STACK_DEPTH, MAX_STACK_NODES};
-use typhon_live_core::{NameId, NodeId, StackNode};
+use typhon_live_core::{Module, NameId, NodeId, StackNode};
 
 /// Frame symbols kept at most: one an address, and an address a node's.
 pub const MAX_FRAME_SYMBOLS: usize = MAX_STACK_NODES as usize;
+/// Bytes of a module's path at most (Linux's `PATH_MAX`).
+pub const MAX_MODULE_PATH: usize = 4096;
+
+/// A module of the session's module map, as held.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MappedModule {
+    /// Its lowest address in the process.
+    pub start: u64,
+    /// Just past its highest address (above `start`).
+    pub end: u64,
+    /// Where the file's address 0 lies in the process.
+    pub bias: u64,
+    /// Its build id; empty where it has none.
+    pub build_id: Vec<u8>,
+    /// Its path where it was loaded.
+    pub path: String,
+}
+
+impl MappedModule {
+    /// Whether `address` lies in it.
+    pub fn covers(&self, address: u64) -> bool {
+        (self.start..self.end).contains(&address)
+    }
+
+    /// `address` in the file's own terms (its ELF virtual addresses), as
+    /// its debug information names code.
+    pub fn file_address(&self, address: u64) -> u64 {
+        address.wrapping_sub(self.bias)
+    }
+}
 
 /// A node as held: its depth, 1 for an outermost frame; 0 where the id
 /// is not held.
@@ -32,6 +66,9 @@ pub struct Stacks {
     nodes: Vec<Held>,
     held: usize,
     symbols: BTreeMap<u64, Vec<NameId>>,
+    /// By index (dense below [`typhon_live_core::modules::MAX_MODULES`]);
+    /// `None` where refused or not yet defined.
+    modules: Vec<Option<MappedModule>>,
 }
 
 /// What defining a node or learning a symbol did.
@@ -96,6 +133,43 @@ impl Stacks {
                 Learnt::New
             }
         }
+    }
+
+    /// Maps module `index` (the core checked it within the bound), unless
+    /// its bounds or path are absurd.
+    pub(crate) fn map(&mut self, index: u32, module: Module<'_>) -> Learnt {
+        let end = module.start.checked_add(module.size);
+        let path_ok = !module.path.is_empty() && module.path.len() <= MAX_MODULE_PATH;
+        let (Some(end), true, true) = (end, module.size > 0, path_ok) else {
+            return Learnt::Refused;
+        };
+        let mapped = MappedModule {
+            start: module.start,
+            end,
+            bias: module.bias,
+            build_id: module.build_id.into(),
+            path: module.path.into(),
+        };
+        let index = index as usize;
+        if self.modules.len() <= index {
+            self.modules.resize(index + 1, None);
+        }
+        if self.modules[index].as_ref() == Some(&mapped) {
+            return Learnt::Same;
+        }
+        self.modules[index] = Some(mapped);
+        Learnt::New
+    }
+
+    /// The module `address` lies in: of those covering it, the one mapped
+    /// last (a library unloaded and another loaded where it was).
+    pub fn module_of(&self, address: u64) -> Option<&MappedModule> {
+        self.modules().rev().find(|m| m.covers(address))
+    }
+
+    /// The modules held, in index order.
+    pub fn modules(&self) -> impl DoubleEndedIterator<Item = &MappedModule> + Clone {
+        self.modules.iter().flatten()
     }
 
     pub(crate) fn clear(&mut self) {
@@ -204,6 +278,33 @@ mod tests {
         assert_eq!(stacks.addresses(deepest).count(), MAX_STACK_DEPTH);
         let past = node(Some(deepest), 1);
         assert_eq!(stacks.define(deepest + 1, past), Learnt::Refused);
+    }
+
+    #[test]
+    fn modules_of_absurd_bounds_are_refused_and_the_last_mapped_covers() {
+        let module = |start, size, path| Module {
+            start,
+            size,
+            bias: 0x1000,
+            build_id: &[1, 2],
+            path,
+        };
+        let mut stacks = Stacks::default();
+        assert_eq!(stacks.map(0, module(0x1000, 0x100, "/a")), Learnt::New);
+        assert_eq!(stacks.map(0, module(0x1000, 0x100, "/a")), Learnt::Same);
+        // No bytes, an end past 2^64, no path, too long a path.
+        assert_eq!(stacks.map(1, module(0x2000, 0, "/b")), Learnt::Refused);
+        assert_eq!(stacks.map(1, module(u64::MAX, 2, "/b")), Learnt::Refused);
+        assert_eq!(stacks.map(1, module(0x2000, 1, "")), Learnt::Refused);
+        let long = "/".repeat(MAX_MODULE_PATH + 1);
+        assert_eq!(stacks.map(1, module(0x2000, 1, &long)), Learnt::Refused);
+        assert_eq!(stacks.modules().count(), 1);
+        // Mapped over the first: it covers from now on.
+        assert_eq!(stacks.map(2, module(0x1080, 0x100, "/c")), Learnt::New);
+        assert_eq!(stacks.module_of(0x1090).unwrap().path, "/c");
+        let a = stacks.module_of(0x1010).unwrap();
+        assert_eq!((a.path.as_str(), a.file_address(0x1010)), ("/a", 0x10));
+        assert!(stacks.module_of(0x2000).is_none());
     }
 
     #[test]

@@ -70,6 +70,9 @@ pub struct Refused {
     pub stack_nodes: u64,
     /// Frame symbols past [`MAX_FRAME_SYMBOLS`](crate::MAX_FRAME_SYMBOLS).
     pub frame_symbols: u64,
+    /// Modules of absurd bounds: no bytes, an end past 2^64, no path or
+    /// one past [`MAX_MODULE_PATH`](crate::MAX_MODULE_PATH).
+    pub modules: u64,
 }
 
 /// What the reader has read and lost since it was made, over every

@@ -1,8 +1,8 @@
 //! What a [`Reader`](crate::Reader) tells its consumer, frame by frame.
 
 use typhon_live_core::{
-    Event, LaneId, Memory, NameId, NodeId, Shutdown, SiteView, StackFrames, StackNode, StackSample,
-    Switch,
+    Event, LaneId, Memory, Module, NameId, NodeId, Shutdown, SiteView, StackFrames, StackNode,
+    StackSample, Switch,
 };
 
 use crate::cpu::CpuInterval;
@@ -69,6 +69,14 @@ pub enum Update<'a> {
         address: u64,
         /// Its frames' names, innermost (inlined) first.
         frames: StackFrames<'a>,
+    },
+    /// A module of the module map, from an Init or Definitions: new, or
+    /// new for its index (FORMAT.md, "Stacks").
+    Module {
+        /// Its index.
+        index: u32,
+        /// Where it lies, its build id and path.
+        module: Module<'a>,
     },
     /// An Init or Definitions set the lane table: the state's lanes are
     /// the ones it lists (a lane missing from it was freed).

@@ -42,7 +42,7 @@ use typhon_live_core::block::{
 };
 use typhon_live_core::catchup::write_catchup_of;
 use typhon_live_core::decode::DEFAULT_MAX_FRAME;
-use typhon_live_core::definitions::{write_definitions, write_stack_definitions};
+use typhon_live_core::definitions::{write_definitions, write_stack_definitions, StackRanges};
 use typhon_live_core::frame::{frame_around, HEADER_LEN, OVERHEAD, TRAILER_LEN};
 use typhon_live_core::init::write_init;
 use typhon_live_core::samples::{write_samples, MAX_STACK_FRAMES};
@@ -676,9 +676,13 @@ impl Merger {
                 names: &self.names,
                 stacks: &self.stacks,
             };
-            let nodes = self.stacks.nodes_sent..self.stacks.node_count();
-            let symbols = self.stacks.symbols_sent..self.stacks.symbol_count();
-            let n = write_stack_definitions(&mut self.out, 0, &defined, nodes, symbols)
+            let ranges = StackRanges {
+                nodes: self.stacks.nodes_sent..self.stacks.node_count(),
+                symbols: self.stacks.symbols_sent..self.stacks.symbol_count(),
+                // Sources' module maps are not passed on (FORMAT.md, "Stacks").
+                modules: 0..0,
+            };
+            let n = write_stack_definitions(&mut self.out, 0, &defined, ranges)
                 .expect("the buffer is sized for the new stack nodes and symbols");
             self.stacks.nodes_sent = self.stacks.node_count();
             self.stacks.symbols_sent = self.stacks.symbol_count();

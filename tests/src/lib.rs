@@ -979,7 +979,7 @@ pub fn stacks_example_samples() -> [typhon_live_core::StackSample; 2] {
 /// number 3) of [`stacks_example_nodes`] and [`STACKS_EXAMPLE_SYMBOLS`],
 /// then a Samples frame (4) at 5 000 of [`stacks_example_samples`].
 pub fn stacks_example() -> Vec<u8> {
-    use typhon_live_core::definitions::write_stack_definitions;
+    use typhon_live_core::definitions::{write_stack_definitions, StackRanges};
     use typhon_live_core::samples::write_samples;
     use typhon_live_core::{FrameSymbol, NameSource, NodeId, SamplesBatch, StackNode};
     struct Example;
@@ -1005,7 +1005,12 @@ pub fn stacks_example() -> Vec<u8> {
         }
     }
     let mut out = vec![0u8; 256];
-    let n = write_stack_definitions(&mut out, 3, &Example, 0..3, 0..2).expect("fits");
+    let ranges = StackRanges {
+        nodes: 0..3,
+        symbols: 0..2,
+        modules: 0..0,
+    };
+    let n = write_stack_definitions(&mut out, 3, &Example, ranges).expect("fits");
     let mut stream = out[..n].to_vec();
     let samples = stacks_example_samples();
     let batch = SamplesBatch {

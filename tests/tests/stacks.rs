@@ -8,6 +8,7 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
+use object::{Object, ObjectSymbol};
 use typhon_live_core::{LaneKind, Metadata, NodeId, Unwinding};
 use typhon_live_reader::{frames, Reader, State, Update};
 use typhon_live_std::config::ProfilerConfig;
@@ -143,6 +144,22 @@ fn a_thread_that_spins_three_calls_deep_is_found_in_its_stacks() {
             .all(|s| s.unwinding == Unwinding::UnwindTables
                 || s.unwinding == Unwinding::FramePointers)
     );
+    // The module map names this test's own file where its code lies, and
+    // the bias places the spin in the file as its symbol table does.
+    let here = spin_innermost as *const () as u64;
+    let own = state
+        .stacks()
+        .module_of(here)
+        .expect("a module holds the test's code");
+    let exe = std::env::current_exe().unwrap();
+    assert_eq!(std::path::Path::new(&own.path), exe.as_path());
+    assert_eq!(own.build_id.len(), 20, "a GNU build id");
+    let file = std::fs::read(&exe).unwrap();
+    let elf = object::File::parse(&*file).unwrap();
+    let symbol = (elf.symbols())
+        .find(|s| s.name().is_ok_and(|n| n.contains("spin_innermost")))
+        .expect("the test's symbol table names the spin");
+    assert_eq!(own.file_address(here), symbol.address());
 }
 
 /// A source with `nodes` stack nodes in one chain of 100 (each a root's

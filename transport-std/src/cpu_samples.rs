@@ -195,6 +195,7 @@ impl CpuSamples {
                     });
                 });
                 self.stacks_lost += kernel_lost + not_sent;
+                self.tree.map_modules();
             }
             match times.read(now) {
                 Ok(mut counters) => {

@@ -1,17 +1,22 @@
 //! The code this process has loaded, on Linux: each ELF file mapped with
 //! something executable in `/proc/self/maps`, where it lies, the bias it
 //! was loaded at, and its build id; and, for the unwinder, its unwind
-//! tables, read from the file.
+//! tables, read from the file. The session's module map ([`ModuleMap`])
+//! is what the stream tells of them (FORMAT.md, "Stacks").
 
 use std::fs::File;
 use std::io;
 use std::ops::Range;
+use std::time::{Duration, Instant};
 
 use object::read::ReadCache;
 use object::{Object, ObjectSection, ObjectSegment};
 
-/// Bytes of a build id kept at most (a GNU build id is 20).
-pub(crate) const MAX_BUILD_ID: usize = 32;
+use typhon_live_core::modules::{MAX_BUILD_ID, MAX_MODULES};
+
+/// The process's modules are read again at most this often, when code
+/// none of them covers is sampled (a library loaded since).
+const RESCAN_EVERY: Duration = Duration::from_secs(1);
 
 /// A module of the process.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -76,6 +81,55 @@ impl Module {
             tables.eh_frame_hdr = Some(data);
         }
         tables
+    }
+}
+
+/// The modules the session has mapped, in the order found: only grows
+/// (a module unloaded stays, and one loaded where it was comes after it),
+/// up to [`MAX_MODULES`].
+#[derive(Default)]
+pub(crate) struct ModuleMap {
+    modules: Vec<Module>,
+    scanned: Option<Instant>,
+    said: bool,
+}
+
+impl ModuleMap {
+    /// Whether a module mapped covers `address`.
+    pub(crate) fn covers(&self, address: u64) -> bool {
+        self.modules.iter().any(|m| m.covers(address))
+    }
+
+    /// Reads the process's modules again unless it did less than
+    /// [`RESCAN_EVERY`] ago, and maps those new to it; whether it read
+    /// them.
+    pub(crate) fn rescan(&mut self) -> bool {
+        let now = Instant::now();
+        if self.scanned.is_some_and(|at| now < at + RESCAN_EVERY) {
+            return false;
+        }
+        self.scanned = Some(now);
+        match loaded() {
+            Ok(loaded) => {
+                for module in loaded {
+                    if self.modules.len() < MAX_MODULES as usize && !self.modules.contains(&module)
+                    {
+                        self.modules.push(module);
+                    }
+                }
+            }
+            Err(e) if !self.said => {
+                self.said = true;
+                log::info!("typhon-live: the loaded modules cannot be read ({e}): stacks are walked by frame pointers, and their modules are not told");
+            }
+            Err(_) => {}
+        }
+        true
+    }
+
+    /// The modules mapped, in the order found.
+    pub(crate) fn modules(&self) -> &[Module] {
+        &self.modules
     }
 }
 

@@ -1,14 +1,17 @@
 //! The session's stacks as the writer interns them (FORMAT.md, "Stacks"):
 //! one tree of (parent, address) nodes, a path of it per distinct stack,
-//! and the frames at each address once the symbolizer answers. Both only
+//! the frames at each address once the symbolizer answers, and (on
+//! Linux) the module map of the files the addresses lie in. All only
 //! grow, up to the format's bounds, and the exporter tells each reader
 //! what it has not told it yet ([`Interned`]).
 
 use std::collections::{HashMap, HashSet};
 
 use typhon_live_core::stacks::MAX_STACK_NODES;
-use typhon_live_core::{FrameSymbol, NameId, NameSource, NodeId, StackNode};
+use typhon_live_core::{FrameSymbol, Module, NameId, NameSource, NodeId, StackNode};
 
+#[cfg(target_os = "linux")]
+use crate::modules::ModuleMap;
 use crate::runtime::Names;
 
 /// The tree, and the frames known at its addresses.
@@ -23,6 +26,10 @@ pub(crate) struct StackTree {
     asked: HashSet<u64>,
     to_ask: Vec<u64>,
     said_full: bool,
+    #[cfg(target_os = "linux")]
+    modules: ModuleMap,
+    /// A node's address lies in no module mapped (a library loaded since).
+    unmapped: bool,
 }
 
 impl StackTree {
@@ -49,6 +56,10 @@ impl StackTree {
                     if self.asked.insert(address) {
                         self.to_ask.push(address);
                     }
+                    #[cfg(target_os = "linux")]
+                    {
+                        self.unmapped |= !self.modules.covers(address);
+                    }
                     id
                 }
             };
@@ -66,6 +77,40 @@ impl StackTree {
     pub(crate) fn symbolized(&mut self, frames: Vec<(u64, Vec<NameId>)>) {
         self.symbols
             .extend(frames.into_iter().filter(|(_, f)| !f.is_empty()));
+    }
+
+    /// Maps the modules of the process where a node's address lies in
+    /// none mapped yet (read again at most once a second).
+    pub(crate) fn map_modules(&mut self) {
+        #[cfg(target_os = "linux")]
+        if self.unmapped {
+            // The map is the profiler's, no allocation site of the
+            // program's.
+            self.unmapped = !crate::tracking::unsampled(|| self.modules.rescan());
+        }
+    }
+
+    /// The modules mapped.
+    fn module(&self, index: u32) -> Option<Module<'_>> {
+        #[cfg(target_os = "linux")]
+        if let Some(m) = self.modules.modules().get(index as usize) {
+            return Some(Module {
+                start: m.avma.start,
+                size: m.avma.end - m.avma.start,
+                bias: m.bias,
+                build_id: &m.build_id,
+                path: &m.path,
+            });
+        }
+        let _ = index;
+        None
+    }
+
+    fn module_count(&self) -> u32 {
+        #[cfg(target_os = "linux")]
+        return self.modules.modules().len() as u32;
+        #[cfg(not(target_os = "linux"))]
+        0
     }
 
     /// Nodes defined.
@@ -108,6 +153,14 @@ impl NameSource for Interned<'_> {
             address: *address,
             frames,
         })
+    }
+
+    fn module_count(&self) -> u32 {
+        self.stacks.map_or(0, StackTree::module_count)
+    }
+
+    fn module(&self, index: u32) -> Option<Module<'_>> {
+        self.stacks?.module(index)
     }
 }
 

@@ -14,7 +14,7 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::time::Duration;
 
 use typhon_live_core::samples::MAX_STACK_FRAMES;
-use typhon_live_core::stacks::MAX_INLINED_FRAMES;
+use typhon_live_core::stacks::{write_frame_name, MAX_INLINED_FRAMES};
 use typhon_live_core::NameId;
 
 use crate::{runtime, tracking};
@@ -155,15 +155,6 @@ fn start() -> (Sender<Ask>, Receiver<Answer>) {
     (asks, answers)
 }
 
-/// The standard library's crate whose source `file` is (Rust's own
-/// sources lie under `…/library/core/`, `alloc/`, `std/`).
-fn library_crate(file: &std::path::Path) -> Option<&'static str> {
-    let path = file.to_string_lossy();
-    ["core", "alloc", "std"]
-        .into_iter()
-        .find(|krate| path.contains(&format!("/library/{krate}/")))
-}
-
 /// What a frame is to an allocation site's stack.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Frame {
@@ -254,23 +245,12 @@ impl Symbols {
                 return;
             };
             // `{:#}`: demangled, without the hash.
-            let mut text = format!("{name:#}");
-            // Debug information of line tables only names a function
-            // without its path: a standard library's is told by its
-            // source's.
-            if let Some(krate) = symbol.filename().and_then(library_crate) {
-                if !text.contains("::") {
-                    text = format!("{krate}::{text}");
-                }
-            }
+            let function = format!("{name:#}");
+            let file = symbol.filename().map(|f| f.to_string_lossy());
+            let mut text = String::new();
+            let _ = write_frame_name(&mut text, &function, file.as_deref(), symbol.lineno());
+            // The place, in parentheses, names no entry point or own frame.
             let what = Frame::of(&text);
-            if let (Some(file), Some(line)) = (symbol.filename(), symbol.lineno()) {
-                let file = file.file_name().map_or_else(
-                    || file.display().to_string(),
-                    |f| f.to_string_lossy().into_owned(),
-                );
-                text = format!("{text} ({file}:{line})");
-            }
             texts.push((text, what));
         });
         if texts.is_empty() {

@@ -65,9 +65,6 @@ impl Unwinder {
     any(target_arch = "x86_64", target_arch = "aarch64")
 ))]
 mod tables {
-    use std::collections::HashSet;
-    use std::time::{Duration, Instant};
-
     use framehop::{ExplicitModuleSectionInfo, FrameAddress, Unwinder as _};
     use typhon_live_core::stacks::MAX_STACK_DEPTH;
 
@@ -80,20 +77,15 @@ mod tables {
         CacheX86_64 as Cache, UnwindRegsX86_64 as Regs, UnwinderX86_64 as Native,
     };
 
-    use crate::modules::{self, Module};
+    use crate::modules::ModuleMap;
     use crate::stack_samples::Registers;
-
-    /// The process's modules are read again at most this often, when a
-    /// sample runs code none of them covers (a library loaded since).
-    const RESCAN_EVERY: Duration = Duration::from_secs(1);
 
     pub(super) struct Tables {
         native: Native<Vec<u8>>,
         cache: Cache,
-        modules: Vec<Module>,
-        added: HashSet<u64>,
-        scanned: Option<Instant>,
-        said: bool,
+        map: ModuleMap,
+        /// The map's modules handed to framehop: its first ones.
+        added: usize,
     }
 
     impl Default for Tables {
@@ -101,10 +93,8 @@ mod tables {
             Tables {
                 native: Native::new(),
                 cache: Cache::new(),
-                modules: Vec::new(),
-                added: HashSet::new(),
-                scanned: None,
-                said: false,
+                map: ModuleMap::default(),
+                added: 0,
             }
         }
     }
@@ -112,7 +102,7 @@ mod tables {
     impl Tables {
         /// Walks the copied stack; whether the walk found the stack's end.
         pub(super) fn walk(&mut self, at: Registers, stack: &[u8], out: &mut Vec<u64>) -> bool {
-            if !self.modules.iter().any(|m| m.covers(at.ip)) {
+            if !self.map.covers(at.ip) {
                 // The modules' tables (MBs, kept for good) are the
                 // profiler's, no allocation site of the program's.
                 crate::tracking::unsampled(|| self.rescan());
@@ -144,25 +134,10 @@ mod tables {
         }
 
         fn rescan(&mut self) {
-            let now = Instant::now();
-            if self.scanned.is_some_and(|at| now < at + RESCAN_EVERY) {
+            if !self.map.rescan() {
                 return;
             }
-            self.scanned = Some(now);
-            let loaded = match modules::loaded() {
-                Ok(loaded) => loaded,
-                Err(e) => {
-                    if !self.said {
-                        self.said = true;
-                        log::info!("typhon-live: the loaded modules cannot be read ({e}): stacks are walked by frame pointers");
-                    }
-                    return;
-                }
-            };
-            for module in loaded {
-                if !self.added.insert(module.avma.start) {
-                    continue;
-                }
+            for module in &self.map.modules()[self.added..] {
                 let tables = module.unwind_tables();
                 let info = ExplicitModuleSectionInfo {
                     base_svma: 0,
@@ -179,8 +154,8 @@ mod tables {
                     module.bias,
                     info,
                 ));
-                self.modules.push(module);
             }
+            self.added = self.map.modules().len();
         }
     }
 }

@@ -216,6 +216,14 @@ fn report(path: &Path) -> Result<(String, bool), CliError> {
             refused.stack_nodes,
             refused.frame_symbols,
         );
+        let modules = state.stacks().modules();
+        let with_id = modules.clone().filter(|m| !m.build_id.is_empty()).count();
+        let _ = writeln!(
+            out,
+            "modules     {} mapped ({with_id} with a build id), {} refused",
+            modules.count(),
+            refused.modules,
+        );
     }
     if first <= last {
         let seconds = |ns: u64| ns as f64 / 1e9;
