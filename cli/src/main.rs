@@ -110,6 +110,12 @@ enum Command {
         /// loopback (`--web` alone picks one); the URL to open is printed.
         #[arg(long, value_name = "PORT", num_args = 0..=1, default_missing_value = "0")]
         web: Option<u16>,
+        /// Name the sampled stacks' code from the debug files under this
+        /// directory (unstripped binaries, `.debug` files or a
+        /// `.build-id` tree), found by each module's build id: for a
+        /// trace of a stripped binary or firmware.
+        #[arg(long, value_name = "DIR")]
+        symbols: Option<PathBuf>,
     },
     /// Attach to many processes at once and serve their metrics to
     /// Prometheus.
@@ -199,9 +205,15 @@ fn run(cli: Cli) -> Result<(), CliError> {
         Command::View {
             file,
             web: Some(port),
+            symbols,
             ..
-        } => view::serve(&file, port),
-        Command::View { file, json, .. } => view::run(&file, json),
+        } => view::serve(&file, port, symbols.as_deref()),
+        Command::View {
+            file,
+            json,
+            symbols,
+            ..
+        } => view::run(&file, json, symbols.as_deref()),
         Command::Relay(options) => relay::run(*options),
         Command::Inspect { file } => inspect::run(&file),
         Command::Convert { file, to, output } => convert::run(&file, to, &output),

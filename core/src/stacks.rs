@@ -47,6 +47,9 @@ pub const MAX_STACK_NODES: u32 = 1 << 18;
 /// Frames one address stands for at most (a call and the calls inlined
 /// into it).
 pub const MAX_INLINED_FRAMES: usize = 16;
+/// Bytes of a frame's name a writer keeps at most: a long generic type is
+/// cut there, and marked with `…`.
+pub const MAX_FRAME_NAME_LEN: usize = 240;
 /// Stack nodes one frame defines at most: a writer with more sends them
 /// in several frames, so that none nears the frame limit.
 pub const MAX_NODES_PER_FRAME: u32 = 65_536;

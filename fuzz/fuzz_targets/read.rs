@@ -6,6 +6,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
+use typhon_live_core::modules::MAX_MODULES;
 use typhon_live_core::stacks::{MAX_STACK_DEPTH, MAX_STACK_NODES};
 use typhon_live_core::{Decoder, MAX_OPEN_SPANS};
 use typhon_live_reader::{
@@ -52,6 +53,7 @@ fn bounded(state: &State) {
     assert!(state.lanes().values().all(|l| l.open.len() <= MAX_OPEN_SPANS));
     assert!(state.stacks().len() <= MAX_STACK_NODES as usize);
     assert!(state.stacks().symbols() <= MAX_FRAME_SYMBOLS);
+    assert!(state.stacks().modules().count() <= MAX_MODULES as usize);
 }
 
 fuzz_target!(|data: &[u8]| {

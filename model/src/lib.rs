@@ -56,8 +56,8 @@ pub use name_detail::NameDetail;
 pub use profile::{CallNode, Frame, FunctionSamples, Profile, Selection};
 pub use session::Connection;
 pub use summary::{
-    GaugeSummary, HistorySummary, LaneSummary, OpenSummary, SpanCpu, SpanStats, SpanTotal, Summary,
-    TickTally, TimelineInputs, PERCENTILE_SPANS, STALL_MS,
+    GaugeSummary, HistorySummary, HotFunction, LaneSummary, OpenSummary, SpanCpu, SpanStats,
+    SpanTotal, Summary, TickTally, TimelineInputs, HOTTEST_FUNCTIONS, PERCENTILE_SPANS, STALL_MS,
 };
 pub use tasks::{task_tracks, OpenTask, PollMark, TaskBar, TaskTracks};
 pub use triggers::{Trigger, Triggers, MAX_TRIGGERS};

@@ -38,6 +38,7 @@ impl Model {
         let mut summary = self.summary(now);
         if json {
             self.fill_exact(&mut summary.span_stats);
+            summary.code = self.hottest_code(HOTTEST_FUNCTIONS);
             serde_json::to_string(&summary).unwrap_or_default()
         } else {
             summary.line()
@@ -407,7 +408,29 @@ impl Model {
             history: self.history_summary(),
             span_stats: self.span_stats(),
             memory: self.memory.summary(self.reader.state().names()),
+            code: Vec::new(),
         }
+    }
+
+    /// The `count` functions that ran most over the history.
+    pub fn hottest_code(&self, count: usize) -> Vec<HotFunction> {
+        let state = self.reader.state();
+        let chunks = self.history.chunks().iter().map(|c| &**c);
+        let everything = Selection::Range {
+            from: 0,
+            to: u64::MAX,
+        };
+        let profile = Profile::of(chunks, state.stacks(), everything);
+        let share = |n: u64| n as f64 / profile.samples.max(1) as f64;
+        (profile.functions.iter().filter(|f| f.own > 0))
+            .take(count)
+            .map(|f| HotFunction {
+                frame: f.frame.text(state.names()),
+                own_samples: f.own,
+                own_share: share(f.own),
+                total_share: share(f.total),
+            })
+            .collect()
     }
 }
 
@@ -559,6 +582,28 @@ pub struct Summary {
     /// The process's memory and its allocation sites, where the stream
     /// tells them.
     pub memory: Option<MemorySummary>,
+    /// Which code ran over the history, where stacks were sampled: the
+    /// functions that ran most (only in `--json`'s line, which reads
+    /// every sample).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub code: Vec<HotFunction>,
+}
+
+/// Functions `--json`'s summary names at most in [`Summary::code`].
+pub const HOTTEST_FUNCTIONS: usize = 10;
+
+/// A function's share of the stacks sampled.
+#[derive(Clone, Debug, Serialize)]
+pub struct HotFunction {
+    /// Its name (`function (file:line)`), or its address while it has
+    /// none.
+    pub frame: String,
+    /// Samples in which it ran (innermost).
+    pub own_samples: u64,
+    /// Share of every sample in which it ran.
+    pub own_share: f64,
+    /// Share of every sample in which it was on the stack.
+    pub total_share: f64,
 }
 
 /// What the timeline draws from (see [`Model::timeline_inputs`]).

@@ -39,6 +39,20 @@ pub struct MappedModule {
 }
 
 impl MappedModule {
+    /// `module` as held, unless its bounds or path are absurd: no bytes,
+    /// an end past 2^64, no path or one longer than [`MAX_MODULE_PATH`].
+    pub fn new(module: Module<'_>) -> Option<MappedModule> {
+        let end = module.start.checked_add(module.size)?;
+        let path_ok = !module.path.is_empty() && module.path.len() <= MAX_MODULE_PATH;
+        (module.size > 0 && path_ok).then(|| MappedModule {
+            start: module.start,
+            end,
+            bias: module.bias,
+            build_id: module.build_id.into(),
+            path: module.path.into(),
+        })
+    }
+
     /// Whether `address` lies in it.
     pub fn covers(&self, address: u64) -> bool {
         (self.start..self.end).contains(&address)
@@ -138,17 +152,8 @@ impl Stacks {
     /// Maps module `index` (the core checked it within the bound), unless
     /// its bounds or path are absurd.
     pub(crate) fn map(&mut self, index: u32, module: Module<'_>) -> Learnt {
-        let end = module.start.checked_add(module.size);
-        let path_ok = !module.path.is_empty() && module.path.len() <= MAX_MODULE_PATH;
-        let (Some(end), true, true) = (end, module.size > 0, path_ok) else {
+        let Some(mapped) = MappedModule::new(module) else {
             return Learnt::Refused;
-        };
-        let mapped = MappedModule {
-            start: module.start,
-            end,
-            bias: module.bias,
-            build_id: module.build_id.into(),
-            path: module.path.into(),
         };
         let index = index as usize;
         if self.modules.len() <= index {

@@ -14,7 +14,7 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::time::Duration;
 
 use typhon_live_core::samples::MAX_STACK_FRAMES;
-use typhon_live_core::stacks::{write_frame_name, MAX_INLINED_FRAMES};
+use typhon_live_core::stacks::{write_frame_name, MAX_FRAME_NAME_LEN, MAX_INLINED_FRAMES};
 use typhon_live_core::NameId;
 
 use crate::{runtime, tracking};
@@ -27,8 +27,6 @@ const IDLE: Duration = Duration::from_secs(5);
 const MAX_FRAME_NAMES: usize = 8192;
 /// Bytes of frame names interned at most: half the name table's text.
 const MAX_FRAME_NAME_BYTES: usize = runtime::NAME_BYTES / 2;
-/// A frame name's bytes at most: a long generic type is cut.
-const MAX_FRAME_NAME_LEN: usize = 240;
 /// The name of every frame past [`MAX_FRAME_NAMES`].
 const OTHER_FRAMES: &str = "(a frame past the names kept)";
 /// Addresses whose frames are kept, at most: past it the cache starts

@@ -9,6 +9,8 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use typhon_live_model::{Connection, Model};
+use typhon_live_relay::browser::replay::Replayed;
+use typhon_live_symbols::DebugFiles;
 use typhon_live_tui::action::Action;
 use typhon_live_tui::app::Screen;
 
@@ -20,9 +22,10 @@ use crate::trace_file;
 pub const VIEW_HISTORY_BYTES: usize = 2 << 30;
 
 /// Reads `path` into a model and shows it: the screen on a terminal, else
-/// one summary (`--json`: as JSON).
-pub fn run(path: &Path, json: bool) -> Result<(), CliError> {
-    let mut model = load(path)?;
+/// one summary (`--json`: as JSON). With `symbols`, its stacks are named
+/// from the debug files there first.
+pub fn run(path: &Path, json: bool, symbols: Option<&Path>) -> Result<(), CliError> {
+    let mut model = load(path, symbols)?;
     if json || !std::io::stdout().is_terminal() {
         let line = model.summary_line(typhon_live_tui::uptime::now(), json);
         let mut out = std::io::stdout().lock();
@@ -51,15 +54,27 @@ pub fn run(path: &Path, json: bool) -> Result<(), CliError> {
 
 /// Serves the file at `path` to the browser viewer on `port` of
 /// loopback, until the process is stopped: each tab reads the whole
-/// file, then shows it paused at its end.
-pub fn serve(path: &Path, port: u16) -> Result<(), CliError> {
+/// file, then shows it paused at its end. With `symbols`, the stream
+/// served is the file's with its stacks named from the debug files there.
+pub fn serve(path: &Path, port: u16, symbols: Option<&Path>) -> Result<(), CliError> {
     // Refused now, not in each tab that asks.
     std::fs::File::open(path).map_err(|e| CliError::File {
         path: path.into(),
         reason: e.to_string(),
     })?;
+    let replayed = match symbols {
+        None => Replayed::File(path.to_path_buf()),
+        Some(dir) => {
+            let (bytes, said) = symbolized(&trace_file::read(path)?, dir)?;
+            eprintln!("typhon-live view: {said}");
+            Replayed::Bytes {
+                bytes: bytes.into(),
+                name: path.display().to_string(),
+            }
+        }
+    };
     let address = SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port);
-    let stream = typhon_live_relay::browser::replay::routes(path.to_path_buf());
+    let stream = typhon_live_relay::browser::replay::routes_of(replayed);
     let url = typhon_live_relay::browser::page::serve("typhon-live view", address, stream, None)?;
     let mut out = std::io::stdout();
     let _ = writeln!(out, "typhon-live view: browser viewer at {url}");
@@ -69,10 +84,54 @@ pub fn serve(path: &Path, port: u16) -> Result<(), CliError> {
     }
 }
 
+/// `bytes` with the stacks' code named from the debug files under `dir`,
+/// and a sentence saying what was found.
+fn symbolized(bytes: &[u8], dir: &Path) -> Result<(Vec<u8>, String), CliError> {
+    let mut files = DebugFiles::index(dir).map_err(|e| CliError::File {
+        path: dir.into(),
+        reason: e.to_string(),
+    })?;
+    let found = typhon_live_symbols::symbolize(bytes, &mut files);
+    let mut said = format!(
+        "{} code addresses named from {} ({} ELF files)",
+        found.named,
+        dir.display(),
+        files.len()
+    );
+    if found.unnamed > 0 {
+        said.push_str(&format!(
+            ", {} in a debug file that names nothing there",
+            found.unnamed
+        ));
+    }
+    if found.no_debug_file > 0 {
+        let modules: Vec<String> = (found.modules_without_debug_file.iter())
+            .map(|(path, id)| match id.as_str() {
+                "" => path.clone(),
+                id => format!("{path} (build id {id})"),
+            })
+            .collect();
+        said.push_str(&format!(
+            ", {} without a debug file there{}{}",
+            found.no_debug_file,
+            if modules.is_empty() { "" } else { ": " },
+            modules.join(", ")
+        ));
+    }
+    Ok((found.bytes, said))
+}
+
 /// The model of the whole file (as much as [`VIEW_HISTORY_BYTES`] holds),
-/// with a notice saying what it holds and where the file is damaged.
-fn load(path: &Path) -> Result<Model, CliError> {
-    let bytes = trace_file::read(path)?;
+/// with a notice saying what it holds and where the file is damaged (and,
+/// with `symbols`, what was named from there).
+fn load(path: &Path, symbols: Option<&Path>) -> Result<Model, CliError> {
+    let mut bytes = trace_file::read(path)?;
+    let mut named = None;
+    if let Some(dir) = symbols {
+        let (symbolized, said) = symbolized(&bytes, dir)?;
+        bytes = symbolized;
+        named = Some(said);
+    }
     let mut model = Model::with_history(f64::INFINITY, VIEW_HISTORY_BYTES);
     let mut frames_read = 0u64;
     let damage = typhon_live_reader::frames(&bytes, |frame| {
@@ -121,6 +180,9 @@ fn load(path: &Path) -> Result<Model, CliError> {
             model.name(first.label),
             first.time as f64 / 1e9,
         );
+    }
+    if let Some(named) = named {
+        notice.push_str(&format!("; {named}"));
     }
     model.notice = Some(notice);
     Ok(model)

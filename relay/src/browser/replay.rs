@@ -24,10 +24,45 @@ use crate::fanout::WRITE_TIMEOUT;
 /// Bytes per message: the server holds one chunk per tab, read ahead.
 const CHUNK: usize = 1 << 20;
 
+/// What a recorded stream is replayed from.
+pub enum Replayed {
+    /// A file, read again for each tab.
+    File(PathBuf),
+    /// A stream held in memory (a file given again with more in it, such
+    /// as names found in debug files), and what to call it.
+    Bytes {
+        /// The stream.
+        bytes: Arc<[u8]>,
+        /// What it is, as an error names it.
+        name: String,
+    },
+}
+
+impl Replayed {
+    fn name(&self) -> String {
+        match self {
+            Replayed::File(path) => path.display().to_string(),
+            Replayed::Bytes { name, .. } => name.clone(),
+        }
+    }
+
+    fn open(&self) -> std::io::Result<Box<dyn Read + Send>> {
+        Ok(match self {
+            Replayed::File(path) => Box::new(std::fs::File::open(path)?),
+            Replayed::Bytes { bytes, .. } => Box::new(std::io::Cursor::new(Arc::clone(bytes))),
+        })
+    }
+}
+
 /// The route of the file's stream, `GET /stream` (a WebSocket). Serve it
 /// behind a [`typhon_live_http::Guard`], beside the page's routes ([`super::page::routes`]).
 pub fn routes(path: PathBuf) -> Router {
-    let path = Arc::new(path);
+    routes_of(Replayed::File(path))
+}
+
+/// [`routes`] of a stream from a file or from memory.
+pub fn routes_of(replayed: Replayed) -> Router {
+    let path = Arc::new(replayed);
     Router::new().route(
         "/stream",
         get(move |upgrade: WebSocketUpgrade| {
@@ -42,14 +77,14 @@ pub fn routes(path: PathBuf) -> Router {
     )
 }
 
-/// Sends the file at `path` to `socket`, then closes it. A blocking
+/// Sends the stream `path` names to `socket`, then closes it. A blocking
 /// thread reads it ahead by one chunk; a tab that stops taking them is
 /// let go after [`WRITE_TIMEOUT`], and the reading stops with it.
-async fn send_file(mut socket: WebSocket, path: Arc<PathBuf>) {
+async fn send_file(mut socket: WebSocket, path: Arc<Replayed>) {
     let (chunks, mut read) = tokio::sync::mpsc::channel::<Result<Vec<u8>, String>>(1);
     let reading = Arc::clone(&path);
     tokio::task::spawn_blocking(move || {
-        let mut file = match std::fs::File::open(&*reading) {
+        let mut file = match reading.open() {
             Ok(file) => file,
             Err(e) => return chunks.blocking_send(Err(format!("cannot open it: {e}"))),
         };
@@ -75,7 +110,7 @@ async fn send_file(mut socket: WebSocket, path: Arc<PathBuf>) {
             None => break,
             Some(Ok(chunk)) => chunk,
             Some(Err(why)) => {
-                let why = format!("{}: {why}", path.display());
+                let why = format!("{}: {why}", path.name());
                 return close(&mut socket, 1011, &why).await;
             }
         };
