@@ -29,6 +29,7 @@ pub(crate) struct StackTree {
     #[cfg(target_os = "linux")]
     modules: ModuleMap,
     /// A node's address lies in no module mapped (a library loaded since).
+    #[cfg(target_os = "linux")]
     unmapped: bool,
 }
 
