@@ -205,7 +205,11 @@ fn reader(url: &str, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<(u64, u64
         let began = Instant::now();
         while !stop.load(Ordering::Acquire) {
             if let Ok(tungstenite::Message::Binary(bytes)) = socket.read() {
-                feed.push(&bytes, &mut model, &mut recorder, began.elapsed());
+                // As the page's worker: each message's arrival on the
+                // Unix clock too.
+                let unix = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+                let received = unix.ok().map(|d| d.as_nanos() as u64);
+                feed.push(&bytes, &mut model, &mut recorder, began.elapsed(), received);
                 if let Some(said) = feed.say_read() {
                     let _ = socket.send(tungstenite::Message::text(said));
                 }

@@ -215,7 +215,8 @@ impl Tab {
                 Ok(Message::Binary(bytes)) => {
                     last = Instant::now();
                     let (model, recorder) = (&mut self.model, &mut self.recorder);
-                    self.feed.push(&bytes, model, recorder, began.elapsed());
+                    self.feed
+                        .push(&bytes, model, recorder, began.elapsed(), None);
                     match self.feed.say_read() {
                         // The last may find the stream closed after a
                         // file's end.

@@ -126,13 +126,30 @@ impl Model {
     /// malformed payload; the model keeps what it had, and says so in its
     /// notice.
     pub fn on_frame(&mut self, frame: &Frame<'_>, now: Duration) -> Result<(), DecodeError> {
+        self.on_frame_at(frame, now, None)
+    }
+
+    /// [`Model::on_frame`] of a frame that arrived at Unix time
+    /// `received` (ns), where the caller reads that clock: the stream's
+    /// times are then placed on it too (the reader's
+    /// [`State::unix`](typhon_live_reader::State::unix)).
+    pub fn on_frame_at(
+        &mut self,
+        frame: &Frame<'_>,
+        now: Duration,
+        received: Option<u64>,
+    ) -> Result<(), DecodeError> {
         // Taken out while its updates go into the model.
         let mut reader = std::mem::take(&mut self.reader);
-        let result = reader.read(frame, |state, update| match update {
+        let take = |state: &State, update: Update<'_>| match update {
             // The one update of every event, straight to its handling.
             Update::Event { lane, event } => self.on_event(lane, &event, now),
             other => self.update(state, other, now),
-        });
+        };
+        let result = match received {
+            Some(received) => reader.read_at(frame, received, take),
+            None => reader.read(frame, take),
+        };
         self.reader = reader;
         self.close_chunk_if_due();
         if self.reader.state().session().is_none() && self.notice.is_none() {

@@ -123,6 +123,8 @@ pub struct Profile {
     pub cut: u64,
     /// Of those, stacks walked by frame pointers (not unwind tables).
     pub frame_pointers: u64,
+    /// When the newest sample folded was taken (host ns).
+    pub newest: Option<u64>,
 }
 
 impl Profile {
@@ -135,12 +137,17 @@ impl Profile {
     ) -> Profile {
         let within = Within::of(chunks.clone(), selection);
         let mut fold = Fold::new(stacks);
+        let mut newest = None;
         for chunk in chunks.filter(|c| within.may_hold(c)) {
             for sample in chunk.stacks.iter().filter(|s| within.holds(s)) {
                 fold.add(sample);
+                newest = newest.max(Some(sample.time));
             }
         }
-        fold.finish()
+        Profile {
+            newest,
+            ..fold.finish()
+        }
     }
 
     /// Whether it folded no sample.

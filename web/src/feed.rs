@@ -47,15 +47,16 @@ impl Feed {
         }
     }
 
-    /// Takes `bytes` that arrived at `now` into `model`; returns the
-    /// frames read whole. Damage is the model's notice; the frames after
-    /// it are read on.
+    /// Takes `bytes` that arrived at `now` (and at Unix time `received`,
+    /// ns, where known) into `model`; returns the frames read whole.
+    /// Damage is the model's notice; the frames after it are read on.
     pub fn push(
         &mut self,
         mut bytes: &[u8],
         model: &mut Model,
         recorder: &mut Recorder,
         now: Duration,
+        received: Option<u64>,
     ) -> u64 {
         let before = self.frames;
         self.bytes += bytes.len() as u64;
@@ -68,7 +69,7 @@ impl Feed {
                     Ok(Some(frame)) => {
                         self.frames += 1;
                         // A malformed payload is said in the model's notice.
-                        let _ = model.on_frame(&frame, now);
+                        let _ = model.on_frame_at(&frame, now, received);
                         // The model's reading, kept: no second one.
                         recorder.keep(&frame, model.state());
                     }
@@ -119,13 +120,13 @@ mod tests {
         let stream = nested_stream(0..50);
         let mut whole = Model::default();
         let mut recorder = Recorder::new(Default::default(), Vec::new());
-        let frames = Feed::new().push(&stream, &mut whole, &mut recorder, Duration::ZERO);
+        let frames = Feed::new().push(&stream, &mut whole, &mut recorder, Duration::ZERO, None);
         assert!(frames > 2, "{frames}");
         // The same bytes in messages of 7 bytes.
         let (mut feed, mut cut) = (Feed::new(), Model::default());
         let read: u64 = stream
             .chunks(7)
-            .map(|part| feed.push(part, &mut cut, &mut recorder, Duration::ZERO))
+            .map(|part| feed.push(part, &mut cut, &mut recorder, Duration::ZERO, None))
             .sum();
         assert_eq!(read, frames);
         assert_eq!(cut.events(), whole.events());

@@ -76,6 +76,9 @@ pub struct FlameLayout {
     pub marked: Option<Frame>,
     /// See `marked`.
     pub marked_spans: Vec<SpanRecord>,
+    /// When the newest sample folded was taken, ns since the Unix epoch
+    /// (the stream's clock placed on it): how fresh the graph is.
+    pub newest_unix_ns: Option<u64>,
 }
 
 impl FlameLayout {

@@ -748,6 +748,7 @@ impl Page {
                 hottest_at: self.flame_drawn.hottest.map(css),
                 marked: f.marked.is_some(),
                 marked_spans: f.marked_spans.len(),
+                newest_unix_ms: f.newest_unix_ns.map(|ns| ns as f64 / 1e6),
             }),
         };
         // One object: the stream's fields beside the page's.
@@ -827,6 +828,8 @@ struct FlameHook {
     /// A frame is marked, and the spans outlined for it.
     marked: bool,
     marked_spans: usize,
+    /// When its newest sample was taken, ms since the Unix epoch.
+    newest_unix_ms: Option<f64>,
 }
 
 /// The log panel, as [`Page::hook`] reports it.
@@ -964,7 +967,7 @@ mod tests {
         fn new(stream: &[u8]) -> Tab {
             let mut source = Source::new(64 << 20);
             source.connected("test".into());
-            source.take(stream, Duration::ZERO);
+            source.take(stream, Duration::ZERO, None);
             Tab {
                 page: Page::new(),
                 source,

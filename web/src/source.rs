@@ -164,6 +164,8 @@ impl Flames {
                 _ => Profile::of(chunks(), stacks, selection),
             };
             let mut layout = flame::lay_out(&profile, model.names(), title, width);
+            let unix = model.state().unix();
+            layout.newest_unix_ns = (profile.newest).and_then(|ns| Some(unix?.place(ns)));
             if let Some(frame) = self.marked {
                 layout.marked = Some(frame);
                 layout.marked_spans = spans_holding(chunks(), stacks, frame, window, MARKED_SPANS);
@@ -225,12 +227,13 @@ impl Source {
         }
     }
 
-    /// Takes in bytes of the stream that arrived at `now`; returns what
-    /// to tell the server when it is due ([`Feed::say_read`]).
-    pub fn take(&mut self, bytes: &[u8], now: Duration) -> Option<String> {
+    /// Takes in bytes of the stream that arrived at `now` (and at Unix
+    /// time `received`, ns, where known); returns what to tell the server
+    /// when it is due ([`Feed::say_read`]).
+    pub fn take(&mut self, bytes: &[u8], now: Duration, received: Option<u64>) -> Option<String> {
         self.first_bytes_at.get_or_insert(now);
-        self.feed
-            .push(bytes, &mut self.model, &mut self.recorder, now);
+        let (model, recorder) = (&mut self.model, &mut self.recorder);
+        self.feed.push(bytes, model, recorder, now, received);
         self.feed.say_read()
     }
 

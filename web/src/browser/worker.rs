@@ -124,7 +124,10 @@ fn connect(shared: Shared, url: String) {
                     let mut reading = shared.borrow_mut();
                     let began = reading.now();
                     let bytes = js_sys::Uint8Array::new(&buffer).to_vec();
-                    let said = reading.source.take(&bytes, began);
+                    // The browser's Unix clock: the stream's times placed
+                    // on it (how fresh the flame graph is, say).
+                    let received = (js_sys::Date::now() * 1e6) as u64;
+                    let said = reading.source.take(&bytes, began, Some(received));
                     let took = reading.now().saturating_sub(began);
                     reading.source.ingest_took(took);
                     reading.news = true;
