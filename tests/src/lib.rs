@@ -952,6 +952,17 @@ pub fn stacks_example_nodes() -> [typhon_live_core::StackNode; 3] {
 /// (name 5) inlined into `spin` (name 4); 0x401230 is `run` (name 3).
 pub const STACKS_EXAMPLE_SYMBOLS: [(u64, &[u32]); 2] = [(0x40_15a0, &[5, 4]), (0x40_1230, &[3])];
 
+/// The module of FORMAT.md's worked example of stacks: `/app`, from
+/// 0x400000 for 64 KiB, loaded where it was linked (bias 0), its build id
+/// two bytes for brevity (a GNU build id has 20).
+pub const STACKS_EXAMPLE_MODULE: typhon_live_core::Module<'static> = typhon_live_core::Module {
+    start: 0x40_0000,
+    size: 0x1_0000,
+    bias: 0,
+    build_id: &[0xb1, 0x1d],
+    path: "/app",
+};
+
 /// The stack samples of FORMAT.md's worked example, in a frame at 5 000:
 /// lane 0 at 4 000 in node 2, walked with unwind tables; at 4 900 in
 /// node 1, by frame pointers, cut.
@@ -976,12 +987,13 @@ pub fn stacks_example_samples() -> [typhon_live_core::StackSample; 2] {
 }
 
 /// FORMAT.md's worked example of stacks: a Definitions frame (sequence
-/// number 3) of [`stacks_example_nodes`] and [`STACKS_EXAMPLE_SYMBOLS`],
-/// then a Samples frame (4) at 5 000 of [`stacks_example_samples`].
+/// number 3) of [`stacks_example_nodes`], [`STACKS_EXAMPLE_SYMBOLS`] and
+/// [`STACKS_EXAMPLE_MODULE`], then a Samples frame (4) at 5 000 of
+/// [`stacks_example_samples`].
 pub fn stacks_example() -> Vec<u8> {
     use typhon_live_core::definitions::{write_stack_definitions, StackRanges};
     use typhon_live_core::samples::write_samples;
-    use typhon_live_core::{FrameSymbol, NameSource, NodeId, SamplesBatch, StackNode};
+    use typhon_live_core::{FrameSymbol, Module, NameSource, NodeId, SamplesBatch, StackNode};
     struct Example;
     impl NameSource for Example {
         fn count(&self) -> u32 {
@@ -1003,12 +1015,18 @@ pub fn stacks_example() -> Vec<u8> {
             let &(address, frames) = STACKS_EXAMPLE_SYMBOLS.get(index as usize)?;
             Some(FrameSymbol { address, frames })
         }
+        fn module_count(&self) -> u32 {
+            1
+        }
+        fn module(&self, index: u32) -> Option<Module<'_>> {
+            (index == 0).then_some(STACKS_EXAMPLE_MODULE)
+        }
     }
     let mut out = vec![0u8; 256];
     let ranges = StackRanges {
         nodes: 0..3,
         symbols: 0..2,
-        modules: 0..0,
+        modules: 0..1,
     };
     let n = write_stack_definitions(&mut out, 3, &Example, ranges).expect("fits");
     let mut stream = out[..n].to_vec();

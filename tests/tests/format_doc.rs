@@ -149,4 +149,15 @@ fn the_stacks_example_is_what_the_encoder_writes_and_reads_back() {
     assert_eq!(samples, stacks_example_samples());
     let stacks = reader.state().stacks();
     assert!(stacks.addresses(2).eq([0x40_15a0, 0x40_1230, 0x40_1000]));
+    let module = stacks.module_of(0x40_15a0).expect("the example's module");
+    let want = typhon_live_tests::STACKS_EXAMPLE_MODULE;
+    assert_eq!(
+        (module.start, module.end),
+        (want.start, want.start + want.size)
+    );
+    assert_eq!(
+        (module.build_id.as_slice(), module.path.as_str()),
+        (want.build_id, want.path)
+    );
+    assert_eq!(module.file_address(0x40_15a0), 0x40_15a0);
 }
