@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use addr2line::Loader;
 use object::read::ReadCache;
 use object::Object;
-use typhon_live_core::stacks::{write_frame_name, MAX_INLINED_FRAMES};
+use typhon_live_core::stacks::{write_frame_name, MAX_FRAME_NAME_LEN, MAX_INLINED_FRAMES};
 use typhon_live_reader::MappedModule;
 
 use crate::error::SymbolsError;
@@ -158,10 +158,19 @@ impl DebugFiles {
     }
 }
 
-/// A frame's name, as a writer names it.
+/// A frame's name, cut to [`MAX_FRAME_NAME_LEN`] bytes as a writer cuts
+/// it.
 fn frame_name(function: &str, file: Option<&str>, line: Option<u32>) -> String {
     let mut text = String::new();
     let _ = write_frame_name(&mut text, function, file, line);
+    if text.len() > MAX_FRAME_NAME_LEN {
+        let cut = (0..=MAX_FRAME_NAME_LEN)
+            .rev()
+            .find(|&at| text.is_char_boundary(at))
+            .unwrap_or(0);
+        text.truncate(cut);
+        text.push('…');
+    }
     text
 }
 

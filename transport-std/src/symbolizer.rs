@@ -14,7 +14,7 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::time::Duration;
 
 use typhon_live_core::samples::MAX_STACK_FRAMES;
-use typhon_live_core::stacks::{write_frame_name, MAX_INLINED_FRAMES};
+use typhon_live_core::stacks::{write_frame_name, MAX_FRAME_NAME_LEN, MAX_INLINED_FRAMES};
 use typhon_live_core::NameId;
 
 use crate::{runtime, tracking};
@@ -267,7 +267,15 @@ impl Symbols {
     /// or [`MAX_FRAME_NAME_BYTES`], one name for all the rest (said once),
     /// so that frames never crowd the program's own names out of the
     /// table.
-    fn name(&mut self, text: String) -> Option<NameId> {
+    fn name(&mut self, mut text: String) -> Option<NameId> {
+        if text.len() > MAX_FRAME_NAME_LEN {
+            let mut cut = MAX_FRAME_NAME_LEN;
+            while !text.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            text.truncate(cut);
+            text.push('…');
+        }
         if let Some(&id) = self.names.get(&text) {
             return Some(id);
         }
